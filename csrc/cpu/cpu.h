@@ -1,0 +1,73 @@
+/* cpu.h -- the CPU backend: the same ladders with OpenMP threads and C11
+ * atomics, under the same names as cuda/.
+ *
+ * A launch's blocks x threads are logical workers. The OpenMP team runs
+ * them: logical block b is handled by one OpenMP thread, its logical
+ * threads one after another, and each logical worker's share of the data is
+ * one contiguous chunk (the CPU form of a grid-stride loop: the same
+ * partition into blocks*threads shares, laid out for caches instead of for
+ * coalescing). Atomics, locks, fences and barriers act between OpenMP
+ * threads exactly as the CUDA rungs act between blocks.
+ */
+#ifndef CUATOMIC_CPU_H
+#define CUATOMIC_CPU_H
+
+#include <stdatomic.h>
+
+#include "../../cuda/cuatomic_abi.h"
+
+/* The variant table of one op, in tutorial order; NULL for an unknown op. */
+const cua_variant *cua_cpu_variants(int op, int *count);
+
+/* Threads in the OpenMP team (omp_get_max_threads). */
+int cua_cpu_threads(void);
+
+/* ---- shared by the rung files (sum.c, dot.c, ...) ---- */
+
+typedef union {
+    uint64_t i;
+    float f;
+    double d;
+} cua_acc_t;
+
+/* Fill in defaults: threads (32 lanes) and blocks (4 per OpenMP thread, no
+ * more than there are elements for). */
+void cua_cpu_default_config(cua_launch *cfg, int64_t n);
+/* Logical worker w's contiguous share [*lo, *hi) of n elements among W. */
+void cua_cpu_share(int64_t n, int64_t W, int64_t w, int64_t *lo, int64_t *hi);
+
+/* Element i of x converted to the accumulator. */
+cua_acc_t cua_cpu_load(const void *x, int dtype, int acc, int64_t i);
+/* Sum of x[lo:hi] / of a[i]*b[i] over [lo, hi) in the accumulator. */
+cua_acc_t cua_cpu_chunk_sum(const void *x, int dtype, int acc, int64_t lo, int64_t hi);
+cua_acc_t cua_cpu_chunk_dot(const void *a, const void *b, int dtype, int acc, int64_t lo, int64_t hi);
+/* s += v (plain), and the two atomic forms on a 64-bit cell holding the
+ * accumulator's bits: native fetch_add for integers (floats have no atomic
+ * add on the CPU, so "native" is a CAS loop there too), and a CAS loop. */
+void cua_acc_add(int acc, cua_acc_t *s, cua_acc_t v);
+void cua_cpu_atomic_add(int acc, _Atomic uint64_t *cell, cua_acc_t v);
+void cua_cpu_cas_add(int acc, _Atomic uint64_t *cell, cua_acc_t v);
+cua_acc_t cua_cpu_cell_value(int acc, uint64_t bits);
+void cua_cpu_store_result(int acc, cua_acc_t v, void *result);
+
+/* Bin of element i (-1 if dropped), and a chunk counted into counts. */
+int64_t cua_cpu_bin(const void *x, int dtype, const cua_bins *bins, int64_t i);
+void cua_cpu_chunk_hist(const void *x, int dtype, const cua_bins *bins, int64_t lo, int64_t hi, uint64_t *counts);
+
+/* Does element i pass; how many in [lo, hi) pass; copy those that pass to
+ * out in order and return how many. */
+int cua_cpu_keep(const void *x, int dtype, const cua_pred *pred, int64_t i);
+int64_t cua_cpu_chunk_count(const void *x, int dtype, const cua_pred *pred, int64_t lo, int64_t hi);
+int64_t cua_cpu_chunk_compact(const void *x, int dtype, const cua_pred *pred, int64_t lo, int64_t hi, void *out);
+
+/* The CAS spin lock of the tutorial, on a C11 atomic int. */
+void cua_cpu_lock(atomic_int *mutex);
+void cua_cpu_unlock(atomic_int *mutex);
+
+
+/* The value of logical block `block`: each of its logical threads sums (b
+ * == NULL) or dots its share, then the lanes combine in the shared-memory
+ * tree of the CUDA rungs. */
+cua_acc_t cua_cpu_block_value(const void *a, const void *b, int64_t n, int dtype, int acc, const cua_launch *cfg,
+                              int64_t block);
+#endif

@@ -1,0 +1,364 @@
+/* elements.c -- the typed inner loops of the CPU backend.
+ *
+ * The rung files (sum.c, dot.c, ...) hold the algorithms once, in terms of
+ * these primitives; here each primitive is expanded for every element type
+ * by CUA_CPU_TYPES, so the loops the rungs spend their time in are plain
+ * typed loops the compiler vectorizes.
+ */
+#include <string.h>
+
+#include "cpu.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+/* id, C type, member of cua_pred's union holding a bound of this type */
+#define CUA_CPU_TYPES(X)          \
+    X(CUA_BOOL, uint8_t, u)       \
+    X(CUA_INT8, int8_t, i)        \
+    X(CUA_UINT8, uint8_t, u)      \
+    X(CUA_INT16, int16_t, i)      \
+    X(CUA_UINT16, uint16_t, u)    \
+    X(CUA_INT32, int32_t, i)      \
+    X(CUA_UINT32, uint32_t, u)    \
+    X(CUA_INT64, int64_t, i)      \
+    X(CUA_UINT64, uint64_t, u)    \
+    X(CUA_FLOAT32, float, f)      \
+    X(CUA_FLOAT64, double, d)
+
+int cua_cpu_threads(void)
+{
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
+void cua_cpu_default_config(cua_launch *cfg, int64_t n)
+{
+    if (cfg->threads <= 0) cfg->threads = 32;
+    if (cfg->blocks <= 0) {
+        int64_t want = (n + cfg->threads - 1) / cfg->threads;
+        int64_t cap = 4LL * cua_cpu_threads();
+        cfg->blocks = want < 1 ? 1 : (want < cap ? want : cap);
+    }
+    cfg->used_blocks = cfg->blocks;
+    cfg->used_threads = cfg->threads;
+}
+
+void cua_cpu_share(int64_t n, int64_t W, int64_t w, int64_t *lo, int64_t *hi)
+{
+    int64_t chunk = (n + W - 1) / W;
+    *lo = w * chunk < n ? w * chunk : n;
+    *hi = *lo + chunk < n ? *lo + chunk : n;
+}
+
+/* ------------------------------------------------------------ accumulators */
+
+#define LOAD_CASE(ID, T, K)                              \
+    case ID: {                                           \
+        T v = ((const T *)x)[i];                         \
+        if (acc == CUA_ACC_INT64) r.i = (uint64_t)v;     \
+        else if (acc == CUA_ACC_FLOAT32) r.f = (float)v; \
+        else r.d = (double)v;                            \
+        break;                                           \
+    }
+
+cua_acc_t cua_cpu_load(const void *x, int dtype, int acc, int64_t i)
+{
+    cua_acc_t r = {0};
+    switch (dtype) {
+        CUA_CPU_TYPES(LOAD_CASE)
+    default: break;
+    }
+    return r;
+}
+
+cua_acc_t cua_cpu_chunk_sum(const void *x, int dtype, int acc, int64_t lo, int64_t hi)
+{
+    cua_acc_t r = {0};
+    switch (dtype) {
+#define SUM_INTO_R(ID, T, K)                                                          \
+    case ID: {                                                                        \
+        const T *p = (const T *)x;                                                    \
+        if (acc == CUA_ACC_INT64) {                                                   \
+            uint64_t s = 0;                                                           \
+            for (int64_t i = lo; i < hi; i++) s += (uint64_t)p[i];                    \
+            r.i = s;                                                                  \
+        } else if (acc == CUA_ACC_FLOAT32) {                                          \
+            float s = 0;                                                              \
+            for (int64_t i = lo; i < hi; i++) s += (float)p[i];                       \
+            r.f = s;                                                                  \
+        } else {                                                                      \
+            double s = 0;                                                             \
+            for (int64_t i = lo; i < hi; i++) s += (double)p[i];                      \
+            r.d = s;                                                                  \
+        }                                                                             \
+        break;                                                                        \
+    }
+        CUA_CPU_TYPES(SUM_INTO_R)
+    default: break;
+    }
+    return r;
+}
+
+cua_acc_t cua_cpu_chunk_dot(const void *a, const void *b, int dtype, int acc, int64_t lo, int64_t hi)
+{
+    cua_acc_t r = {0};
+    switch (dtype) {
+#define DOT_INTO_R(ID, T, K)                                                          \
+    case ID: {                                                                        \
+        const T *p = (const T *)a, *q = (const T *)b;                                 \
+        if (acc == CUA_ACC_INT64) {                                                   \
+            uint64_t s = 0;                                                           \
+            for (int64_t i = lo; i < hi; i++) s += (uint64_t)p[i] * (uint64_t)q[i];   \
+            r.i = s;                                                                  \
+        } else if (acc == CUA_ACC_FLOAT32) {                                          \
+            float s = 0;                                                              \
+            for (int64_t i = lo; i < hi; i++) s += (float)p[i] * (float)q[i];         \
+            r.f = s;                                                                  \
+        } else {                                                                      \
+            double s = 0;                                                             \
+            for (int64_t i = lo; i < hi; i++) s += (double)p[i] * (double)q[i];       \
+            r.d = s;                                                                  \
+        }                                                                             \
+        break;                                                                        \
+    }
+        CUA_CPU_TYPES(DOT_INTO_R)
+    default: break;
+    }
+    return r;
+}
+
+void cua_acc_add(int acc, cua_acc_t *s, cua_acc_t v)
+{
+    if (acc == CUA_ACC_INT64) s->i += v.i;
+    else if (acc == CUA_ACC_FLOAT32) s->f += v.f;
+    else s->d += v.d;
+}
+
+/* The cell holds the accumulator's bits: all 64 for integers and doubles,
+ * the low 32 for floats. */
+cua_acc_t cua_cpu_cell_value(int acc, uint64_t bits)
+{
+    cua_acc_t r = {0};
+    if (acc == CUA_ACC_FLOAT32) {
+        uint32_t w = (uint32_t)bits;
+        memcpy(&r.f, &w, sizeof w);
+    } else {
+        r.i = bits;
+    }
+    return r;
+}
+
+static uint64_t cell_bits(int acc, cua_acc_t v)
+{
+    if (acc == CUA_ACC_FLOAT32) {
+        uint32_t w;
+        memcpy(&w, &v.f, sizeof w);
+        return w;
+    }
+    return v.i;
+}
+
+void cua_cpu_cas_add(int acc, _Atomic uint64_t *cell, cua_acc_t v)
+{
+    /* Read, add, and swap in the sum only if the cell still holds what we
+     * read; on failure `old` is refreshed with the value someone else wrote
+     * and we retry. The comparison is of integer bits, never floats, so a NaN
+     * cannot make the loop spin forever. */
+    uint64_t old = atomic_load_explicit(cell, memory_order_relaxed), next;
+    do {
+        cua_acc_t s = cua_cpu_cell_value(acc, old);
+        cua_acc_add(acc, &s, v);
+        next = cell_bits(acc, s);
+    } while (!atomic_compare_exchange_weak_explicit(cell, &old, next, memory_order_relaxed,
+                                                    memory_order_relaxed));
+}
+
+void cua_cpu_atomic_add(int acc, _Atomic uint64_t *cell, cua_acc_t v)
+{
+    if (acc == CUA_ACC_INT64) atomic_fetch_add_explicit(cell, v.i, memory_order_relaxed);
+    else cua_cpu_cas_add(acc, cell, v); /* no atomic float add on the CPU */
+}
+
+void cua_cpu_store_result(int acc, cua_acc_t v, void *result)
+{
+    if (acc == CUA_ACC_FLOAT32) memcpy(result, &v.f, sizeof v.f);
+    else memcpy(result, &v.i, sizeof v.i);
+}
+
+/* ------------------------------------------------------------------- bins */
+
+static inline int64_t bin_int(int64_t x, const cua_bins *b)
+{
+    int64_t d = x - b->ilo;
+    if (d < 0 || d > b->iwidth * b->nbins) return -1;
+    int64_t k = b->iwidth == 1 ? d : d / b->iwidth;
+    return k < b->nbins ? k : b->nbins - 1; /* the last bin is closed */
+}
+
+/* Largest k with e[k] <= v, for e[0] <= v <= e[nbins]; see cuatomic_abi.h. */
+#define DEFINE_BIN(NAME, E)                                                      \
+    static inline int64_t NAME(E v, const cua_bins *b)                           \
+    {                                                                            \
+        const E *e = (const E *)b->edges;                                        \
+        const int64_t nb = b->nbins;                                             \
+        if (!(v >= e[0] && v <= e[nb])) return -1; /* outside, or NaN */        \
+        int64_t k;                                                               \
+        if (b->uniform) {                                                        \
+            k = (int64_t)((double)(v - e[0]) * b->inv_width);                    \
+            k = k < 0 ? 0 : (k > nb - 1 ? nb - 1 : k);                           \
+            while (k > 0 && v < e[k]) --k;                                       \
+            while (k < nb - 1 && v >= e[k + 1]) ++k;                             \
+        } else {                                                                 \
+            int64_t lo = 0, hi = nb - 1;                                         \
+            while (lo < hi) {                                                    \
+                int64_t mid = lo + (hi - lo + 1) / 2;                            \
+                if (e[mid] <= v) lo = mid;                                       \
+                else hi = mid - 1;                                               \
+            }                                                                    \
+            k = lo;                                                              \
+        }                                                                        \
+        return k;                                                                \
+    }
+DEFINE_BIN(bin_f32, float)
+DEFINE_BIN(bin_f64, double)
+
+/* Integer data of at most 32 bits converts to int64 exactly; only those take
+ * the integer path (the host sets bins->integer only for them). */
+#define BIN_OF(T, v, b)                                                                      \
+    ((b)->integer && sizeof(T) <= 4 && (T)0.5 == 0 ? bin_int((int64_t)(v), (b))              \
+     : (b)->edge_dtype == CUA_FLOAT32            ? bin_f32((float)(v), (b))                  \
+                                                 : bin_f64((double)(v), (b)))
+
+#define BIN_CASE(ID, T, K)                 \
+    case ID: {                             \
+        T v = ((const T *)x)[i];           \
+        return BIN_OF(T, v, bins);         \
+    }
+
+int64_t cua_cpu_bin(const void *x, int dtype, const cua_bins *bins, int64_t i)
+{
+    switch (dtype) {
+        CUA_CPU_TYPES(BIN_CASE)
+    default: return -1;
+    }
+}
+
+#define HIST_CASE(ID, T, K)                                  \
+    case ID: {                                               \
+        const T *p = (const T *)x;                           \
+        for (int64_t i = lo; i < hi; i++) {                  \
+            int64_t k = BIN_OF(T, p[i], bins);               \
+            if (k >= 0) counts[k]++;                         \
+        }                                                    \
+        break;                                               \
+    }
+
+void cua_cpu_chunk_hist(const void *x, int dtype, const cua_bins *bins, int64_t lo, int64_t hi, uint64_t *counts)
+{
+    switch (dtype) {
+        CUA_CPU_TYPES(HIST_CASE)
+    default: break;
+    }
+}
+
+/* ----------------------------------------------------------------- filter */
+
+#define KEEP(T, K, v) ((((T)pred->lo.K <= (v)) && ((v) <= (T)pred->hi.K)) != (pred->negate != 0))
+
+#define KEEP_CASE(ID, T, K)              \
+    case ID: {                           \
+        T v = ((const T *)x)[i];         \
+        return KEEP(T, K, v);            \
+    }
+
+int cua_cpu_keep(const void *x, int dtype, const cua_pred *pred, int64_t i)
+{
+    switch (dtype) {
+        CUA_CPU_TYPES(KEEP_CASE)
+    default: return 0;
+    }
+}
+
+#define COUNT_CASE(ID, T, K)                                  \
+    case ID: {                                                \
+        const T *p = (const T *)x;                            \
+        for (int64_t i = lo; i < hi; i++) c += KEEP(T, K, p[i]); \
+        break;                                                \
+    }
+
+int64_t cua_cpu_chunk_count(const void *x, int dtype, const cua_pred *pred, int64_t lo, int64_t hi)
+{
+    int64_t c = 0;
+    switch (dtype) {
+        CUA_CPU_TYPES(COUNT_CASE)
+    default: break;
+    }
+    return c;
+}
+
+#define COMPACT_CASE(ID, T, K)                   \
+    case ID: {                                   \
+        const T *p = (const T *)x;               \
+        T *o = (T *)out;                         \
+        for (int64_t i = lo; i < hi; i++) {      \
+            T v = p[i];                          \
+            if (KEEP(T, K, v)) o[c++] = v;       \
+        }                                        \
+        break;                                   \
+    }
+
+int64_t cua_cpu_chunk_compact(const void *x, int dtype, const cua_pred *pred, int64_t lo, int64_t hi, void *out)
+{
+    int64_t c = 0;
+    switch (dtype) {
+        CUA_CPU_TYPES(COMPACT_CASE)
+    default: break;
+    }
+    return c;
+}
+
+/* ------------------------------------------------------------------- lock */
+
+void cua_cpu_lock(atomic_int *mutex)
+{
+    int expected = 0;
+    while (!atomic_compare_exchange_weak_explicit(mutex, &expected, 1, memory_order_relaxed, memory_order_relaxed))
+        expected = 0; /* spin: another thread owns the critical section */
+    /* Fence after acquiring: reads of the protected data cannot move before
+     * we own the lock (pairs with the release fence in unlock). */
+    atomic_thread_fence(memory_order_acquire);
+}
+
+void cua_cpu_unlock(atomic_int *mutex)
+{
+    /* Fence before releasing: our writes to the protected data are visible
+     * to the next owner before it can see the lock free. */
+    atomic_thread_fence(memory_order_release);
+    atomic_exchange_explicit(mutex, 0, memory_order_relaxed);
+}
+
+/* ------------------------------------------------------------ block value */
+
+cua_acc_t cua_cpu_block_value(const void *a, const void *b, int64_t n, int dtype, int acc, const cua_launch *cfg,
+                              int64_t block)
+{
+    cua_acc_t lanes[1024];
+    const int T = cfg->threads;
+    const int64_t W = cfg->blocks * T;
+    for (int t = 0; t < T; t++) {
+        int64_t lo, hi;
+        cua_cpu_share(n, W, block * T + t, &lo, &hi);
+        lanes[t] = b ? cua_cpu_chunk_dot(a, b, dtype, acc, lo, hi) : cua_cpu_chunk_sum(a, dtype, acc, lo, hi);
+    }
+    /* The tree: halve the active lanes, each adding its partner's value. */
+    int s = 1;
+    while (s * 2 < T) s *= 2;
+    for (; s > 0; s >>= 1)
+        for (int t = 0; t < s && t + s < T; t++) cua_acc_add(acc, &lanes[t], lanes[t + s]);
+    return lanes[0];
+}

@@ -1,0 +1,232 @@
+// common.cuh -- helpers shared by the kernel families: error handling,
+// launch configuration, element-type dispatch, accumulator atomics and the
+// shared-memory block reduction. Device code only includes this and the ABI.
+#pragma once
+
+#include <cuda_runtime.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuatomic_cuda.h"
+
+// Return the CUDA error of `expr` from the enclosing launcher, if any.
+#define CUA_CHECK(expr)                                   \
+    do {                                                  \
+        cudaError_t cua_err_ = (expr);                    \
+        if (cua_err_ != cudaSuccess) return (int)cua_err_; \
+    } while (0)
+
+// Every kernel launch is followed by this: launch errors (bad configuration,
+// no kernel image) surface here, execution errors at the next synchronization.
+#define CUA_CHECK_LAUNCH() CUA_CHECK(cudaGetLastError())
+
+typedef unsigned long long u64;
+
+static inline int64_t cua_ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+static inline cudaStream_t cua_stream(const cua_launch *cfg)
+{
+    return (cudaStream_t)cfg->stream;
+}
+
+static inline int cua_refuse(cua_launch *cfg, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cfg->msg, sizeof cfg->msg, fmt, ap);
+    va_end(ap);
+    return CUA_EINVAL;
+}
+
+static inline int cua_sm_count(int *sms)
+{
+    int dev;
+    CUA_CHECK(cudaGetDevice(&dev));
+    CUA_CHECK(cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, dev));
+    return 0;
+}
+
+// Fill in the method's defaults: `threads` as given, and for a grid-stride
+// kernel 32 blocks per SM (the tutorial's sizing), never more blocks than
+// there are threads' worth of elements.
+static inline int cua_default_config(cua_launch *cfg, int64_t n, int threads)
+{
+    if (cfg->threads <= 0) cfg->threads = threads;
+    if (cfg->blocks <= 0) {
+        int sms;
+        int st = cua_sm_count(&sms);
+        if (st) return st;
+        int64_t want = cua_ceil_div(n > 0 ? n : 1, cfg->threads);
+        cfg->blocks = want < 32LL * sms ? want : 32LL * sms;
+    }
+    cfg->used_blocks = cfg->blocks;
+    cfg->used_threads = cfg->threads;
+    return 0;
+}
+
+// Blocks of `kernel` that can be resident on the device at once with
+// `threads` threads and `smem` bytes of dynamic shared memory each: the
+// largest grid for which a grid-wide wait cannot deadlock.
+template <class K>
+static inline int cua_max_resident_blocks(K kernel, int threads, size_t smem, int64_t *out)
+{
+    int per_sm = 0, sms = 0;
+    CUA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem));
+    int st = cua_sm_count(&sms);
+    if (st) return st;
+    *out = (int64_t)per_sm * sms;
+    return 0;
+}
+
+// Scratch memory from the stream-ordered pool: allocation and release are
+// queued on the stream, so a call neither blocks on cudaMalloc nor on
+// cudaFree, and the pool reuses the memory across calls.
+struct cua_scratch {
+    void *ptr = nullptr;
+    cudaStream_t stream = 0;
+    ~cua_scratch() { if (ptr) cudaFreeAsync(ptr, stream); }
+    cudaError_t get(size_t nbytes, cudaStream_t s)
+    {
+        stream = s;
+        return cudaMallocAsync(&ptr, nbytes > 0 ? nbytes : 1, s);
+    }
+};
+
+// ---------------------------------------------------------------- dispatch
+
+// Call f(T()) with T the C type of a cua_dtype. Bool is read as its bytes.
+template <class F>
+static inline int cua_dispatch(int dtype, F &&f)
+{
+    switch (dtype) {
+    case CUA_BOOL:
+    case CUA_UINT8: return f(uint8_t());
+    case CUA_INT8: return f(int8_t());
+    case CUA_INT16: return f(int16_t());
+    case CUA_UINT16: return f(uint16_t());
+    case CUA_INT32: return f(int32_t());
+    case CUA_UINT32: return f(uint32_t());
+    case CUA_INT64: return f(int64_t());
+    case CUA_UINT64: return f(uint64_t());
+    case CUA_FLOAT32: return f(float());
+    case CUA_FLOAT64: return f(double());
+    default: return CUA_EINTERNAL;
+    }
+}
+
+// Call f(T(), Acc()) for the supported (element, accumulator) pairs:
+// integers accumulate in 64-bit unsigned (wrap-around keeps the bits of the
+// exact sum modulo 2^64), floats in float or double.
+template <class F>
+static inline int cua_dispatch_acc(int dtype, int acc, F &&f)
+{
+    if (dtype == CUA_FLOAT32 || dtype == CUA_FLOAT64) {
+        auto g = [&](auto t) -> int {
+            using T = decltype(t);
+            if (acc == CUA_ACC_FLOAT32) return f(T(), float());
+            if (acc == CUA_ACC_FLOAT64) return f(T(), double());
+            return CUA_EINTERNAL;
+        };
+        return dtype == CUA_FLOAT32 ? g(float()) : g(double());
+    }
+    if (acc != CUA_ACC_INT64) return CUA_EINTERNAL;
+    return cua_dispatch(dtype, [&](auto t) -> int { return f(t, u64()); });
+}
+
+// ------------------------------------------------------ accumulator atomics
+
+// Native atomicAdd for each accumulator type (double needs sm_60+).
+__device__ __forceinline__ void cua_atomic_add(u64 *p, u64 v) { atomicAdd(p, v); }
+__device__ __forceinline__ void cua_atomic_add(float *p, float v) { atomicAdd(p, v); }
+__device__ __forceinline__ void cua_atomic_add(double *p, double v) { atomicAdd(p, v); }
+
+// The same adds built from atomicCAS: read, compute, and swap in the new
+// value only if nobody changed the word meanwhile; otherwise retry with what
+// they wrote. The loop compares integer bit patterns, never floats, so a NaN
+// (which compares unequal to itself) cannot make it spin forever.
+__device__ __forceinline__ void cua_cas_add(u64 *p, u64 v)
+{
+    u64 old = *p, assumed;
+    do {
+        assumed = old;
+        old = atomicCAS(p, assumed, assumed + v);
+    } while (assumed != old);
+}
+
+__device__ __forceinline__ void cua_cas_add(float *p, float v)
+{
+    unsigned int *w = (unsigned int *)p;
+    unsigned int old = *w, assumed;
+    do {
+        assumed = old;
+        old = atomicCAS(w, assumed, __float_as_uint(__uint_as_float(assumed) + v));
+    } while (assumed != old);
+}
+
+__device__ __forceinline__ void cua_cas_add(double *p, double v)
+{
+    u64 *w = (u64 *)p;
+    u64 old = *w, assumed;
+    do {
+        assumed = old;
+        old = atomicCAS(w, assumed,
+                        (u64)__double_as_longlong(__longlong_as_double((long long)assumed) + v));
+    } while (assumed != old);
+}
+
+// ------------------------------------------------------ block reduction
+
+// Dynamic shared memory, reinterpreted by each kernel for its own type.
+extern __shared__ __align__(16) unsigned char cua_smem[];
+
+// The shared-memory tree of the tutorial: every thread stores its value,
+// then half the threads add the other half's, halving until one remains.
+// Works for any blockDim (the first step starts at the power of two below
+// blockDim and skips partners past the end). Every thread must call it;
+// the block total is valid in thread 0. Uses blockDim * sizeof(Acc) bytes.
+template <class Acc>
+__device__ Acc cua_block_tree(Acc v)
+{
+    Acc *cache = reinterpret_cast<Acc *>(cua_smem);
+    unsigned tid = threadIdx.x;
+    cache[tid] = v;
+    __syncthreads();
+    unsigned s = 1;
+    while (s * 2 < blockDim.x) s *= 2;
+    for (; s > 0; s >>= 1) {
+        if (tid < s && tid + s < blockDim.x) cache[tid] += cache[tid + s];
+        __syncthreads();
+    }
+    Acc total = cache[0];
+    __syncthreads();  // cache may be reused by the caller right after
+    return total;
+}
+
+__device__ __forceinline__ int64_t cua_grid_stride() { return (int64_t)gridDim.x * blockDim.x; }
+__device__ __forceinline__ int64_t cua_global_id() { return (int64_t)blockIdx.x * blockDim.x + threadIdx.x; }
+
+// ------------------------------------------------------------ CAS spin lock
+
+// Lock: swap 0 -> 1 until the swap succeeds. Independent thread scheduling
+// (sm_70+) lets the lock holder progress even when it shares a warp with
+// spinning threads, so per-thread locking cannot deadlock a warp.
+__device__ __forceinline__ void cua_lock(int *mutex)
+{
+    while (atomicCAS(mutex, 0, 1) != 0) {
+        // spin: another thread owns the critical section
+    }
+    // Fence after acquiring: our reads of the protected data must not be
+    // served from before we owned the lock.
+    __threadfence();
+}
+
+__device__ __forceinline__ void cua_unlock(int *mutex)
+{
+    // Fence before releasing: our writes to the protected data must be
+    // visible device-wide before the next owner can enter.
+    __threadfence();
+    atomicExch(mutex, 0);
+}

@@ -1,0 +1,57 @@
+/* cuatomic_cuda.h -- the one header csrc/ includes from cuda/.
+ *
+ * Plain C: variant tables, device probe, memory helpers. Every function
+ * returns a status (0, a cudaError_t value, or a negative enum cua_status).
+ */
+#ifndef CUATOMIC_CUDA_H
+#define CUATOMIC_CUDA_H
+
+#include "cuatomic_abi.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+    int usable;              /* 1 if kernels can run on the current device */
+    char reason[256];        /* why not, when usable == 0 */
+    char name[256];
+    int device;              /* ordinal of the current device */
+    int cc_major, cc_minor;
+    int sm_count;
+    int cooperative_launch;  /* cudaDevAttrCooperativeLaunch */
+    int driver_version;      /* e.g. 13000, 0 without a driver */
+    int runtime_version;
+    int64_t total_memory;
+    int64_t shared_per_block_optin;
+} cua_cuda_device;
+
+/* Probe the current device without failing: fills info, returns 0. */
+int cua_cuda_probe(cua_cuda_device *info);
+
+/* The variant table of one op, in tutorial order; NULL for an unknown op. */
+const cua_variant *cua_cuda_variants(int op, int *count);
+
+/* Memory. Copies are synchronous with respect to the host. */
+int cua_cuda_malloc(void **ptr, size_t nbytes);
+int cua_cuda_free(void *ptr);
+int cua_cuda_memcpy_htod(void *dst, const void *src, size_t nbytes, void *stream);
+int cua_cuda_memcpy_dtoh(void *dst, const void *src, size_t nbytes, void *stream);
+int cua_cuda_memcpy_dtod(void *dst, const void *src, size_t nbytes, void *stream);
+
+/* Smallest and largest element of x (raw values of the element type, written
+ * to host min_out/max_out) and whether any element is NaN. n must be > 0. */
+int cua_cuda_minmax(const void *x, int64_t n, int dtype, void *min_out,
+                    void *max_out, int *has_nan, void *stream);
+
+/* cudaGetErrorName / cudaGetErrorString of a positive status. */
+const char *cua_cuda_error_name(int status);
+const char *cua_cuda_error_string(int status);
+/* 1 if the error leaves the CUDA context unusable (sticky). */
+int cua_cuda_error_is_sticky(int status);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CUATOMIC_CUDA_H */

@@ -1,0 +1,143 @@
+// device.cu -- the device probe, memory helpers, error names, and the index
+// of variant tables that csrc/ looks rungs up in.
+#include "common.cuh"
+
+extern "C" {
+extern const cua_variant cua_cuda_sum_variants[], cua_cuda_dot_variants[], cua_cuda_histogram_variants[],
+    cua_cuda_filter_variants[], cua_cuda_mutex_add_one_variants[], cua_cuda_add_one_variants[];
+extern const int cua_cuda_sum_nvariants, cua_cuda_dot_nvariants, cua_cuda_histogram_nvariants,
+    cua_cuda_filter_nvariants, cua_cuda_mutex_add_one_nvariants, cua_cuda_add_one_nvariants;
+}
+
+// A kernel that does nothing: launching it proves this binary carries code
+// the current GPU can run.
+__global__ void probe_kernel(int *p)
+{
+    if (p) *p = 1;
+}
+
+extern "C" const cua_variant *cua_cuda_variants(int op, int *count)
+{
+    switch (op) {
+    case CUA_OP_SUM: *count = cua_cuda_sum_nvariants; return cua_cuda_sum_variants;
+    case CUA_OP_DOT: *count = cua_cuda_dot_nvariants; return cua_cuda_dot_variants;
+    case CUA_OP_HISTOGRAM: *count = cua_cuda_histogram_nvariants; return cua_cuda_histogram_variants;
+    case CUA_OP_FILTER: *count = cua_cuda_filter_nvariants; return cua_cuda_filter_variants;
+    case CUA_OP_MUTEX_ADD_ONE: *count = cua_cuda_mutex_add_one_nvariants; return cua_cuda_mutex_add_one_variants;
+    case CUA_OP_ADD_ONE: *count = cua_cuda_add_one_nvariants; return cua_cuda_add_one_variants;
+    default: *count = 0; return NULL;
+    }
+}
+
+static void say(cua_cuda_device *info, const char *what, cudaError_t e)
+{
+    snprintf(info->reason, sizeof info->reason, "%s: %s (%s)", what, cudaGetErrorName(e), cudaGetErrorString(e));
+}
+
+extern "C" int cua_cuda_probe(cua_cuda_device *info)
+{
+    memset(info, 0, sizeof *info);
+    cudaRuntimeGetVersion(&info->runtime_version);
+    cudaError_t e = cudaDriverGetVersion(&info->driver_version);
+    if (e != cudaSuccess || info->driver_version == 0) {
+        snprintf(info->reason, sizeof info->reason, "no NVIDIA driver found (libcuda.so could not be loaded)");
+        return 0;
+    }
+    // Minor-version compatibility: any driver of the same major CUDA version
+    // runs this runtime; an older major cannot.
+    if (info->driver_version / 1000 < info->runtime_version / 1000) {
+        snprintf(info->reason, sizeof info->reason,
+                 "the NVIDIA driver supports CUDA %d.%d but cuatomic was built with CUDA %d.%d: update the driver",
+                 info->driver_version / 1000, info->driver_version % 1000 / 10, info->runtime_version / 1000,
+                 info->runtime_version % 1000 / 10);
+        return 0;
+    }
+    int n = 0;
+    e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess) {
+        say(info, "no usable CUDA device", e);
+        cudaGetLastError();
+        return 0;
+    }
+    if (n == 0) {
+        snprintf(info->reason, sizeof info->reason, "no CUDA device found");
+        return 0;
+    }
+    e = cudaGetDevice(&info->device);
+    cudaDeviceProp prop;
+    if (e == cudaSuccess) e = cudaGetDeviceProperties(&prop, info->device);
+    if (e != cudaSuccess) {
+        say(info, "cannot query the CUDA device", e);
+        return 0;
+    }
+    snprintf(info->name, sizeof info->name, "%s", prop.name);
+    info->cc_major = prop.major;
+    info->cc_minor = prop.minor;
+    info->sm_count = prop.multiProcessorCount;
+    info->total_memory = (int64_t)prop.totalGlobalMem;
+    info->shared_per_block_optin = (int64_t)prop.sharedMemPerBlockOptin;
+    cudaDeviceGetAttribute(&info->cooperative_launch, cudaDevAttrCooperativeLaunch, info->device);
+    probe_kernel<<<1, 1>>>(NULL);
+    e = cudaGetLastError();
+    if (e == cudaSuccess) e = cudaDeviceSynchronize();
+    if (e != cudaSuccess) {
+        if (e == cudaErrorNoKernelImageForDevice || e == cudaErrorInvalidDeviceFunction)
+            snprintf(info->reason, sizeof info->reason,
+                     "this build has no kernel image for %s (compute capability %d.%d): rebuild with "
+                     "CUATOMIC_CUDA_ARCHS including %d%d",
+                     prop.name, prop.major, prop.minor, prop.major, prop.minor);
+        else say(info, "a test kernel failed to run", e);
+        return 0;
+    }
+    info->usable = 1;
+    return 0;
+}
+
+extern "C" int cua_cuda_malloc(void **ptr, size_t nbytes)
+{
+    *ptr = NULL;
+    return (int)cudaMalloc(ptr, nbytes > 0 ? nbytes : 1);
+}
+
+extern "C" int cua_cuda_free(void *ptr) { return (int)cudaFree(ptr); }
+
+static int copy(void *dst, const void *src, size_t nbytes, cudaMemcpyKind kind, void *stream)
+{
+    if (nbytes == 0) return 0;
+    cudaStream_t s = (cudaStream_t)stream;
+    CUA_CHECK(cudaMemcpyAsync(dst, src, nbytes, kind, s));
+    CUA_CHECK(cudaStreamSynchronize(s));
+    return 0;
+}
+
+extern "C" int cua_cuda_memcpy_htod(void *dst, const void *src, size_t n, void *s)
+{
+    return copy(dst, src, n, cudaMemcpyHostToDevice, s);
+}
+extern "C" int cua_cuda_memcpy_dtoh(void *dst, const void *src, size_t n, void *s)
+{
+    return copy(dst, src, n, cudaMemcpyDeviceToHost, s);
+}
+extern "C" int cua_cuda_memcpy_dtod(void *dst, const void *src, size_t n, void *s)
+{
+    return copy(dst, src, n, cudaMemcpyDeviceToDevice, s);
+}
+
+extern "C" const char *cua_cuda_error_name(int status) { return cudaGetErrorName((cudaError_t)status); }
+extern "C" const char *cua_cuda_error_string(int status) { return cudaGetErrorString((cudaError_t)status); }
+
+extern "C" int cua_cuda_error_is_sticky(int status)
+{
+    switch ((cudaError_t)status) {
+    case cudaErrorIllegalAddress:
+    case cudaErrorLaunchFailure:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc:
+    case cudaErrorHardwareStackError:
+    case cudaErrorAssert:
+    case cudaErrorLaunchTimeout: return 1;
+    default: return 0;
+    }
+}

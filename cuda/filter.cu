@@ -1,0 +1,202 @@
+// filter.cu -- stream compaction: keep the elements that pass a predicate.
+//
+//  1. atomic   push_back: a thread that keeps an element takes the next free
+//              output slot from the old value atomicAdd returns on a global
+//              counter. One pass, no scan, but the output order is whatever
+//              order the atomics happened in, and every kept element is one
+//              atomic on one address.
+//  2. ordered  a real order-preserving compaction in three launches: each
+//              block counts the keepers in its own contiguous slice; one
+//              block scans the counts into output offsets; each block walks
+//              its slice again a tile at a time, ranking keepers inside each
+//              warp with a ballot and across warps through shared memory.
+//              Reads the input twice; output equals a[mask].
+//
+// The predicate is an interval test: keep x iff (lo <= x <= hi) != negate,
+// in the data's type (the Python layer turns `x <op> value` into this form
+// under NumPy's comparison rules).
+#include <type_traits>
+
+#include "common.cuh"
+
+enum FilterRung { ATOMIC, ORDERED };
+
+template <class T>
+struct DevPred {
+    T lo, hi;
+    int negate;
+};
+
+template <class T>
+static DevPred<T> to_dev(const cua_pred *p)
+{
+    DevPred<T> d;
+    if constexpr (std::is_same<T, float>::value) d.lo = p->lo.f, d.hi = p->hi.f;
+    else if constexpr (std::is_same<T, double>::value) d.lo = p->lo.d, d.hi = p->hi.d;
+    else if constexpr (std::is_signed<T>::value) d.lo = (T)p->lo.i, d.hi = (T)p->hi.i;
+    else d.lo = (T)p->lo.u, d.hi = (T)p->hi.u;
+    d.negate = p->negate;
+    return d;
+}
+
+template <class T>
+__device__ __forceinline__ bool keep(T v, const DevPred<T> &p)
+{
+    return (p.lo <= v && v <= p.hi) != (bool)p.negate;
+}
+
+template <class T>
+__global__ void filter_atomic_kernel(const T *__restrict__ x, int64_t n, DevPred<T> p, T *out, u64 *count)
+{
+    for (int64_t i = cua_global_id(); i < n; i += cua_grid_stride()) {
+        T v = x[i];
+        // The old value of the counter is this element's slot: no two
+        // threads can receive the same one.
+        if (keep(v, p)) out[atomicAdd(count, 1ULL)] = v;
+    }
+}
+
+// Block b owns elements [b*slice, (b+1)*slice).
+__device__ __forceinline__ void block_slice(int64_t n, int64_t slice, int64_t *begin, int64_t *end)
+{
+    *begin = (int64_t)blockIdx.x * slice;
+    *end = *begin + slice < n ? *begin + slice : n;
+}
+
+template <class T>
+__global__ void filter_count_kernel(const T *__restrict__ x, int64_t n, int64_t slice, DevPred<T> p, u64 *block_counts)
+{
+    int64_t begin, end;
+    block_slice(n, slice, &begin, &end);
+    u64 c = 0;
+    for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) c += keep(x[i], p);
+    c = cua_block_tree(c);
+    if (threadIdx.x == 0) block_counts[blockIdx.x] = c;
+}
+
+// One block turns the per-block counts into exclusive offsets (in place),
+// a tile of blockDim counts at a time, and writes the total after them.
+__global__ void filter_scan_kernel(u64 *counts, int64_t nblocks)
+{
+    u64 *cache = reinterpret_cast<u64 *>(cua_smem);
+    u64 carry = 0;
+    for (int64_t base = 0; base < nblocks; base += blockDim.x) {
+        int64_t i = base + threadIdx.x;
+        u64 v = i < nblocks ? counts[i] : 0;
+        cache[threadIdx.x] = v;
+        __syncthreads();
+        // Hillis-Steele inclusive scan over the tile.
+        for (unsigned d = 1; d < blockDim.x; d *= 2) {
+            u64 add = threadIdx.x >= d ? cache[threadIdx.x - d] : 0;
+            __syncthreads();
+            cache[threadIdx.x] += add;
+            __syncthreads();
+        }
+        if (i < nblocks) counts[i] = carry + cache[threadIdx.x] - v;
+        carry += cache[blockDim.x - 1];
+        __syncthreads();  // the cache is refilled by the next tile
+    }
+    if (threadIdx.x == 0) counts[nblocks] = carry;
+}
+
+template <class T>
+__global__ void filter_scatter_kernel(const T *__restrict__ x, int64_t n, int64_t slice, DevPred<T> p,
+                                      const u64 *offsets, T *out)
+{
+    u64 *warp_total = reinterpret_cast<u64 *>(cua_smem);  // one per warp, then the tile total
+    const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const unsigned nwarps = (blockDim.x + 31) / 32;
+    // Lanes that exist in this warp (the last warp may be partial).
+    const unsigned tail = blockDim.x - warp * 32;
+    const unsigned members = tail >= 32 ? 0xffffffffu : (1u << tail) - 1;
+    int64_t begin, end;
+    block_slice(n, slice, &begin, &end);
+    u64 base_out = offsets[blockIdx.x];
+    for (int64_t base = begin; base < end; base += blockDim.x) {
+        int64_t i = base + threadIdx.x;
+        T v = i < end ? x[i] : T();
+        bool k = i < end && keep(v, p);
+        unsigned ballot = __ballot_sync(members, k);
+        unsigned rank = __popc(ballot & ((1u << lane) - 1));
+        if (lane == 0) warp_total[warp] = __popc(ballot);
+        __syncthreads();
+        if (threadIdx.x == 0) {  // exclusive scan of the warp totals
+            u64 run = 0;
+            for (unsigned w = 0; w < nwarps; w++) {
+                u64 t = warp_total[w];
+                warp_total[w] = run;
+                run += t;
+            }
+            warp_total[nwarps] = run;
+        }
+        __syncthreads();
+        if (k) out[base_out + warp_total[warp] + rank] = v;
+        base_out += warp_total[nwarps];
+        __syncthreads();  // warp_total is rewritten by the next tile
+    }
+}
+
+template <int R, class T>
+static int filter_typed(const T *x, int64_t n, const cua_pred *pred, T *out, int64_t *count, cua_launch *cfg)
+{
+    cudaStream_t s = cua_stream(cfg);
+    int st = cua_default_config(cfg, n, 256);
+    if (st) return st;
+    *count = 0;
+    if (n == 0) return 0;
+    const unsigned blocks = (unsigned)cfg->blocks;
+    const int threads = cfg->threads;
+    DevPred<T> p = to_dev<T>(pred);
+    cua_scratch scratch;
+    u64 total = 0;
+    if constexpr (R == ATOMIC) {
+        CUA_CHECK(scratch.get(sizeof(u64), s));
+        u64 *counter = (u64 *)scratch.ptr;
+        CUA_CHECK(cudaMemsetAsync(counter, 0, sizeof(u64), s));
+        filter_atomic_kernel<T><<<blocks, threads, 0, s>>>(x, n, p, out, counter);
+        CUA_CHECK_LAUNCH();
+        CUA_CHECK(cudaMemcpyAsync(&total, counter, sizeof(u64), cudaMemcpyDeviceToHost, s));
+    } else {
+        const int64_t slice = cua_ceil_div(n, blocks);
+        CUA_CHECK(scratch.get(((size_t)blocks + 1) * sizeof(u64), s));
+        u64 *offsets = (u64 *)scratch.ptr;
+        filter_count_kernel<T><<<blocks, threads, threads * sizeof(u64), s>>>(x, n, slice, p, offsets);
+        CUA_CHECK_LAUNCH();
+        filter_scan_kernel<<<1, 1024, 1024 * sizeof(u64), s>>>(offsets, blocks);
+        CUA_CHECK_LAUNCH();
+        const size_t warps = (threads + 31) / 32;
+        filter_scatter_kernel<T><<<blocks, threads, (warps + 1) * sizeof(u64), s>>>(x, n, slice, p, offsets, out);
+        CUA_CHECK_LAUNCH();
+        CUA_CHECK(cudaMemcpyAsync(&total, offsets + blocks, sizeof(u64), cudaMemcpyDeviceToHost, s));
+    }
+    CUA_CHECK(cudaStreamSynchronize(s));
+    *count = (int64_t)total;
+    return 0;
+}
+
+template <int R>
+static int filter_run(const void *x, int64_t n, int dtype, const cua_pred *pred, void *out, int64_t *count,
+                      cua_launch *cfg)
+{
+    return cua_dispatch(dtype, [&](auto t) -> int {
+        using T = decltype(t);
+        return filter_typed<R, T>((const T *)x, n, pred, (T *)out, count, cfg);
+    });
+}
+
+static int filter_ATOMIC(const void *x, int64_t n, int d, const cua_pred *p, void *o, int64_t *c, cua_launch *cfg)
+{
+    return filter_run<ATOMIC>(x, n, d, p, o, c, cfg);
+}
+static int filter_ORDERED(const void *x, int64_t n, int d, const cua_pred *p, void *o, int64_t *c, cua_launch *cfg)
+{
+    return filter_run<ORDERED>(x, n, d, p, o, c, cfg);
+}
+
+extern "C" const cua_variant cua_cuda_filter_variants[] = {
+    {"atomic", 1, "push_back: the old value atomicAdd returns is the output slot (unordered)", 0,
+     (cua_fn)filter_ATOMIC},
+    {"ordered", 2, "count per block, scan the counts, scatter with warp ballots: keeps input order",
+     CUA_F_ORDERED | CUA_F_DEFAULT, (cua_fn)filter_ORDERED},
+};
+extern "C" const int cua_cuda_filter_nvariants = sizeof cua_cuda_filter_variants / sizeof cua_cuda_filter_variants[0];
