@@ -1,0 +1,170 @@
+/* buffer.c -- DeviceBuffer: device memory whose lifetime is a Python
+ * object's. cuatomic.DeviceArray wraps one with a shape and a dtype. */
+#include "glue.h"
+
+#include <structmember.h>
+
+#ifdef CUATOMIC_WITH_CUDA
+
+CuaDeviceBuffer *cua_buffer_new(Py_ssize_t nbytes)
+{
+    CuaDeviceBuffer *self = PyObject_New(CuaDeviceBuffer, &CuaDeviceBufferType);
+    if (!self) return NULL;
+    self->ptr = NULL;
+    self->nbytes = nbytes;
+    int st;
+    Py_BEGIN_ALLOW_THREADS
+    st = cua_cuda_malloc(&self->ptr, (size_t)nbytes);
+    Py_END_ALLOW_THREADS
+    if (st) {
+        self->ptr = NULL;
+        Py_DECREF(self);
+        return (CuaDeviceBuffer *)cua_raise(st, NULL);
+    }
+    return self;
+}
+
+static PyObject *buffer_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    (void)type;
+    static char *kwlist[] = {"nbytes", NULL};
+    Py_ssize_t nbytes;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "n", kwlist, &nbytes)) return NULL;
+    if (nbytes < 0) {
+        PyErr_SetString(PyExc_ValueError, "nbytes must be >= 0");
+        return NULL;
+    }
+    return (PyObject *)cua_buffer_new(nbytes);
+}
+
+static void buffer_dealloc(CuaDeviceBuffer *self)
+{
+    if (self->ptr) cua_cuda_free(self->ptr); /* errors at shutdown are harmless */
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* A host ndarray that must be C-contiguous and exactly nbytes long. */
+static PyArrayObject *host_view(PyObject *obj, Py_ssize_t nbytes, int writable)
+{
+    if (!PyArray_Check(obj)) {
+        PyErr_SetString(PyExc_TypeError, "expected a numpy.ndarray");
+        return NULL;
+    }
+    PyArrayObject *a = (PyArrayObject *)obj;
+    if (!PyArray_IS_C_CONTIGUOUS(a) || (writable && !PyArray_ISWRITEABLE(a)) || PyArray_NBYTES(a) != nbytes) {
+        PyErr_Format(PyExc_ValueError, "host array must be C-contiguous%s with %zd bytes",
+                     writable ? " and writable" : "", nbytes);
+        return NULL;
+    }
+    return a;
+}
+
+static PyObject *buffer_copy(CuaDeviceBuffer *self, PyObject *args, int to_host)
+{
+    PyObject *obj;
+    Py_ssize_t offset = 0, nbytes = -1;
+    if (!PyArg_ParseTuple(args, "O|nn", &obj, &offset, &nbytes)) return NULL;
+    if (nbytes < 0) nbytes = self->nbytes - offset;
+    if (offset < 0 || offset + nbytes > self->nbytes) {
+        PyErr_SetString(PyExc_ValueError, "copy outside the device buffer");
+        return NULL;
+    }
+    PyArrayObject *a = host_view(obj, nbytes, to_host);
+    if (!a) return NULL;
+    int st;
+    char *dev = (char *)self->ptr + offset;
+    void *host = PyArray_DATA(a);
+    Py_BEGIN_ALLOW_THREADS
+    st = to_host ? cua_cuda_memcpy_dtoh(host, dev, (size_t)nbytes, NULL)
+                 : cua_cuda_memcpy_htod(dev, host, (size_t)nbytes, NULL);
+    Py_END_ALLOW_THREADS
+    if (st) return cua_raise(st, NULL);
+    Py_RETURN_NONE;
+}
+
+static PyObject *buffer_to_host(CuaDeviceBuffer *self, PyObject *args) { return buffer_copy(self, args, 1); }
+static PyObject *buffer_from_host(CuaDeviceBuffer *self, PyObject *args) { return buffer_copy(self, args, 0); }
+
+static PyObject *buffer_from_device(CuaDeviceBuffer *self, PyObject *args)
+{
+    unsigned long long src;
+    Py_ssize_t nbytes;
+    if (!PyArg_ParseTuple(args, "Kn", &src, &nbytes)) return NULL;
+    if (nbytes < 0 || nbytes > self->nbytes) {
+        PyErr_SetString(PyExc_ValueError, "copy larger than the device buffer");
+        return NULL;
+    }
+    int st;
+    Py_BEGIN_ALLOW_THREADS
+    st = cua_cuda_memcpy_dtod(self->ptr, (const void *)(uintptr_t)src, (size_t)nbytes, NULL);
+    Py_END_ALLOW_THREADS
+    if (st) return cua_raise(st, NULL);
+    Py_RETURN_NONE;
+}
+
+static PyObject *buffer_ptr(CuaDeviceBuffer *self, void *closure)
+{
+    (void)closure;
+    return PyLong_FromVoidPtr(self->ptr);
+}
+
+static PyMethodDef buffer_methods[] = {
+    {"copy_to_host", (PyCFunction)buffer_to_host, METH_VARARGS,
+     "copy_to_host(ndarray, offset=0, nbytes=-1): device bytes into a C-contiguous array"},
+    {"copy_from_host", (PyCFunction)buffer_from_host, METH_VARARGS,
+     "copy_from_host(ndarray, offset=0, nbytes=-1): a C-contiguous array's bytes onto the device"},
+    {"copy_from_device", (PyCFunction)buffer_from_device, METH_VARARGS,
+     "copy_from_device(ptr, nbytes): bytes from another device pointer"},
+    {NULL, NULL, 0, NULL},
+};
+
+#else /* no CUDA: the type exists, but cannot be created */
+
+CuaDeviceBuffer *cua_buffer_new(Py_ssize_t nbytes)
+{
+    (void)nbytes;
+    PyErr_SetString(PyExc_RuntimeError, "cuatomic was built without CUDA: no device memory");
+    return NULL;
+}
+
+static PyObject *buffer_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    (void)type, (void)args, (void)kwds;
+    PyErr_SetString(PyExc_RuntimeError, "cuatomic was built without CUDA: no device memory");
+    return NULL;
+}
+
+static void buffer_dealloc(CuaDeviceBuffer *self) { Py_TYPE(self)->tp_free((PyObject *)self); }
+
+static PyObject *buffer_ptr(CuaDeviceBuffer *self, void *closure)
+{
+    (void)closure;
+    return PyLong_FromVoidPtr(self->ptr);
+}
+
+static PyMethodDef buffer_methods[] = {{NULL, NULL, 0, NULL}};
+
+#endif
+
+static PyMemberDef buffer_members[] = {
+    {"nbytes", T_PYSSIZET, offsetof(CuaDeviceBuffer, nbytes), READONLY, "size in bytes"},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyGetSetDef buffer_getset[] = {
+    {"ptr", (getter)buffer_ptr, NULL, "device pointer as an int", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+PyTypeObject CuaDeviceBufferType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "cuatomic._C.DeviceBuffer",
+    .tp_basicsize = sizeof(CuaDeviceBuffer),
+    .tp_dealloc = (destructor)buffer_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "DeviceBuffer(nbytes): device memory freed when the object dies",
+    .tp_methods = buffer_methods,
+    .tp_members = buffer_members,
+    .tp_getset = buffer_getset,
+    .tp_new = buffer_new,
+};

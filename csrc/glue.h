@@ -1,0 +1,43 @@
+/* glue.h -- declarations shared by the extension's C files. */
+#ifndef CUATOMIC_GLUE_H
+#define CUATOMIC_GLUE_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#define NO_IMPORT_ARRAY
+#define PY_ARRAY_UNIQUE_SYMBOL cuatomic_ARRAY_API
+#include <numpy/arrayobject.h>
+
+#include "../cuda/cuatomic_abi.h"
+#include "cpu/cpu.h"
+#ifdef CUATOMIC_WITH_CUDA
+#include "../cuda/cuatomic_cuda.h"
+#endif
+
+enum { BACKEND_CPU = 0, BACKEND_CUDA = 1 };
+
+/* errors.c: turn a backend status into a Python exception (returns NULL). */
+PyObject *cua_raise(int status, const cua_launch *cfg);
+PyObject *cua_set_cuda_error_class(PyObject *self, PyObject *cls);
+
+/* buffer.c: device memory owned by a Python object. */
+extern PyTypeObject CuaDeviceBufferType;
+typedef struct {
+    PyObject_HEAD
+    void *ptr;
+    Py_ssize_t nbytes;
+} CuaDeviceBuffer;
+/* A new buffer of nbytes of device memory, or NULL with an exception set. */
+CuaDeviceBuffer *cua_buffer_new(Py_ssize_t nbytes);
+
+/* ops.c: the operations. */
+PyObject *cua_op_sum(PyObject *self, PyObject *args);
+PyObject *cua_op_dot(PyObject *self, PyObject *args);
+PyObject *cua_op_histogram(PyObject *self, PyObject *args);
+PyObject *cua_op_filter(PyObject *self, PyObject *args);
+PyObject *cua_op_counter(PyObject *self, PyObject *args);
+PyObject *cua_op_minmax(PyObject *self, PyObject *args);
+PyObject *cua_variants(PyObject *self, PyObject *args);
+
+#endif

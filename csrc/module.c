@@ -1,0 +1,83 @@
+/* module.c -- cuatomic._C: module init and method table. */
+#define PY_ARRAY_UNIQUE_SYMBOL cuatomic_ARRAY_API
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <numpy/arrayobject.h>
+
+#include "glue.h"
+
+#ifndef CUATOMIC_CUDA_ARCHS
+#define CUATOMIC_CUDA_ARCHS ""
+#endif
+
+static PyObject *build_info(PyObject *self, PyObject *noargs)
+{
+    (void)self, (void)noargs;
+#ifdef CUATOMIC_WITH_CUDA
+    return Py_BuildValue("{s:O,s:s}", "cuda", Py_True, "archs", CUATOMIC_CUDA_ARCHS);
+#else
+    return Py_BuildValue("{s:O,s:s}", "cuda", Py_False, "archs", "");
+#endif
+}
+
+static PyObject *cuda_probe(PyObject *self, PyObject *noargs)
+{
+    (void)self, (void)noargs;
+#ifdef CUATOMIC_WITH_CUDA
+    cua_cuda_device d;
+    Py_BEGIN_ALLOW_THREADS
+    cua_cuda_probe(&d);
+    Py_END_ALLOW_THREADS
+    return Py_BuildValue("{s:O,s:s,s:s,s:i,s:(ii),s:i,s:i,s:i,s:i,s:L,s:L}", "usable", d.usable ? Py_True : Py_False,
+                         "reason", d.reason, "name", d.name, "device", d.device, "compute_capability", d.cc_major,
+                         d.cc_minor, "sm_count", d.sm_count, "cooperative_launch", d.cooperative_launch,
+                         "driver_version", d.driver_version, "runtime_version", d.runtime_version, "total_memory",
+                         (long long)d.total_memory, "shared_per_block_optin", (long long)d.shared_per_block_optin);
+#else
+    return Py_BuildValue("{s:O,s:s}", "usable", Py_False, "reason", "cuatomic was built without CUDA");
+#endif
+}
+
+static PyObject *cpu_threads(PyObject *self, PyObject *noargs)
+{
+    (void)self, (void)noargs;
+    return PyLong_FromLong(cua_cpu_threads());
+}
+
+static PyMethodDef methods[] = {
+    {"build_info", build_info, METH_NOARGS, "what this build contains"},
+    {"cuda_probe", cuda_probe, METH_NOARGS, "probe the current CUDA device (makes CUDA calls)"},
+    {"cpu_threads", cpu_threads, METH_NOARGS, "threads in the OpenMP team"},
+    {"variants", cua_variants, METH_VARARGS, "variants(backend, op) -> [(name, step, summary, flags)]"},
+    {"sum", cua_op_sum, METH_VARARGS, NULL},
+    {"dot", cua_op_dot, METH_VARARGS, NULL},
+    {"histogram", cua_op_histogram, METH_VARARGS, NULL},
+    {"filter", cua_op_filter, METH_VARARGS, NULL},
+    {"counter", cua_op_counter, METH_VARARGS, NULL},
+    {"minmax", cua_op_minmax, METH_VARARGS, NULL},
+    {"_set_cuda_error", cua_set_cuda_error_class, METH_O, "register cuatomic.CudaError"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef moduledef = {
+    PyModuleDef_HEAD_INIT, "cuatomic._C", "cuatomic's compiled core (internal: use the cuatomic package)", -1,
+    methods,
+};
+
+PyMODINIT_FUNC PyInit__C(void)
+{
+    import_array();
+    if (PyType_Ready(&CuaDeviceBufferType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&moduledef);
+    if (!m) return NULL;
+    if (PyModule_AddObjectRef(m, "DeviceBuffer", (PyObject *)&CuaDeviceBufferType) < 0 ||
+        PyModule_AddIntConstant(m, "BACKEND_CPU", BACKEND_CPU) < 0 ||
+        PyModule_AddIntConstant(m, "BACKEND_CUDA", BACKEND_CUDA) < 0 ||
+        PyModule_AddIntConstant(m, "F_ORDERED", CUA_F_ORDERED) < 0 ||
+        PyModule_AddIntConstant(m, "F_RESIDENT", CUA_F_RESIDENT) < 0 ||
+        PyModule_AddIntConstant(m, "F_DEFAULT", CUA_F_DEFAULT) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -1,0 +1,411 @@
+/* ops.c -- the operations: convert arguments, look the rung up in the
+ * backend's variant table, stage host data for the GPU, release the GIL,
+ * run, and turn the status into a result or an exception.
+ *
+ * The Python layer (cuatomic/_ops.py) has already chosen the backend, the
+ * method, the element and accumulator types, and normalized the input to a
+ * C-contiguous native-order ndarray (host) or a device pointer (int). This
+ * file re-checks what could crash the process if it were wrong. */
+#include <string.h>
+
+#include "glue.h"
+
+static const int npy_of_dtype[CUA_NDTYPES] = {NPY_BOOL,   NPY_INT8,   NPY_UINT8, NPY_INT16,   NPY_UINT16, NPY_INT32,
+                                              NPY_UINT32, NPY_INT64,  NPY_UINT64, NPY_FLOAT32, NPY_FLOAT64};
+
+static const cua_variant *table(int backend, int op, int *count)
+{
+    *count = 0;
+    if (backend == BACKEND_CPU) return cua_cpu_variants(op, count);
+#ifdef CUATOMIC_WITH_CUDA
+    if (backend == BACKEND_CUDA) return cua_cuda_variants(op, count);
+#endif
+    return NULL;
+}
+
+static const cua_variant *find_variant(int backend, int op, const char *name)
+{
+    int count;
+    const cua_variant *rows = table(backend, op, &count);
+    if (!rows) {
+        PyErr_Format(PyExc_ValueError, "backend %d (op %d) is not available in this build", backend, op);
+        return NULL;
+    }
+    for (int i = 0; i < count; i++)
+        if (strcmp(rows[i].name, name) == 0) return &rows[i];
+    PyErr_Format(PyExc_ValueError, "unknown method '%s'", name);
+    return NULL;
+}
+
+PyObject *cua_variants(PyObject *self, PyObject *args)
+{
+    (void)self;
+    int backend, op, count;
+    if (!PyArg_ParseTuple(args, "ii", &backend, &op)) return NULL;
+    const cua_variant *rows = table(backend, op, &count);
+    PyObject *list = PyList_New(0);
+    if (!list) return NULL;
+    for (int i = 0; rows && i < count; i++) {
+        PyObject *row = Py_BuildValue("(sisI)", rows[i].name, rows[i].step, rows[i].summary, rows[i].flags);
+        if (!row || PyList_Append(list, row) < 0) {
+            Py_XDECREF(row);
+            Py_DECREF(list);
+            return NULL;
+        }
+        Py_DECREF(row);
+    }
+    return list;
+}
+
+/* ------------------------------------------------------------------ inputs */
+
+/* Where a backend reads an input: a host array's data, a device pointer,
+ * or (CUDA backend, host array) a device copy made while the GIL is off. */
+typedef struct {
+    const void *host;   /* host data to stage, or NULL */
+    size_t nbytes;
+    const void *ptr;    /* what the backend reads */
+    void *staged;       /* owned device copy */
+} input_t;
+
+static int parse_input(int backend, PyObject *obj, int64_t n, int dtype, input_t *in)
+{
+    memset(in, 0, sizeof *in);
+    size_t size = cua_dtype_size(dtype);
+    if (size == 0 || n < 0) {
+        PyErr_SetString(PyExc_SystemError, "cuatomic: bad dtype id or length");
+        return -1;
+    }
+    in->nbytes = (size_t)n * size;
+    if (PyArray_Check(obj)) {
+        PyArrayObject *a = (PyArrayObject *)obj;
+        if (!PyArray_IS_C_CONTIGUOUS(a) || !PyArray_ISNOTSWAPPED(a) || (size_t)PyArray_ITEMSIZE(a) != size ||
+            PyArray_SIZE(a) < n) {
+            PyErr_SetString(PyExc_SystemError, "cuatomic: input array is not normalized");
+            return -1;
+        }
+        if (backend == BACKEND_CPU) in->ptr = PyArray_DATA(a);
+        else in->host = PyArray_DATA(a);
+        return 0;
+    }
+    if (backend == BACKEND_CPU) {
+        PyErr_SetString(PyExc_TypeError, "the cpu backend cannot read device memory");
+        return -1;
+    }
+    in->ptr = PyLong_AsVoidPtr(obj);
+    if (!in->ptr && PyErr_Occurred()) return -1;
+    if (!in->ptr && n > 0) {
+        PyErr_SetString(PyExc_ValueError, "null device pointer");
+        return -1;
+    }
+    return 0;
+}
+
+#ifdef CUATOMIC_WITH_CUDA
+/* Without the GIL. */
+static int stage(input_t *in)
+{
+    if (!in->host) return 0;
+    int st = cua_cuda_malloc(&in->staged, in->nbytes);
+    if (st) return st;
+    in->ptr = in->staged;
+    return cua_cuda_memcpy_htod(in->staged, in->host, in->nbytes, NULL);
+}
+static void unstage(input_t *in)
+{
+    if (in->staged) cua_cuda_free(in->staged);
+    in->staged = NULL;
+}
+/* Device memory for an output the caller reads on the host: NULL means
+ * write straight into host memory (CPU backend). */
+static int device_alloc(int backend, void **ptr, size_t nbytes)
+{
+    *ptr = NULL;
+    return backend == BACKEND_CUDA ? cua_cuda_malloc(ptr, nbytes) : 0;
+}
+#else
+static int stage(input_t *in) { return in->host ? CUA_EINTERNAL : 0; }
+static void unstage(input_t *in) { (void)in; }
+static int device_alloc(int backend, void **ptr, size_t nbytes)
+{
+    (void)nbytes;
+    *ptr = NULL;
+    return backend == BACKEND_CUDA ? CUA_EINTERNAL : 0;
+}
+#endif
+
+static void device_free(void *ptr)
+{
+#ifdef CUATOMIC_WITH_CUDA
+    if (ptr) cua_cuda_free(ptr);
+#else
+    (void)ptr;
+#endif
+}
+
+static int copy_to_host(void *dst, const void *src, size_t nbytes)
+{
+#ifdef CUATOMIC_WITH_CUDA
+    return cua_cuda_memcpy_dtoh(dst, src, nbytes, NULL);
+#else
+    (void)dst, (void)src, (void)nbytes;
+    return CUA_EINTERNAL;
+#endif
+}
+
+static cua_launch launch_config(long long blocks, int threads)
+{
+    cua_launch cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.blocks = blocks;
+    cfg.threads = threads;
+    return cfg;
+}
+
+/* --------------------------------------------------------------- sum / dot */
+
+PyObject *cua_op_sum(PyObject *self, PyObject *args)
+{
+    (void)self;
+    int backend, dtype, acc, threads;
+    const char *method;
+    PyObject *x;
+    long long n, blocks;
+    if (!PyArg_ParseTuple(args, "isOLiiLi", &backend, &method, &x, &n, &dtype, &acc, &blocks, &threads))
+        return NULL;
+    const cua_variant *v = find_variant(backend, CUA_OP_SUM, method);
+    input_t in;
+    if (!v || parse_input(backend, x, n, dtype, &in) < 0) return NULL;
+    cua_launch cfg = launch_config(blocks, threads);
+    uint64_t result = 0;
+    int st;
+    Py_BEGIN_ALLOW_THREADS
+    st = stage(&in);
+    if (!st) st = ((cua_sum_fn)v->fn)(in.ptr, n, dtype, acc, &result, &cfg);
+    unstage(&in);
+    Py_END_ALLOW_THREADS
+    if (st) return cua_raise(st, &cfg);
+    return PyBytes_FromStringAndSize((const char *)&result, sizeof result);
+}
+
+PyObject *cua_op_dot(PyObject *self, PyObject *args)
+{
+    (void)self;
+    int backend, dtype, acc, threads;
+    const char *method;
+    PyObject *a, *b;
+    long long n, blocks;
+    if (!PyArg_ParseTuple(args, "isOOLiiLi", &backend, &method, &a, &b, &n, &dtype, &acc, &blocks, &threads))
+        return NULL;
+    const cua_variant *v = find_variant(backend, CUA_OP_DOT, method);
+    input_t ia, ib;
+    if (!v || parse_input(backend, a, n, dtype, &ia) < 0 || parse_input(backend, b, n, dtype, &ib) < 0) return NULL;
+    cua_launch cfg = launch_config(blocks, threads);
+    uint64_t result = 0;
+    int st;
+    Py_BEGIN_ALLOW_THREADS
+    st = stage(&ia);
+    if (!st) st = stage(&ib);
+    if (!st) st = ((cua_dot_fn)v->fn)(ia.ptr, ib.ptr, n, dtype, acc, &result, &cfg);
+    unstage(&ia);
+    unstage(&ib);
+    Py_END_ALLOW_THREADS
+    if (st) return cua_raise(st, &cfg);
+    return PyBytes_FromStringAndSize((const char *)&result, sizeof result);
+}
+
+/* --------------------------------------------------------------- histogram */
+
+PyObject *cua_op_histogram(PyObject *self, PyObject *args)
+{
+    (void)self;
+    int backend, dtype, threads, device_out;
+    const char *method;
+    PyObject *x, *edges_obj;
+    long long n, blocks;
+    cua_bins bins;
+    memset(&bins, 0, sizeof bins);
+    long long ilo, iwidth;
+    if (!PyArg_ParseTuple(args, "isOLiOidiLLLip", &backend, &method, &x, &n, &dtype, &edges_obj, &bins.uniform,
+                          &bins.inv_width, &bins.integer, &ilo, &iwidth, &blocks, &threads, &device_out))
+        return NULL;
+    const cua_variant *v = find_variant(backend, CUA_OP_HISTOGRAM, method);
+    input_t in;
+    if (!v || parse_input(backend, x, n, dtype, &in) < 0) return NULL;
+    if (!PyArray_Check(edges_obj)) {
+        PyErr_SetString(PyExc_SystemError, "cuatomic: edges must be an ndarray");
+        return NULL;
+    }
+    PyArrayObject *edges = (PyArrayObject *)edges_obj;
+    int et = PyArray_TYPE(edges);
+    if (!PyArray_IS_C_CONTIGUOUS(edges) || !PyArray_ISNOTSWAPPED(edges) || PyArray_NDIM(edges) != 1 ||
+        PyArray_SIZE(edges) < 2 || (et != NPY_FLOAT32 && et != NPY_FLOAT64)) {
+        PyErr_SetString(PyExc_SystemError, "cuatomic: edges must be 1-D contiguous float32/float64, >= 2");
+        return NULL;
+    }
+    bins.nbins = PyArray_SIZE(edges) - 1;
+    bins.edge_dtype = et == NPY_FLOAT32 ? CUA_FLOAT32 : CUA_FLOAT64;
+    bins.edges = PyArray_DATA(edges);
+    bins.ilo = ilo;
+    bins.iwidth = iwidth;
+    if (bins.integer && iwidth < 1) {
+        PyErr_SetString(PyExc_SystemError, "cuatomic: integer bins need a width >= 1");
+        return NULL;
+    }
+    const size_t cbytes = (size_t)bins.nbins * sizeof(uint64_t);
+    PyObject *out;
+    void *counts; /* where the backend writes */
+    if (device_out) {
+        if (backend != BACKEND_CUDA) {
+            PyErr_SetString(PyExc_SystemError, "cuatomic: device output needs the cuda backend");
+            return NULL;
+        }
+        CuaDeviceBuffer *buf = cua_buffer_new((Py_ssize_t)cbytes);
+        if (!buf) return NULL;
+        out = (PyObject *)buf;
+        counts = buf->ptr;
+    } else {
+        npy_intp dims[1] = {(npy_intp)bins.nbins};
+        out = PyArray_SimpleNew(1, dims, NPY_INT64);
+        if (!out) return NULL;
+        counts = PyArray_DATA((PyArrayObject *)out);
+    }
+    cua_launch cfg = launch_config(blocks, threads);
+    int st;
+    Py_BEGIN_ALLOW_THREADS
+    void *dev = NULL;
+    st = stage(&in);
+    if (!st && !device_out) st = device_alloc(backend, &dev, cbytes);
+    if (!st) st = ((cua_hist_fn)v->fn)(in.ptr, n, dtype, &bins, (uint64_t *)(dev ? dev : counts), &cfg);
+    if (!st && dev) st = copy_to_host(counts, dev, cbytes);
+    device_free(dev);
+    unstage(&in);
+    Py_END_ALLOW_THREADS
+    if (st) {
+        Py_DECREF(out);
+        return cua_raise(st, &cfg);
+    }
+    return out;
+}
+
+/* ------------------------------------------------------------------ filter */
+
+static int read_bound(PyObject *bytes, void *dst)
+{
+    if (!PyBytes_Check(bytes) || PyBytes_GET_SIZE(bytes) != 8) {
+        PyErr_SetString(PyExc_SystemError, "cuatomic: predicate bounds must be 8 bytes");
+        return -1;
+    }
+    memcpy(dst, PyBytes_AS_STRING(bytes), 8);
+    return 0;
+}
+
+PyObject *cua_op_filter(PyObject *self, PyObject *args)
+{
+    (void)self;
+    int backend, dtype, threads, device_out;
+    const char *method;
+    PyObject *x, *lo, *hi;
+    long long n, blocks;
+    cua_pred pred;
+    memset(&pred, 0, sizeof pred);
+    if (!PyArg_ParseTuple(args, "isOLipOOLip", &backend, &method, &x, &n, &dtype, &pred.negate, &lo, &hi, &blocks,
+                          &threads, &device_out))
+        return NULL;
+    const cua_variant *v = find_variant(backend, CUA_OP_FILTER, method);
+    input_t in;
+    if (!v || parse_input(backend, x, n, dtype, &in) < 0 || read_bound(lo, &pred.lo) < 0 ||
+        read_bound(hi, &pred.hi) < 0)
+        return NULL;
+    const size_t size = cua_dtype_size(dtype);
+    PyObject *out;
+    void *dst;
+    if (device_out) {
+        if (backend != BACKEND_CUDA) {
+            PyErr_SetString(PyExc_SystemError, "cuatomic: device output needs the cuda backend");
+            return NULL;
+        }
+        CuaDeviceBuffer *buf = cua_buffer_new((Py_ssize_t)(n * size));
+        if (!buf) return NULL;
+        out = (PyObject *)buf;
+        dst = buf->ptr;
+    } else {
+        npy_intp dims[1] = {(npy_intp)n};
+        out = PyArray_SimpleNew(1, dims, npy_of_dtype[dtype]);
+        if (!out) return NULL;
+        dst = PyArray_DATA((PyArrayObject *)out);
+    }
+    cua_launch cfg = launch_config(blocks, threads);
+    int64_t count = 0;
+    int st;
+    Py_BEGIN_ALLOW_THREADS
+    void *dev = NULL;
+    st = stage(&in);
+    if (!st && !device_out) st = device_alloc(backend, &dev, (size_t)n * size);
+    if (!st) st = ((cua_filter_fn)v->fn)(in.ptr, n, dtype, &pred, dev ? dev : dst, &count, &cfg);
+    if (!st && dev) st = copy_to_host(dst, dev, (size_t)count * size);
+    device_free(dev);
+    unstage(&in);
+    Py_END_ALLOW_THREADS
+    if (st) {
+        Py_DECREF(out);
+        return cua_raise(st, &cfg);
+    }
+    return Py_BuildValue("(NL)", out, (long long)count);
+}
+
+/* ---------------------------------------------------------------- counters */
+
+PyObject *cua_op_counter(PyObject *self, PyObject *args)
+{
+    (void)self;
+    int backend, op, threads;
+    const char *method;
+    long long blocks;
+    if (!PyArg_ParseTuple(args, "iisLi", &backend, &op, &method, &blocks, &threads)) return NULL;
+    if (op != CUA_OP_ADD_ONE && op != CUA_OP_MUTEX_ADD_ONE) {
+        PyErr_SetString(PyExc_SystemError, "cuatomic: not a counter op");
+        return NULL;
+    }
+    const cua_variant *v = find_variant(backend, op, method);
+    if (!v) return NULL;
+    cua_launch cfg = launch_config(blocks, threads);
+    int64_t result = 0;
+    int st;
+    Py_BEGIN_ALLOW_THREADS
+    st = ((cua_counter_fn)v->fn)(&result, &cfg);
+    Py_END_ALLOW_THREADS
+    if (st) return cua_raise(st, &cfg);
+    return PyLong_FromLongLong(result);
+}
+
+/* ------------------------------------------------------------------ minmax */
+
+PyObject *cua_op_minmax(PyObject *self, PyObject *args)
+{
+    (void)self;
+#ifdef CUATOMIC_WITH_CUDA
+    PyObject *x;
+    long long n;
+    int dtype;
+    if (!PyArg_ParseTuple(args, "OLi", &x, &n, &dtype)) return NULL;
+    input_t in;
+    if (parse_input(BACKEND_CUDA, x, n, dtype, &in) < 0) return NULL;
+    if (n <= 0 || !in.ptr) {
+        PyErr_SetString(PyExc_SystemError, "cuatomic: minmax needs a non-empty device array");
+        return NULL;
+    }
+    uint64_t lo = 0, hi = 0;
+    int nan = 0, st;
+    Py_BEGIN_ALLOW_THREADS
+    st = cua_cuda_minmax(in.ptr, n, dtype, &lo, &hi, &nan, NULL);
+    Py_END_ALLOW_THREADS
+    if (st) return cua_raise(st, NULL);
+    return Py_BuildValue("(y#y#O)", (const char *)&lo, (Py_ssize_t)8, (const char *)&hi, (Py_ssize_t)8,
+                         nan ? Py_True : Py_False);
+#else
+    (void)args;
+    PyErr_SetString(PyExc_RuntimeError, "cuatomic was built without CUDA");
+    return NULL;
+#endif
+}

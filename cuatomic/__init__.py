@@ -1,0 +1,46 @@
+"""cuatomic: the classic lessons on GPU atomics and mutexes as a library.
+
+Five operations -- :func:`sum`, :func:`dot`, :func:`histogram`,
+:func:`filter` and :func:`mutex_add_one` (plus the race demonstration
+:func:`add_one`) -- each a ladder of methods from the tutorial's naive
+version upwards (see :func:`methods`). They run on CUDA when a GPU is usable
+and on a real CPU backend (OpenMP threads, C11 atomics) otherwise, and agree
+with NumPy: same result dtypes, exact integers.
+
+>>> import numpy as np, cuatomic
+>>> x = np.arange(10, dtype=np.int32)
+>>> cuatomic.sum(x, method="atomic") == np.sum(x)
+True
+"""
+from . import _C
+from ._device import DeviceArray, to_device
+from ._errors import CudaError
+from ._ops import (
+    add_one,
+    backend_info,
+    backends,
+    dot,
+    filter,
+    histogram,
+    methods,
+    mutex_add_one,
+    sum,
+)
+
+_C._set_cuda_error(CudaError)
+
+__version__ = "0.1.0"
+__all__ = [
+    "CudaError",
+    "DeviceArray",
+    "add_one",
+    "backend_info",
+    "backends",
+    "dot",
+    "filter",
+    "histogram",
+    "methods",
+    "mutex_add_one",
+    "sum",
+    "to_device",
+]

@@ -1,0 +1,593 @@
+"""The operations: argument checks, NumPy's typing rules, and the call into
+the compiled core. Each function resolves the backend and the method,
+normalizes its input (C order, native byte order, a supported dtype) or takes
+a DeviceArray as it is, and hands integer ids to ``_C``."""
+import operator
+import os
+import warnings
+
+import numpy as np
+
+from . import _C, _backend
+from ._device import DeviceArray
+
+ACC_INT64, ACC_FLOAT32, ACC_FLOAT64 = 0, 1, 2
+MAX_BLOCKS = 2**31 - 1
+MAX_THREADS = 1024
+
+_DTYPE_IDS = {
+    ("b", 1): 0, ("i", 1): 1, ("u", 1): 2, ("i", 2): 3, ("u", 2): 4, ("i", 4): 5,
+    ("u", 4): 6, ("i", 8): 7, ("u", 8): 8, ("f", 4): 9, ("f", 8): 10,
+}
+SUPPORTED = "bool, int8-int64, uint8-uint64, float32 and float64"
+
+
+def dtype_id(dt):
+    """The ABI id of a NumPy dtype; TypeError for what cuatomic cannot take."""
+    dt = np.dtype(dt)
+    key = (dt.kind, dt.itemsize)
+    if key not in _DTYPE_IDS or dt.fields is not None:
+        hint = " (cast to float32)" if key == ("f", 2) else ""
+        raise TypeError(f"unsupported dtype {dt}{hint}: cuatomic works on {SUPPORTED} arrays")
+    return _DTYPE_IDS[key]
+
+
+def launch_config(blocks, threads):
+    """(blocks, threads) for the core: -1 means the method's default."""
+    return _count("blocks", blocks, MAX_BLOCKS), _count("threads", threads, MAX_THREADS)
+
+
+def _count(name, value, limit):
+    if value is None:
+        return -1
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be an integer, not bool")
+    try:
+        value = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an integer (got {type(value).__name__})") from None
+    if not 1 <= value <= limit:
+        raise ValueError(f"{name} must be between 1 and {limit} (got {value})")
+    return value
+
+
+class Input:
+    """An input as the core reads it: a flat host array or a device pointer."""
+
+    __slots__ = ("x", "n", "dtype", "id", "device", "ndim", "owner")
+
+    def __init__(self, x, n, dtype, device, ndim, owner):
+        self.x, self.n, self.dtype, self.device, self.ndim, self.owner = x, n, dtype, device, ndim, owner
+        self.id = dtype_id(dtype)
+
+    def cast(self, dt, why):
+        """The same data converted to dt, as NumPy would convert it."""
+        if self.device:
+            raise TypeError(f"{why} needs the {self.dtype} device array converted to {dt}: "
+                            f"cast it before to_device()")
+        return Input(self.x.astype(dt), self.n, np.dtype(dt), False, self.ndim, self.owner)
+
+
+def prepare(a, backend, name="a"):
+    """Normalize an argument for the backend."""
+    if isinstance(a, DeviceArray):
+        if backend != "cuda":
+            raise TypeError(f"{name} is a cuatomic.DeviceArray but the backend is {backend!r}: "
+                            "use backend='cuda', or .copy_to_host()")
+        return Input(a.ptr, a.size, a.dtype, True, a.ndim, a)
+    arr = np.asarray(a)
+    dtype_id(arr.dtype)  # refuse before copying anything
+    if not arr.dtype.isnative:
+        arr = arr.astype(arr.dtype.newbyteorder("="))
+    flat = np.ascontiguousarray(arr.reshape(-1))  # C order; a copy only when needed
+    return Input(flat, flat.size, flat.dtype, False, arr.ndim, a)
+
+
+def _acc_of(dt):
+    if dt.kind == "f":
+        return ACC_FLOAT32 if dt.itemsize == 4 else ACC_FLOAT64
+    return ACC_INT64
+
+
+def _result(raw, acc, out_dt):
+    """The core's 8 result bytes as a NumPy scalar of out_dt."""
+    if acc == ACC_INT64:
+        bits = np.frombuffer(raw, np.uint64)[0]
+        if out_dt.kind == "b":
+            return np.bool_(bits != 0)
+        return np.array(bits).astype(out_dt)[()]  # wraps like NumPy's intN arithmetic
+    value = np.frombuffer(raw[:4], np.float32)[0] if acc == ACC_FLOAT32 else np.frombuffer(raw, np.float64)[0]
+    return out_dt.type(value)
+
+
+def _check_result_dtype(dt, what):
+    if dt.kind not in "biuf" or (dt.kind == "f" and dt.itemsize not in (4, 8)):
+        raise TypeError(f"{what} result dtype {dt} is not supported: cuatomic computes in {SUPPORTED}")
+
+
+# --------------------------------------------------------------------- sum
+
+def sum(a, *, dtype=None, method="auto", backend=None, blocks=None, threads=None):
+    """Sum of all elements, as ``np.sum(a, dtype=dtype)``.
+
+    Parameters
+    ----------
+    a : array_like or DeviceArray
+        Any shape (all elements are summed), layout or byte order.
+    dtype : data-type, optional
+        Type of the result and of the accumulation, as NumPy's ``dtype``.
+    method : str, optional
+        A rung of the sum ladder (see ``methods("sum")``); ``"auto"`` picks
+        ``last_block``: one launch, any grid size, deterministic for floats.
+    backend : {"cuda", "cpu"}, optional
+        Default: ``CUATOMIC_BACKEND``, else cuda when usable, else cpu.
+    blocks, threads : int, optional
+        Launch configuration; None is the method's default. On the cpu
+        backend blocks*threads are logical workers run by the OpenMP team.
+
+    Returns
+    -------
+    numpy scalar
+        Of NumPy's result dtype (int32 -> int64, uint8 -> uint64, bool ->
+        int64, ...). Integers are exact (accumulated in 64 bits); floats are
+        within (n+1)*eps*sum(|x|) of the exact sum.
+
+    Raises
+    ------
+    TypeError
+        Unsupported dtype (complex, object, strings, float16).
+    ValueError
+        Unknown method or backend, or a launch configuration the method
+        cannot take.
+    CudaError
+        A CUDA failure, with the CUDA error's name.
+    """
+    be = _backend.resolve(backend)
+    name, _ = _backend.choose("sum", be, method)
+    b, t = launch_config(blocks, threads)
+    inp = prepare(a, be)
+    try:
+        out_dt = np.sum(np.empty(0, inp.dtype), dtype=dtype).dtype
+    except TypeError as e:
+        raise TypeError(f"cannot sum {inp.dtype} as {dtype}: {e}") from None
+    _check_result_dtype(out_dt, "sum")
+    # The kernels convert int -> int64 and float -> float/double themselves;
+    # other conversions happen first, as NumPy does them.
+    if out_dt.kind == "b" and inp.dtype.kind != "b":
+        inp = inp.cast(np.bool_, "sum(dtype=bool)")
+    elif out_dt.kind in "iu" and inp.dtype.kind == "f":
+        inp = inp.cast(out_dt, f"sum(dtype={out_dt})")
+    elif out_dt.kind == "f" and inp.dtype.kind != "f":
+        inp = inp.cast(out_dt, f"sum(dtype={out_dt})")
+    acc = _acc_of(out_dt)
+    raw = _C.sum(_backend.backend_id(be), name, inp.x, inp.n, inp.id, acc, b, t)
+    return _result(raw, acc, out_dt)
+
+
+# --------------------------------------------------------------------- dot
+
+def dot(a, b, *, method="auto", backend=None, blocks=None, threads=None):
+    """Dot product of two 1-D vectors, as ``np.dot(a, b)``.
+
+    Parameters
+    ----------
+    a, b : array_like or DeviceArray
+        1-D, of equal length.
+    method : str, optional
+        A rung of the dot ladder (see ``methods("dot")``); ``"auto"`` picks
+        ``partial``: no atomics, deterministic.
+    backend, blocks, threads
+        As for :func:`sum`.
+
+    Returns
+    -------
+    numpy scalar
+        Of NumPy's result dtype. Integer results wrap exactly as np.dot's do
+        (int32 . int32 wraps in 32 bits); floats are within tolerance.
+
+    Raises
+    ------
+    ValueError
+        Inputs that are not 1-D, or of different lengths.
+    TypeError
+        Unsupported dtypes.
+    """
+    be = _backend.resolve(backend)
+    name, _ = _backend.choose("dot", be, method)
+    nb, nt = launch_config(blocks, threads)
+    ia, ib = prepare(a, be, "a"), prepare(b, be, "b")
+    if ia.ndim != 1 or ib.ndim != 1:
+        raise ValueError(f"dot takes two 1-D vectors (got {ia.ndim}-D and {ib.ndim}-D)")
+    if ia.n != ib.n:
+        raise ValueError(f"shapes ({ia.n},) and ({ib.n},) not aligned: {ia.n} (dim 0) != {ib.n} (dim 0)")
+    out_dt = np.asarray(np.dot(np.empty(0, ia.dtype), np.empty(0, ib.dtype))).dtype
+    _check_result_dtype(out_dt, "dot")
+    if ia.dtype != out_dt:
+        ia = ia.cast(out_dt, f"dot of {ia.dtype} and {ib.dtype}")
+    if ib.dtype != out_dt:
+        ib = ib.cast(out_dt, f"dot of {ia.dtype} and {ib.dtype}")
+    acc = _acc_of(out_dt)
+    raw = _C.dot(_backend.backend_id(be), name, ia.x, ib.x, ia.n, ia.id, acc, nb, nt)
+    return _result(raw, acc, out_dt)
+
+
+# --------------------------------------------------------------- histogram
+
+def _sample_for_edges(inp, sample_dt, range_given):
+    """Data that gives NumPy's edge computation the same min and max."""
+    if range_given or inp.n == 0:
+        return np.empty(0, sample_dt)
+    if not inp.device:
+        return inp.x.view(sample_dt)
+    lo, hi, has_nan = _C.minmax(inp.x, inp.n, inp.id)
+    if has_nan:
+        return np.array([np.nan, np.nan], sample_dt)
+    itemsize = inp.dtype.itemsize
+    return np.concatenate([np.frombuffer(lo[:itemsize], sample_dt), np.frombuffer(hi[:itemsize], sample_dt)])
+
+
+def _integer_bins(edges, sample_dt):
+    """(lo, width) when integer data can be binned with integer arithmetic
+    that agrees exactly with NumPy's float comparisons, else None."""
+    if sample_dt.kind not in "biu" or sample_dt.itemsize > 4:
+        return None
+    if edges.dtype != np.float64 and sample_dt.itemsize > 2:
+        return None  # float32 cannot hold every int32 exactly
+    e = edges.astype(np.float64)
+    if not (np.all(np.isfinite(e)) and np.all(np.abs(e) <= 2.0**53) and np.all(e == np.round(e))):
+        return None
+    widths = np.diff(e)
+    if widths.size == 0 or widths[0] < 1 or np.any(widths != widths[0]):
+        return None
+    return int(e[0]), int(widths[0])
+
+
+def histogram(a, bins=10, range=None, *, density=False, method="auto", backend=None, blocks=None, threads=None):
+    """Histogram of all elements, as ``np.histogram(a, bins, range, density=density)``.
+
+    Parameters
+    ----------
+    a : array_like or DeviceArray
+        Any shape; all elements are counted.
+    bins : int, sequence of scalars or str, optional
+        Number of equal-width bins, or monotonically increasing edges, or one
+        of NumPy's estimator names (host input only).
+    range : (float, float), optional
+        Lower and upper edge; values outside are dropped, the last bin is
+        closed, NaN is ignored. Default: the data's min and max (a ValueError,
+        as NumPy's, when those are not finite).
+    density : bool, optional
+        As NumPy: counts / bin width / total.
+    method : str, optional
+        ``"global"`` or ``"shared"`` (see ``methods("histogram")``);
+        ``"auto"`` picks ``shared``, or ``global`` when the bins' counters
+        would not fit in a GPU block's shared memory. Integer data with integer edges of an
+        integer width (``histogram(text, bins=128, range=(0, 128))``) is
+        binned with integer arithmetic only.
+    backend, blocks, threads
+        As for :func:`sum`.
+
+    Returns
+    -------
+    hist : numpy.ndarray or DeviceArray
+        int64 counts (float64 with ``density``); a DeviceArray for device input.
+    bin_edges : numpy.ndarray
+        NumPy's edges, of NumPy's dtype.
+    """
+    be = _backend.resolve(backend)
+    name, _ = _backend.choose("histogram", be, method)
+    nb, nt = launch_config(blocks, threads)
+    inp = prepare(a, be)
+    sample_dt = inp.dtype
+    if sample_dt.kind == "b":
+        warnings.warn("Converting input from bool to <class 'numpy.uint8'> for compatibility.",
+                      RuntimeWarning, stacklevel=2)
+        sample_dt = np.dtype(np.uint8)
+
+    if isinstance(bins, str):
+        if inp.device:
+            raise ValueError(f"bins={bins!r} estimates edges from the data: pass host data, or bins as a "
+                             "count or an array of edges")
+        edges = np.histogram_bin_edges(inp.x.view(sample_dt), bins, range)
+        uniform = True
+    elif np.ndim(bins) == 0:
+        try:
+            count = operator.index(bins)
+        except TypeError:
+            raise TypeError("`bins` must be an integer, a string, or an array") from None
+        if count < 1:
+            raise ValueError("`bins` must be positive, when an integer")
+        edges = np.histogram_bin_edges(_sample_for_edges(inp, sample_dt, range is not None), count, range)
+        uniform = True
+    else:
+        edges = np.histogram_bin_edges(np.empty(0, sample_dt), bins, range)
+        uniform = False
+
+    if edges.size < 2:
+        hist = np.zeros(0, np.int64)
+        return (DeviceArray.from_host(hist) if inp.device else hist), edges
+    edge_dt = np.result_type(edges.dtype, sample_dt)
+    if edge_dt.kind != "f":
+        edge_dt = np.dtype(np.float64)
+    if edge_dt.itemsize not in (4, 8):
+        raise TypeError(f"bin edges of dtype {edge_dt} are not supported: use float32 or float64 edges")
+    kernel_edges = np.ascontiguousarray(edges, dtype=edge_dt)
+    span = float(kernel_edges[-1]) - float(kernel_edges[0])
+    uniform = uniform and span > 0 and np.isfinite(span)
+    inv_width = (kernel_edges.size - 1) / span if uniform else 0.0
+    integer = _integer_bins(kernel_edges, sample_dt) if uniform else None
+    ilo, iwidth = integer or (0, 1)
+
+    if method == "auto" and be == "cuda" and name == "shared":
+        fits = _backend.cuda_probe()["shared_per_block_optin"] // 4
+        if kernel_edges.size - 1 > fits:
+            name = "global"  # one private counter per bin would not fit in shared memory
+    counts = _C.histogram(_backend.backend_id(be), name, inp.x, inp.n, inp.id, kernel_edges, int(uniform),
+                          inv_width, int(integer is not None), ilo, iwidth, nb, nt, inp.device)
+    if inp.device:
+        counts = DeviceArray(counts, (kernel_edges.size - 1,), np.int64)
+    if density:
+        host = counts.copy_to_host() if inp.device else counts
+        with np.errstate(divide="ignore", invalid="ignore"):
+            dens = host / np.diff(edges) / host.sum()
+        return (DeviceArray.from_host(dens) if inp.device else dens), edges
+    return counts, edges
+
+
+# ------------------------------------------------------------------ filter
+
+_COMPARE = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
+            "==": operator.eq, "!=": operator.ne}
+
+
+class _Domain:
+    """The values of a dtype as ordered integer keys, so a monotone
+    predicate's edge can be found by bisection."""
+
+    def __init__(self, dt):
+        self.dt = dt
+        if dt.kind == "b":
+            self.lo, self.hi = 0, 1
+        elif dt.kind in "iu":
+            info = np.iinfo(dt)
+            self.lo, self.hi = int(info.min), int(info.max)
+        else:
+            self.bits = dt.itemsize * 8
+            self.uint = np.dtype(f"u{dt.itemsize}")
+            self.lo, self.hi = self.key(-np.inf), self.key(np.inf)
+
+    def key(self, v):
+        if self.dt.kind != "f":
+            return int(v)
+        u = int(np.array(v, self.dt).view(self.uint))
+        sign = 1 << (self.bits - 1)
+        return u | sign if u < sign else ~u & ((1 << self.bits) - 1)
+
+    def value(self, k):
+        if self.dt.kind != "f":
+            return np.array(k, self.dt)[()]
+        sign = 1 << (self.bits - 1)
+        u = k & ~sign if k & sign else ~k & ((1 << self.bits) - 1)
+        return np.array(u, self.uint).view(self.dt)[()]
+
+    def pack(self, k):
+        v = self.value(k)
+        if self.dt.kind == "f":
+            return np.array(v, self.dt).tobytes().ljust(8, b"\0")
+        return np.array(int(v), np.int64 if self.dt.kind == "i" else np.uint64).tobytes()
+
+
+def _first_true(lo, hi, test):
+    """Smallest k in [lo, hi] with test(k), for test false...true; hi+1 if none."""
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        if test(mid):
+            hi = mid - 1
+        else:
+            lo = mid + 1
+    return lo
+
+
+def _last_true(lo, hi, test):
+    """Largest k in [lo, hi] with test(k), for test true...false; lo-1 if none."""
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        if test(mid):
+            lo = mid + 1
+        else:
+            hi = mid - 1
+    return hi
+
+
+def predicate(dt, op, value):
+    """``x <op> value`` over elements of dtype dt, under NumPy's comparison
+    rules, as (negate, lo, hi): keep x iff (lo <= x <= hi) != negate."""
+    if isinstance(value, DeviceArray) or np.ndim(value) != 0:
+        raise ValueError("value must be a scalar")
+    dom = _Domain(dt)
+    compare = _COMPARE[op]
+
+    def holds(k, cmp=compare):
+        with np.errstate(all="ignore"):
+            try:
+                r = cmp(np.array(dom.value(k), dt), value)
+            except TypeError as e:
+                raise TypeError(f"cannot compare {dt} elements with {value!r}: {e}") from None
+        if not isinstance(r, (bool, np.bool_, np.ndarray)):
+            raise TypeError(f"cannot compare {dt} elements with {value!r}")
+        return bool(r)
+
+    is_int = isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+    if dt.kind in "iu" and is_int and dom.lo <= int(value) <= dom.hi:
+        v = int(value)  # exact comparisons: no search needed
+        lo, hi = {"<": (dom.lo, v - 1), "<=": (dom.lo, v), ">": (v + 1, dom.hi), ">=": (v, dom.hi)}.get(op, (v, v))
+    elif op in ("<", "<="):
+        lo, hi = dom.lo, _last_true(dom.lo, dom.hi, holds)
+    elif op in (">", ">="):
+        lo, hi = _first_true(dom.lo, dom.hi, holds), dom.hi
+    else:
+        lo = _first_true(dom.lo, dom.hi, lambda k: holds(k, operator.ge))
+        hi = _last_true(dom.lo, dom.hi, lambda k: holds(k, operator.le))
+        if lo > hi or not holds(lo, operator.eq):
+            lo, hi = dom.hi, dom.lo
+    if lo > hi:  # empty: an interval no element is inside
+        lo, hi = dom.hi, dom.lo
+    return op == "!=", dom.pack(lo), dom.pack(hi)
+
+
+def filter(a, op, value, *, ordered=True, method="auto", backend=None, blocks=None, threads=None):
+    """The elements x of ``a`` (flattened, C order) with ``x <op> value``.
+
+    Parameters
+    ----------
+    a : array_like or DeviceArray
+    op : {"<", "<=", ">", ">=", "==", "!="}
+    value : scalar
+        Compared as NumPy compares ``a.ravel() <op> value`` (out-of-range,
+        fractional and NaN values included).
+    ordered : bool, optional
+        True (default): exactly ``a.ravel()[a.ravel() <op> value]``. False:
+        the same multiset in any order.
+    method : str, optional
+        ``"ordered"`` (count, scan, scatter) or ``"atomic"`` (push_back with
+        atomicAdd's old value; unordered). ``"auto"`` picks ``ordered`` when
+        order is asked for, else ``atomic``.
+    backend, blocks, threads
+        As for :func:`sum`.
+
+    Returns
+    -------
+    numpy.ndarray or DeviceArray
+        1-D, of a's dtype; a DeviceArray for device input.
+
+    Raises
+    ------
+    ValueError
+        A bad op, a non-scalar value, or ``ordered=True`` with a method that
+        cannot keep order.
+    """
+    if op not in _COMPARE:
+        raise ValueError(f"unknown op {op!r}: expected one of {', '.join(_COMPARE)}")
+    be = _backend.resolve(backend)
+    if method == "auto":
+        method = "ordered" if ordered else "atomic"
+    name, flags = _backend.choose("filter", be, method)
+    if ordered and not flags & _C.F_ORDERED:
+        raise ValueError(f"method {name!r} cannot keep input order: pass ordered=False, or method='ordered'")
+    nb, nt = launch_config(blocks, threads)
+    inp = prepare(a, be)
+    negate, lo, hi = predicate(inp.dtype, op, value)
+    out, count = _C.filter(_backend.backend_id(be), name, inp.x, inp.n, inp.id, negate, lo, hi, nb, nt,
+                           inp.device)
+    sparse = 2 * count < inp.n
+    if not inp.device:
+        return out[:count].copy() if sparse else out[:count]
+    if sparse:  # do not keep a capacity-n buffer alive for a few elements
+        exact = DeviceArray.empty(count, inp.dtype)
+        if count:
+            exact._buffer.copy_from_device(out.ptr, count * inp.dtype.itemsize)
+        return exact
+    return DeviceArray(out, (count,), inp.dtype)
+
+
+# ---------------------------------------------------------------- counters
+
+def _counter(op, blocks, threads, method, backend):
+    be = _backend.resolve(backend)
+    name, _ = _backend.choose(op, be, method)
+    b, t = launch_config(blocks, threads)
+    return _C.counter(_backend.backend_id(be), _backend.op_id(op), name, b, t)
+
+
+def add_one(blocks=10, threads=16, *, method="auto", backend=None):
+    """The tutorial's race: blocks*threads threads each add one to a counter.
+
+    Parameters
+    ----------
+    blocks, threads : int, optional
+        Grid size (``add_one_kernel[10, 16]`` in the tutorial).
+    method : {"racy", "atomic", "mutex", "auto"}, optional
+        ``racy``: an unprotected load and store, so concurrent increments
+        are lost; ``atomic``: atomicAdd; ``mutex``: the plain increment under
+        the CAS spin lock. ``"auto"`` is ``atomic``.
+    backend : {"cuda", "cpu"}, optional
+
+    Returns
+    -------
+    int
+        What the counter holds at the end: exactly blocks*threads for
+        ``atomic`` and ``mutex``, at most that (usually less on a GPU) for
+        ``racy``.
+    """
+    return _counter("add_one", blocks, threads, method, backend)
+
+
+def mutex_add_one(blocks=10, threads=16, *, method="spin", backend=None):
+    """blocks*threads threads each add one inside a CAS spin-lock critical section.
+
+    Lock: CAS 0 -> 1 until it succeeds, then a fence; unlock: a fence, then an
+    atomic exchange back to 0, as in the tutorial.
+
+    Parameters
+    ----------
+    blocks, threads : int, optional
+    method : {"spin", "auto"}, optional
+    backend : {"cuda", "cpu"}, optional
+
+    Returns
+    -------
+    int
+        Exactly blocks*threads.
+    """
+    return _counter("mutex_add_one", blocks, threads, method, backend)
+
+
+def methods(op, backend=None):
+    """The method ladder of an operation, in tutorial order.
+
+    Parameters
+    ----------
+    op : {"sum", "dot", "histogram", "filter", "mutex_add_one", "add_one"}
+    backend : {"cuda", "cpu"}, optional
+        Default: the default backend.
+
+    Returns
+    -------
+    list of (name, step, summary)
+    """
+    be = _backend.resolve(backend) if backend is None else backend
+    return [(name, step, summary) for name, step, summary, _ in _backend.table(op, be)]
+
+
+def backends():
+    """Usable backends in preference order: ``["cuda", "cpu"]`` or ``["cpu"]``.
+
+    The first call probes the GPU (no CUDA call happens at import)."""
+    return list(_backend.usable())
+
+
+def backend_info():
+    """What this build has and what this machine offers.
+
+    Returns
+    -------
+    dict
+        ``build`` (``cuda``: bool, ``archs``: list of SM versions), ``backends``,
+        ``default_backend``, ``cpu_threads``, and ``cuda``: the probe of the
+        current device (``usable``, ``reason`` when it is not, ``name``,
+        ``compute_capability``, ``sm_count``, ``driver_version``,
+        ``runtime_version``, ...).
+    """
+    build = dict(_C.build_info())
+    build["archs"] = [a for a in build["archs"].split(",") if a]
+    probe = dict(_backend.cuda_probe())
+    usable = _backend.usable()
+    return {
+        "build": build,
+        "backends": usable,
+        "default_backend": os.environ.get("CUATOMIC_BACKEND") or usable[0],
+        "cpu_threads": _C.cpu_threads(),
+        "numpy": np.__version__,
+        "cuda": probe,
+    }
+

@@ -1,0 +1,131 @@
+"""Build cuatomic._C: C files with the C compiler (+OpenMP), .cu files with nvcc.
+
+Environment:
+  CUATOMIC_CUDA=auto|0|1   auto (default): build the CUDA backend when nvcc is
+                           found; 0: CPU only; 1: fail without nvcc.
+  CUATOMIC_CUDA_ARCHS      e.g. "90" or "80;90": SM versions to compile machine
+                           code for (default 75 80 86 89 90, intersected with
+                           what this nvcc offers); PTX is added for the highest.
+  CUDA_HOME / CUDA_PATH    where the CUDA toolkit is (else nvcc on PATH, else
+                           /usr/local/cuda).
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from glob import glob
+
+import numpy as np
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+DEFAULT_ARCHS = ["75", "80", "86", "89", "90"]
+
+
+def log(msg):
+    print(f"cuatomic setup: {msg}", file=sys.stderr, flush=True)
+
+
+def find_cuda():
+    """(cuda_home, nvcc) or (None, None)."""
+    for var in ("CUDA_HOME", "CUDA_PATH"):
+        home = os.environ.get(var)
+        if home and os.path.exists(os.path.join(home, "bin", "nvcc")):
+            return home, os.path.join(home, "bin", "nvcc")
+    nvcc = shutil.which("nvcc")
+    if nvcc:
+        return os.path.dirname(os.path.dirname(os.path.realpath(nvcc))), nvcc
+    if os.path.exists("/usr/local/cuda/bin/nvcc"):
+        return "/usr/local/cuda", "/usr/local/cuda/bin/nvcc"
+    return None, None
+
+
+def cuda_archs(nvcc):
+    wanted = os.environ.get("CUATOMIC_CUDA_ARCHS")
+    wanted = re.findall(r"\d+", wanted) if wanted else DEFAULT_ARCHS
+    try:
+        out = subprocess.run([nvcc, "--list-gpu-code"], capture_output=True, text=True, check=True).stdout
+        offered = set(re.findall(r"sm_(\d+)", out))
+    except (OSError, subprocess.CalledProcessError):
+        offered = set(wanted)
+    archs = sorted((a for a in wanted if a in offered), key=int)
+    if not archs:
+        raise SystemExit(f"cuatomic setup: none of the archs {wanted} is offered by {nvcc}")
+    return archs
+
+
+def cuda_libdir(home):
+    for sub in ("lib64", "lib", os.path.join("targets", "x86_64-linux", "lib")):
+        if os.path.exists(os.path.join(home, sub, "libcudart_static.a")):
+            return os.path.join(home, sub)
+    raise SystemExit(f"cuatomic setup: libcudart_static.a not found under {home}")
+
+
+MODE = os.environ.get("CUATOMIC_CUDA", "auto").strip().lower()
+if MODE not in ("auto", "0", "1"):
+    raise SystemExit(f"cuatomic setup: CUATOMIC_CUDA must be auto, 0 or 1 (got {MODE!r})")
+CUDA_HOME, NVCC = (None, None) if MODE == "0" else find_cuda()
+if MODE == "1" and not NVCC:
+    raise SystemExit("cuatomic setup: CUATOMIC_CUDA=1 but nvcc was not found (set CUDA_HOME)")
+ARCHS = cuda_archs(NVCC) if NVCC else []
+if NVCC:
+    log(f"building the CUDA backend with {NVCC} for sm_{', sm_'.join(ARCHS)} (+PTX compute_{ARCHS[-1]})")
+else:
+    log("nvcc not found or CUATOMIC_CUDA=0: building the CPU backend only")
+
+define_macros = [
+    ("NPY_NO_DEPRECATED_API", "NPY_1_25_API_VERSION"),
+    ("NPY_TARGET_VERSION", "NPY_1_25_API_VERSION"),
+]
+libraries, library_dirs, cu_sources = [], [], []
+if NVCC:
+    define_macros += [("CUATOMIC_WITH_CUDA", "1"), ("CUATOMIC_CUDA_ARCHS", '"' + ",".join(ARCHS) + '"')]
+    library_dirs = [cuda_libdir(CUDA_HOME)]
+    # The static runtime: the module imports on machines without a driver
+    # (libcuda is loaded on first use), and never links -lcuda.
+    libraries = ["cudart_static", "stdc++", "dl", "pthread", "rt"]
+    cu_sources = sorted(glob("cuda/*.cu"))
+
+
+class BuildExt(build_ext):
+    """Compile cuda/*.cu with nvcc into objects linked into the extension."""
+
+    def build_extensions(self):
+        if cu_sources:
+            os.makedirs(self.build_temp, exist_ok=True)
+            gencode = [f"-gencode=arch=compute_{a},code=sm_{a}" for a in ARCHS]
+            gencode.append(f"-gencode=arch=compute_{ARCHS[-1]},code=compute_{ARCHS[-1]}")
+            headers = glob("cuda/*.h") + glob("cuda/*.cuh")
+
+            def compile_one(src):
+                obj = os.path.join(self.build_temp, os.path.basename(src) + ".o")
+                deps = [src] + headers
+                if os.path.exists(obj) and all(os.path.getmtime(obj) >= os.path.getmtime(d) for d in deps):
+                    return obj
+                cmd = [NVCC, "-std=c++17", "-O3", "-lineinfo", "-Xcompiler", "-fPIC", *gencode, "-c", src, "-o", obj]
+                log(" ".join(cmd))
+                subprocess.run(cmd, check=True)
+                return obj
+
+            with ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1)) as pool:
+                objects = list(pool.map(compile_one, cu_sources))
+            for ext in self.extensions:
+                ext.extra_objects = list(ext.extra_objects or []) + objects
+        super().build_extensions()
+
+
+ext = Extension(
+    "cuatomic._C",
+    sources=sorted(glob("csrc/*.c") + glob("csrc/cpu/*.c")),
+    include_dirs=[np.get_include()],
+    define_macros=define_macros,
+    libraries=libraries,
+    library_dirs=library_dirs,
+    extra_compile_args=["-std=gnu11", "-O3", "-fopenmp", "-Wall", "-Wno-unused-function"],
+    extra_link_args=["-fopenmp"],
+    depends=glob("csrc/*.h") + glob("csrc/cpu/*.h") + glob("cuda/*.h"),
+)
+
+setup(ext_modules=[ext], cmdclass={"build_ext": BuildExt})
