@@ -104,7 +104,8 @@ class BuildExt(build_ext):
                 deps = [src] + headers
                 if os.path.exists(obj) and all(os.path.getmtime(obj) >= os.path.getmtime(d) for d in deps):
                     return obj
-                cmd = [NVCC, "-std=c++17", "-O3", "-lineinfo", "-Xcompiler", "-fPIC", *gencode, "-c", src, "-o", obj]
+                cmd = [NVCC, "-std=c++17", "-O3", "-lineinfo", "--threads", "2", "-Xcompiler", "-fPIC", *gencode,
+                       "-c", src, "-o", obj]
                 log(" ".join(cmd))
                 subprocess.run(cmd, check=True)
                 return obj

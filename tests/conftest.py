@@ -1,0 +1,62 @@
+"""Shared parametrization: every usable backend x every method of its
+variant table, and for cuda both host (NumPy) and device (DeviceArray) input."""
+import numpy as np
+import pytest
+
+import cuatomic
+
+BACKENDS = cuatomic.backends()
+CUDA = "cuda" in BACKENDS
+CUDA_REASON = cuatomic.backend_info()["cuda"].get("reason") or "no usable CUDA device"
+requires_cuda = pytest.mark.skipif(not CUDA, reason=f"cuda backend not usable: {CUDA_REASON}")
+
+SIZES = [0, 1, 31, 32, 33, 255, 256, 257, 1000, 2**20 + 3]
+INT_DTYPES = [np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64]
+FLOAT_DTYPES = [np.float32, np.float64]
+DTYPES = [np.bool_] + INT_DTYPES + FLOAT_DTYPES
+
+
+def where_params(op):
+    """(backend, method, where) for every rung of every usable backend."""
+    out = []
+    for be in BACKENDS:
+        for name, _, _ in cuatomic.methods(op, be):
+            for where in (["host", "device"] if be == "cuda" else ["host"]):
+                out.append(pytest.param(be, name, where, id=f"{be}-{name}-{where}"))
+    return out
+
+
+def placed(a, backend, where):
+    """a as the function receives it: NumPy, or a DeviceArray."""
+    return cuatomic.to_device(a, backend=backend) if where == "device" else a
+
+
+def host(x):
+    return x.copy_to_host() if isinstance(x, cuatomic.DeviceArray) else np.asarray(x)
+
+
+def make(dtype, n, kind="uniform", seed=0):
+    """Test data: uniform over the dtype's range (floats: normal), skewed
+    (most elements from a few values), or one value. Never all zeros."""
+    rng = np.random.default_rng(seed + n * 7919 + np.dtype(dtype).num)
+    dt = np.dtype(dtype)
+    if kind == "one":
+        return np.full(n, 1 if dt.kind == "b" else 3, dtype=dt)
+    if dt.kind == "b":
+        p = 0.9 if kind == "skewed" else 0.5
+        return rng.random(n) < p
+    if dt.kind == "f":
+        if kind == "skewed":
+            return rng.choice(np.array([0.5, -1.25, 7.0], dt), size=n, p=[0.8, 0.15, 0.05])
+        return rng.standard_normal(n).astype(dt) * dt.type(100)
+    info = np.iinfo(dt)
+    if kind == "skewed":
+        return rng.choice(np.array([info.max, 1, info.min if info.min else 2], dt), size=n, p=[0.8, 0.15, 0.05])
+    return rng.integers(info.min, info.max, size=n, dtype=dt, endpoint=True)
+
+
+def assert_float_close(got, exact, absolute_sum, n, dtype):
+    """|got - exact| <= (n + 1) * eps * sum(|x|)."""
+    eps = np.finfo(dtype).eps
+    bound = (n + 1) * eps * absolute_sum
+    assert abs(float(got) - exact) <= bound, f"{got} vs exact {exact} (bound {bound})"

@@ -1,0 +1,207 @@
+import os
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+from conftest import BACKENDS, CUDA, make, requires_cuda
+
+import cuatomic
+from cuatomic import _backend
+
+OPS = ["sum", "dot", "histogram", "filter", "mutex_add_one", "add_one"]
+
+
+def test_backends_and_info():
+    assert BACKENDS[-1] == "cpu" and BACKENDS in (["cpu"], ["cuda", "cpu"])
+    info = cuatomic.backend_info()
+    assert info["backends"] == BACKENDS
+    assert info["cpu_threads"] >= 1
+    assert isinstance(info["build"]["cuda"], bool)
+    if info["build"]["cuda"]:
+        assert info["build"]["archs"] and all(a.isdigit() for a in info["build"]["archs"])
+    if CUDA:
+        assert info["cuda"]["usable"] and info["cuda"]["sm_count"] > 0 and info["cuda"]["name"]
+        assert info["cuda"]["compute_capability"][0] >= 7
+    else:
+        assert not info["cuda"]["usable"] and info["cuda"]["reason"]
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_methods_tables(op):
+    for be in BACKENDS:
+        rows = cuatomic.methods(op, be)
+        assert rows and [r[1] for r in rows] == sorted(r[1] for r in rows)
+        assert all(isinstance(n, str) and isinstance(s, str) and s for n, _, s in rows)
+    if _backend.cuda_built():  # the two backends are name for name
+        cpu = [(n, s) for n, s, _ in cuatomic.methods(op, "cpu")]
+        cuda = [(n, s) for n, s, _ in cuatomic.methods(op, "cuda")]
+        assert cpu == cuda
+    assert cuatomic.methods(op) == cuatomic.methods(op, BACKENDS[0])
+
+
+def test_tutorial_ladders():
+    names = lambda op: [n for n, _, _ in cuatomic.methods(op, "cpu")]  # noqa: E731
+    assert names("sum") == ["atomic", "cas", "thread_local", "block_tree", "grid_lock", "grid_flags",
+                            "cooperative", "last_block"]
+    assert names("dot") == ["partial", "mutex", "atomic", "cas"]
+    assert names("histogram") == ["global", "shared"]
+    assert names("filter") == ["atomic", "ordered"]
+    assert names("mutex_add_one") == ["spin"]
+    assert names("add_one") == ["racy", "atomic", "mutex"]
+
+
+def test_unknown_method_lists_valid_ones():
+    with pytest.raises(ValueError, match="block_tree"):
+        cuatomic.sum(np.ones(3), method="fastest")
+    with pytest.raises(ValueError, match="unknown op"):
+        cuatomic.methods("product")
+
+
+def test_backend_selection(monkeypatch):
+    with pytest.raises(ValueError, match="unknown backend"):
+        cuatomic.sum(np.ones(3), backend="tpu")
+    monkeypatch.setenv("CUATOMIC_BACKEND", "cpu")
+    assert cuatomic.sum(np.ones(3)) == 3.0
+    monkeypatch.setenv("CUATOMIC_BACKEND", "fpga")
+    with pytest.raises(ValueError, match="unknown backend"):
+        cuatomic.sum(np.ones(3))
+    monkeypatch.delenv("CUATOMIC_BACKEND")
+    if not CUDA:
+        with pytest.raises(RuntimeError, match="not usable"):
+            cuatomic.sum(np.ones(3), backend="cuda")
+        with pytest.raises(RuntimeError, match="not usable"):
+            cuatomic.to_device(np.ones(3), backend="cuda")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_launch_config_errors(backend):
+    a = np.ones(100)
+    for kwargs in ({"blocks": 0}, {"threads": 0}, {"threads": 1025}, {"blocks": -3}, {"blocks": 2**31}):
+        with pytest.raises(ValueError, match="must be between 1 and"):
+            cuatomic.sum(a, backend=backend, **kwargs)
+        with pytest.raises(ValueError, match="must be between 1 and"):
+            cuatomic.histogram(a, backend=backend, **kwargs)
+        with pytest.raises(ValueError, match="must be between 1 and"):
+            cuatomic.mutex_add_one(backend=backend, **kwargs)
+    with pytest.raises(TypeError):
+        cuatomic.dot(a, a, blocks=2.5, backend=backend)
+    with pytest.raises(TypeError):
+        cuatomic.filter(a, "<", 1, threads=True, backend=backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("bad", [np.ones(3, np.complex64), np.array([object()]), np.array(["a"]),
+                                 np.ones(3, np.float16), np.zeros(2, "M8[s]")], ids=str)
+def test_unsupported_dtypes(backend, bad):
+    with pytest.raises(TypeError):
+        cuatomic.sum(bad, backend=backend)
+    with pytest.raises(TypeError):
+        cuatomic.dot(bad, bad, backend=backend)
+    with pytest.raises(TypeError):
+        cuatomic.histogram(bad, backend=backend)
+    with pytest.raises(TypeError):
+        cuatomic.filter(bad, "<", 1, backend=backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_empty_inputs_behave_as_numpy(backend):
+    for dt in (np.int32, np.float32, np.uint8, np.bool_):
+        e = np.empty(0, dt)
+        got, ref = cuatomic.sum(e, backend=backend), np.sum(e)
+        assert got == ref and got.dtype == ref.dtype
+        got, ref = cuatomic.dot(e, e, backend=backend), np.dot(e, e)
+        assert got == ref and got.dtype == ref.dtype
+        assert cuatomic.filter(e, "<", 1, backend=backend).shape == (0,)
+    hist, edges = cuatomic.histogram(np.empty(0), backend=backend)
+    ref_hist, ref_edges = np.histogram(np.empty(0))
+    np.testing.assert_array_equal(hist, ref_hist)
+    np.testing.assert_array_equal(edges, ref_edges)
+
+
+def test_cpu_to_device_is_numpy():
+    a = np.asfortranarray(np.arange(12, dtype=">i4").reshape(3, 4))
+    d = cuatomic.to_device(a, backend="cpu")
+    assert isinstance(d, np.ndarray) and d.flags.c_contiguous and d.dtype.isnative
+    np.testing.assert_array_equal(d, a)
+
+
+def test_cuda_error_class():
+    e = cuatomic.CudaError("cudaErrorMemoryAllocation: out of memory", 2, "cudaErrorMemoryAllocation")
+    assert isinstance(e, RuntimeError) and e.code == 2 and e.name == "cudaErrorMemoryAllocation"
+
+
+def test_no_cuda_call_at_import():
+    code = "import cuatomic, cuatomic._backend as b; assert b._probe is None; print('ok')"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=os.getcwd())
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_threads_share_the_module(backend):
+    a = make(np.int64, 200_001)
+    ref, results = np.sum(a), []
+
+    def work():
+        for m, _, _ in cuatomic.methods("sum", backend):
+            results.append(cuatomic.sum(a, method=m, backend=backend) == ref)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(results) == 4 * len(cuatomic.methods("sum", backend)) and all(results)
+
+
+# ------------------------------------------------------------------- cuda only
+
+@requires_cuda
+def test_device_array():
+    a = make(np.float32, 3 * 5).reshape(3, 5)
+    d = cuatomic.to_device(a, backend="cuda")
+    assert isinstance(d, cuatomic.DeviceArray)
+    assert d.shape == (3, 5) and d.dtype == np.float32 and d.size == 15 and d.nbytes == 60 and d.ndim == 2
+    np.testing.assert_array_equal(d.copy_to_host(), a)
+    cai = d.__cuda_array_interface__
+    assert cai["version"] == 3 and cai["shape"] == (3, 5) and cai["typestr"] == "<f4" and cai["data"][0] == d.ptr
+    assert cuatomic.to_device(d, backend="cuda") is d
+    with pytest.raises(TypeError, match="copy_to_host"):
+        np.asarray(d)
+    with pytest.raises(TypeError, match="DeviceArray"):
+        cuatomic.sum(d, backend="cpu")
+    f = np.asfortranarray(a)
+    np.testing.assert_array_equal(cuatomic.to_device(f, backend="cuda").copy_to_host(), a)
+
+
+@requires_cuda
+def test_device_results_stay_on_device():
+    a = make(np.int32, 10_000)
+    d = cuatomic.to_device(a, backend="cuda")
+    hist, edges = cuatomic.histogram(d, bins=50, backend="cuda")
+    assert isinstance(hist, cuatomic.DeviceArray) and hist.dtype == np.int64
+    np.testing.assert_array_equal(hist.copy_to_host(), np.histogram(a, bins=50)[0])
+    kept = cuatomic.filter(d, ">", 0, backend="cuda")
+    assert isinstance(kept, cuatomic.DeviceArray)
+    np.testing.assert_array_equal(kept.copy_to_host(), a[a > 0])
+
+
+@requires_cuda
+def test_barrier_rungs_refuse_grids_that_cannot_be_resident():
+    a = np.ones(1000, np.int32)
+    sms = cuatomic.backend_info()["cuda"]["sm_count"]
+    for m in ("grid_lock", "grid_flags", "cooperative"):
+        with pytest.raises(ValueError, match="resident"):
+            cuatomic.sum(a, method=m, backend="cuda", blocks=10_000 * sms, threads=1024)
+        assert cuatomic.sum(a, method=m, backend="cuda") == 1000  # and the next call still works
+
+
+@requires_cuda
+def test_cuda_error_is_raised_and_does_not_poison():
+    from cuatomic import _C
+    with pytest.raises(cuatomic.CudaError) as info:
+        _C.DeviceBuffer(1 << 60)
+    assert info.value.name == "cudaErrorMemoryAllocation" and info.value.code > 0
+    assert "cudaErrorMemoryAllocation" in str(info.value)
+    assert cuatomic.sum(np.arange(10), backend="cuda") == 45

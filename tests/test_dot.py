@@ -1,0 +1,68 @@
+import math
+
+import numpy as np
+import pytest
+from conftest import DTYPES, SIZES, assert_float_close, make, placed, where_params
+
+import cuatomic
+
+
+def check_dot(got, a, b):
+    ref = np.dot(a, b)
+    assert got.dtype == ref.dtype, (got.dtype, ref.dtype)
+    if ref.dtype.kind == "f":
+        p = a.astype(np.float64) * b.astype(np.float64)
+        assert_float_close(got, math.fsum(p), float(np.abs(p).sum()), p.size, ref.dtype)
+    else:
+        assert got == ref, (got, ref)
+
+
+@pytest.mark.parametrize("backend,method,where", where_params("dot"))
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("n", SIZES)
+def test_dot_matches_numpy(backend, method, where, dtype, n):
+    a, b = make(dtype, n, seed=1), make(dtype, n, seed=2)
+    got = cuatomic.dot(placed(a, backend, where), placed(b, backend, where), method=method, backend=backend)
+    check_dot(got, a, b)
+
+
+@pytest.mark.parametrize("backend,method,where", where_params("dot"))
+@pytest.mark.parametrize("kind", ["skewed", "one"])
+def test_dot_entropy(backend, method, where, kind):
+    a, b = make(np.float32, 65_537, kind, seed=3), make(np.float32, 65_537, kind, seed=4)
+    check_dot(cuatomic.dot(placed(a, backend, where), placed(b, backend, where), method=method, backend=backend), a, b)
+
+
+@pytest.mark.parametrize("backend,method,where", where_params("dot"))
+def test_dot_int32_wraps_like_numpy(backend, method, where):
+    a = np.full(1000, 2**20, dtype=np.int32)
+    got = cuatomic.dot(placed(a, backend, where), placed(a, backend, where), method=method, backend=backend)
+    assert got.dtype == np.int32 and got == np.dot(a, a)
+
+
+@pytest.mark.parametrize("backend,method,where", where_params("dot"))
+def test_dot_nan_cannot_hang(backend, method, where):
+    a = np.ones(10_000, np.float64)
+    a[1234] = np.nan
+    assert np.isnan(cuatomic.dot(placed(a, backend, where), placed(a, backend, where), method=method, backend=backend))
+
+
+@pytest.mark.parametrize("backend", cuatomic.backends())
+def test_dot_mixed_dtypes_and_layouts(backend):
+    a, b = make(np.int8, 999, seed=5), make(np.uint8, 999, seed=6)
+    check_dot(cuatomic.dot(a, b, backend=backend), a, b)
+    x, y = make(np.float32, 500, seed=7), make(np.float64, 500, seed=8)
+    check_dot(cuatomic.dot(x, y, backend=backend), x, y)
+    m = make(np.int64, 40 * 30, seed=9).reshape(40, 30)
+    col, row = m[:30, 3], m[7]  # a strided column and a row
+    check_dot(cuatomic.dot(col, row, backend=backend), col, row)
+    swapped = row.astype(row.dtype.newbyteorder())
+    check_dot(cuatomic.dot(swapped, row, backend=backend), swapped, row)
+
+
+@pytest.mark.parametrize("backend", cuatomic.backends())
+def test_dot_shape_errors(backend):
+    with pytest.raises(ValueError, match="not aligned"):
+        cuatomic.dot(np.ones(3), np.ones(4), backend=backend)
+    with pytest.raises(ValueError, match="1-D"):
+        cuatomic.dot(np.ones((2, 2)), np.ones((2, 2)), backend=backend)

@@ -1,0 +1,107 @@
+import operator
+
+import numpy as np
+import pytest
+from conftest import DTYPES, SIZES, host, make, placed, where_params
+
+import cuatomic
+
+OPS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq,
+       "!=": operator.ne}
+
+
+def reference(a, op, value):
+    flat = np.asarray(a).ravel()
+    return flat[OPS[op](flat, value)]
+
+
+def check_filter(got, a, op, value, ordered):
+    got = host(got)
+    ref = reference(a, op, value)
+    assert got.dtype == ref.dtype.newbyteorder("=") and got.ndim == 1  # results are in native byte order
+    if ordered:
+        np.testing.assert_array_equal(got, ref)
+    else:  # the same multiset, in any order
+        assert got.size == ref.size
+        np.testing.assert_array_equal(np.sort(got), np.sort(ref))
+
+
+def default_value(dtype):
+    dt = np.dtype(dtype)
+    return True if dt.kind == "b" else (0.25 if dt.kind == "f" else 7)
+
+
+def ordered_flags(method):
+    return [True, False] if method == "ordered" else [False]
+
+
+@pytest.mark.parametrize("backend,method,where", where_params("filter"))
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("n", SIZES)
+def test_filter_matches_numpy(backend, method, where, dtype, n):
+    a = make(dtype, n)
+    for ordered in ordered_flags(method):
+        for op in ("<", ">="):
+            got = cuatomic.filter(placed(a, backend, where), op, default_value(dtype), ordered=ordered,
+                                  method=method, backend=backend)
+            check_filter(got, a, op, default_value(dtype), ordered)
+
+
+@pytest.mark.parametrize("backend,method,where", where_params("filter"))
+@pytest.mark.parametrize("op", list(OPS))
+@pytest.mark.parametrize("dtype", [np.bool_, np.uint8, np.int16, np.int32, np.uint32, np.int64, np.uint64,
+                                   np.float32, np.float64], ids=lambda d: np.dtype(d).name)
+def test_filter_every_op_and_value(backend, method, where, op, dtype):
+    a = make(dtype, 3001, "skewed")
+    a[::97] = make(dtype, a[::97].size, "uniform")
+    if np.dtype(dtype).kind == "f":
+        a[::101] = np.nan
+        a[5], a[6], a[7] = np.inf, -np.inf, -0.0
+    values = [0, 1, -1, 3, 300, -2**40, 2**70, 2.5, -0.5, 1e30, np.nan, np.inf, -np.inf, True,
+              np.float32(0.1), np.float64(0.1), np.int64(2**63 - 1), np.uint64(2**64 - 1), np.iinfo(np.int64).min,
+              float(2**53 + 1)]
+    if np.dtype(dtype).kind not in "bf":
+        values.append(np.sort(a)[a.size // 2].item())  # an element's own value
+    x = placed(a, backend, where)
+    for value in values:
+        try:
+            reference(a, op, value)
+        except (TypeError, OverflowError) as e:  # where NumPy refuses a value, so does cuatomic
+            with pytest.raises(type(e)):
+                cuatomic.filter(x, op, value, ordered=False, method=method, backend=backend)
+            continue
+        for ordered in ordered_flags(method):
+            got = cuatomic.filter(x, op, value, ordered=ordered, method=method, backend=backend)
+            check_filter(got, a, op, value, ordered)
+
+
+@pytest.mark.parametrize("backend,method,where", where_params("filter"))
+def test_filter_launch_configs_and_one_value(backend, method, where):
+    a = make(np.int32, 100_000, "one")
+    for blocks, threads in [(1, 1), (3, 33), (1000, 1024), (7, 100)]:
+        got = cuatomic.filter(placed(a, backend, where), "==", 3, ordered=method == "ordered", method=method,
+                              backend=backend, blocks=blocks, threads=threads)
+        check_filter(got, a, "==", 3, method == "ordered")
+
+
+@pytest.mark.parametrize("backend", cuatomic.backends())
+def test_filter_layouts(backend):
+    m = make(np.float64, 30 * 20).reshape(30, 20)
+    for a in (m, np.asfortranarray(m), m[::2, 1::3], m.astype(m.dtype.newbyteorder()), m.T):
+        check_filter(cuatomic.filter(a, ">", 0.0, backend=backend), a, ">", 0.0, True)
+    check_filter(cuatomic.filter([1, 5, 2, 8], ">", 2, backend=backend), np.array([1, 5, 2, 8]), ">", 2, True)
+
+
+@pytest.mark.parametrize("backend", cuatomic.backends())
+def test_filter_errors(backend):
+    a = np.arange(10)
+    with pytest.raises(ValueError, match="unknown op"):
+        cuatomic.filter(a, "=~", 3, backend=backend)
+    with pytest.raises(ValueError, match="cannot keep input order"):
+        cuatomic.filter(a, "<", 3, method="atomic", backend=backend)
+    with pytest.raises(ValueError, match="scalar"):
+        cuatomic.filter(a, "<", [1, 2], backend=backend)
+    with pytest.raises(TypeError):
+        cuatomic.filter(a, "<", "three", backend=backend)
+    with pytest.raises(TypeError):
+        cuatomic.filter(np.array(["a", "b"]), "<", "b", backend=backend)

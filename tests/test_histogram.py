@@ -1,0 +1,155 @@
+import numpy as np
+import pytest
+from conftest import CUDA, DTYPES, SIZES, host, make, placed, requires_cuda, where_params
+
+import cuatomic
+from cuatomic.datasets import english_like_text, text_to_array
+
+
+def check_hist(got, a, *args, **kwargs):
+    hist, edges = got
+    ref_hist, ref_edges = np.histogram(a, *args, **kwargs)
+    hist = host(hist)
+    assert hist.dtype == ref_hist.dtype and edges.dtype == ref_edges.dtype
+    np.testing.assert_array_equal(edges, ref_edges)
+    np.testing.assert_array_equal(hist, ref_hist)
+
+
+def check_hist_or_error(call, a, *args, **kwargs):
+    """Where NumPy raises (e.g. too many bins for a huge int64 range), so must cuatomic."""
+    try:
+        np.histogram(a, *args, **kwargs)
+    except ValueError as e:
+        with pytest.raises(ValueError, match=str(e)[:20]):
+            call()
+        return
+    check_hist(call(), a, *args, **kwargs)
+
+
+def numeric(dtype, n, kind="uniform"):
+    a = make(dtype, n, kind)
+    return a.view(np.uint8) if a.dtype == np.bool_ else a  # NumPy converts bool with a warning
+
+
+@pytest.mark.parametrize("backend,method,where", where_params("histogram"))
+@pytest.mark.parametrize("dtype", DTYPES[1:], ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("n", SIZES)
+def test_histogram_autorange(backend, method, where, dtype, n):
+    a = numeric(dtype, n)
+    x = placed(a, backend, where)
+    check_hist_or_error(lambda: cuatomic.histogram(x, bins=17, method=method, backend=backend), a, bins=17)
+
+
+@pytest.mark.parametrize("backend,method,where", where_params("histogram"))
+@pytest.mark.parametrize("dtype", DTYPES[1:], ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("kind", ["uniform", "skewed", "one"])
+def test_histogram_range_drops_outside(backend, method, where, dtype, kind):
+    a = numeric(dtype, 20_011, kind)
+    lo, hi = (-50, 90) if np.dtype(dtype).kind in "if" else (3, 200)
+    got = cuatomic.histogram(placed(a, backend, where), bins=23, range=(lo, hi), method=method, backend=backend)
+    check_hist(got, a, bins=23, range=(lo, hi))
+
+
+@pytest.mark.parametrize("backend,method,where", where_params("histogram"))
+def test_histogram_tutorial_call(backend, method, where):
+    text = text_to_array(english_like_text(300_000, seed=4))
+    got = cuatomic.histogram(placed(text, backend, where), bins=128, range=(0, 128), method=method, backend=backend)
+    check_hist(got, text, bins=128, range=(0, 128))
+    assert host(got[0])[ord(" ")] > host(got[0])[ord("e")] > host(got[0])[ord("z")]
+
+
+@pytest.mark.parametrize("backend,method,where", where_params("histogram"))
+def test_histogram_edges_are_exact(backend, method, where):
+    # values on every edge: each lands in the bin the edge opens, the last edge in the last bin
+    edges = np.linspace(0.0, 1.0, 11)
+    a = np.concatenate([edges, edges[:-1] + 0.05, [-0.0, 1.0 + 1e-12, -1e-12]])
+    for bins in (10, edges, [0.0, 0.1, 0.5, 0.5, 1.0], [-np.inf, 0.0, 0.25, np.inf]):
+        got = cuatomic.histogram(placed(a, backend, where), bins=bins, range=(0.0, 1.0), method=method,
+                                 backend=backend)
+        check_hist(got, a, bins=bins, range=(0.0, 1.0))
+    f = make(np.float32, 5000)
+    for rng in [(-0.1, 0.1), (-33.3, 17.7)]:
+        got = cuatomic.histogram(placed(f, backend, where), bins=7, range=rng, method=method, backend=backend)
+        check_hist(got, f, bins=7, range=rng)
+    i = make(np.int16, 5000)
+    for rng in [(-1000, 1000), (np.float32(-1000), np.float32(1000)), (-7, 9)]:
+        got = cuatomic.histogram(placed(i, backend, where), bins=16, range=rng, method=method, backend=backend)
+        check_hist(got, i, bins=16, range=rng)
+
+
+@pytest.mark.parametrize("backend,method,where", where_params("histogram"))
+def test_histogram_nan(backend, method, where):
+    a = make(np.float64, 3001)
+    a[::7] = np.nan
+    got = cuatomic.histogram(placed(a, backend, where), bins=9, range=(-100, 100), method=method, backend=backend)
+    check_hist(got, a, bins=9, range=(-100, 100))
+    with pytest.raises(ValueError, match="autodetected range of \\[nan, nan\\] is not finite"):
+        cuatomic.histogram(placed(a, backend, where), bins=9, method=method, backend=backend)
+    b = make(np.float32, 100)
+    b[3] = np.inf
+    with pytest.raises(ValueError, match="not finite"):
+        cuatomic.histogram(placed(b, backend, where), method=method, backend=backend)
+
+
+@pytest.mark.parametrize("backend,method,where", where_params("histogram"))
+def test_histogram_density_and_bins(backend, method, where):
+    a = make(np.float64, 4097)
+    for bins in (1, 10, 1000, [-300, -1, 0, 2, 400]):
+        hist, edges = cuatomic.histogram(placed(a, backend, where), bins=bins, density=True, method=method,
+                                         backend=backend)
+        ref, ref_edges = np.histogram(a, bins=bins, density=True)
+        np.testing.assert_array_equal(edges, ref_edges)
+        np.testing.assert_allclose(host(hist), ref, rtol=1e-15)
+    check_hist(cuatomic.histogram(placed(a, backend, where), bins=[1.0], method=method, backend=backend), a,
+               bins=[1.0])
+
+
+@pytest.mark.parametrize("backend", cuatomic.backends())
+def test_histogram_layouts_bool_and_estimators(backend):
+    m = make(np.int32, 50 * 40).reshape(50, 40) % 1000
+    for a in (m, np.asfortranarray(m), m[::2, ::3], m.astype(m.dtype.newbyteorder())):
+        check_hist(cuatomic.histogram(a, bins=31, backend=backend), a, bins=31)
+    b = make(np.bool_, 1001)
+    with pytest.warns(RuntimeWarning, match="bool"):
+        got = cuatomic.histogram(b, bins=2, backend=backend)
+    with pytest.warns(RuntimeWarning):
+        check_hist(got, b, bins=2)
+    f = make(np.float64, 2000)
+    check_hist(cuatomic.histogram(f, bins="auto", backend=backend), f, bins="auto")
+
+
+@pytest.mark.parametrize("backend", cuatomic.backends())
+def test_histogram_many_bins(backend):
+    a = make(np.uint16, 300_000)
+    check_hist(cuatomic.histogram(a, bins=65_536, range=(0, 65_536), backend=backend), a, bins=65_536,
+               range=(0, 65_536))
+    check_hist(cuatomic.histogram(a, bins=100_000, backend=backend, method="global"), a, bins=100_000)
+
+
+@requires_cuda
+def test_histogram_shared_refuses_bins_that_do_not_fit():
+    a = make(np.uint16, 1000)
+    with pytest.raises(ValueError, match="global"):
+        cuatomic.histogram(a, bins=1_000_000, method="shared", backend="cuda")
+    # auto falls back to global memory
+    check_hist(cuatomic.histogram(a, bins=1_000_000, backend="cuda"), a, bins=1_000_000)
+
+
+@pytest.mark.parametrize("backend", cuatomic.backends())
+def test_histogram_errors(backend):
+    a = make(np.float64, 100)
+    with pytest.raises(ValueError, match="positive"):
+        cuatomic.histogram(a, bins=0, backend=backend)
+    with pytest.raises(ValueError, match="max must be larger than min"):
+        cuatomic.histogram(a, range=(1, 0), backend=backend)
+    with pytest.raises(ValueError, match="not finite"):
+        cuatomic.histogram(a, range=(0, np.inf), backend=backend)
+    with pytest.raises(ValueError, match="monotonically"):
+        cuatomic.histogram(a, bins=[0, 2, 1], backend=backend)
+    with pytest.raises(TypeError):
+        cuatomic.histogram(a, bins=2.5, backend=backend)
+    with pytest.raises(TypeError):
+        cuatomic.histogram(a.astype(np.complex128), backend=backend)
+    if CUDA:
+        with pytest.raises(ValueError, match="estimates edges"):
+            cuatomic.histogram(cuatomic.to_device(a, backend="cuda"), bins="auto", backend="cuda")

@@ -1,0 +1,34 @@
+import pytest
+from conftest import BACKENDS
+
+import cuatomic
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("blocks,threads", [(10, 16), (1, 1), (3, 1024), (257, 33), (64, 256)])
+def test_add_one(backend, blocks, threads):
+    total = blocks * threads
+    assert cuatomic.add_one(blocks, threads, method="atomic", backend=backend) == total
+    assert cuatomic.add_one(blocks, threads, method="mutex", backend=backend) == total
+    racy = cuatomic.add_one(blocks, threads, method="racy", backend=backend)
+    assert 1 <= racy <= total
+    assert cuatomic.add_one(blocks, threads, backend=backend) == total  # auto is atomic
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("blocks,threads", [(10, 16), (1, 1), (40, 128), (100, 1024)])
+def test_mutex_add_one(backend, blocks, threads):
+    assert cuatomic.mutex_add_one(blocks, threads, backend=backend) == blocks * threads
+    assert cuatomic.mutex_add_one(blocks, threads, method="auto", backend=backend) == blocks * threads
+
+
+def test_tutorial_defaults():
+    assert cuatomic.mutex_add_one() == 160
+    assert cuatomic.add_one(method="mutex") == 160
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_racy_loses_updates_on_a_big_grid(backend):
+    # Not a guarantee, so only a property: never more than the threads that ran.
+    got = [cuatomic.add_one(256, 256, method="racy", backend=backend) for _ in range(3)]
+    assert all(1 <= g <= 256 * 256 for g in got)
