@@ -3,6 +3,8 @@
 # the cuda backend as default, and run compute-sanitizer (memcheck,
 # racecheck) over a driver that calls every CUDA method. Logs go to $OUT.
 #   bash tools/gpu_check.sh            (OUT defaults to ./gpu_check_out)
+# PYTEST_ARGS adds pytest options (e.g. "-n 8" with pytest-xdist; then set
+# OMP_NUM_THREADS so the workers' OpenMP teams do not oversubscribe the CPUs).
 set -uo pipefail
 OUT=${OUT:-$PWD/gpu_check_out}
 mkdir -p "$OUT"
@@ -20,7 +22,7 @@ grep "cuatomic setup: building" "$OUT/build.log"
 python3 -c "import cuatomic, json; print(json.dumps(cuatomic.backend_info(), indent=1))" | tee "$OUT/backend_info.json"
 
 step "pytest, cuda backend default"
-CUATOMIC_BACKEND=cuda python3 -m pytest -q -p no:cacheprovider tests 2>&1 | tee "$OUT/pytest.log" | tail -25
+CUATOMIC_BACKEND=cuda python3 -m pytest -q -p no:cacheprovider --durations=20 ${PYTEST_ARGS:-} tests 2>&1 | tee "$OUT/pytest.log" | tail -45
 [ "${PIPESTATUS[0]}" = 0 ] || status=1
 
 for tool in memcheck racecheck; do

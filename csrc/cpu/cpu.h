@@ -60,6 +60,11 @@ int cua_cpu_keep(const void *x, int dtype, const cua_pred *pred, int64_t i);
 int64_t cua_cpu_chunk_count(const void *x, int dtype, const cua_pred *pred, int64_t lo, int64_t hi);
 int64_t cua_cpu_chunk_compact(const void *x, int dtype, const cua_pred *pred, int64_t lo, int64_t hi, void *out);
 
+/* One step of a spin wait: a CPU pause, and after a while a yield, so that
+ * spinning threads give their core to the thread they wait for when the
+ * team has more threads than the machine has free cores. */
+void cua_cpu_relax(unsigned *spins);
+
 /* The CAS spin lock of the tutorial, on a C11 atomic int. */
 void cua_cpu_lock(atomic_int *mutex);
 void cua_cpu_unlock(atomic_int *mutex);

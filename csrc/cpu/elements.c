@@ -5,6 +5,7 @@
  * by CUA_CPU_TYPES, so the loops the rungs spend their time in are plain
  * typed loops the compiler vectorizes.
  */
+#include <sched.h>
 #include <string.h>
 
 #include "cpu.h"
@@ -324,11 +325,25 @@ int64_t cua_cpu_chunk_compact(const void *x, int dtype, const cua_pred *pred, in
 
 /* ------------------------------------------------------------------- lock */
 
+void cua_cpu_relax(unsigned *spins)
+{
+    if (++*spins < 256) {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+    } else {
+        sched_yield();
+    }
+}
+
 void cua_cpu_lock(atomic_int *mutex)
 {
     int expected = 0;
-    while (!atomic_compare_exchange_weak_explicit(mutex, &expected, 1, memory_order_relaxed, memory_order_relaxed))
+    unsigned spins = 0;
+    while (!atomic_compare_exchange_weak_explicit(mutex, &expected, 1, memory_order_relaxed, memory_order_relaxed)) {
         expected = 0; /* spin: another thread owns the critical section */
+        cua_cpu_relax(&spins);
+    }
     /* Fence after acquiring: reads of the protected data cannot move before
      * we own the lock (pairs with the release fence in unlock). */
     atomic_thread_fence(memory_order_acquire);

@@ -86,23 +86,22 @@ static int sum_barrier(int rung, const void *x, int64_t n, int dtype, int acc, v
             /* Release: our partials are published before our arrival is
              * counted. Acquire: once all arrived, everyone's partials are
              * visible to us. */
+            unsigned spins = 0;
             atomic_fetch_add_explicit(&arrived, 1, memory_order_release);
-            while (atomic_load_explicit(&arrived, memory_order_acquire) < nt) {
-                /* spin: wait for the team */
-            }
+            while (atomic_load_explicit(&arrived, memory_order_acquire) < nt)
+                cua_cpu_relax(&spins); /* spin: wait for the team */
         } else if (rung == GRID_FLAGS) {
             atomic_int *arrive = flags, *release = flags + P;
+            unsigned spins = 0;
             atomic_store_explicit(&arrive[t], 1, memory_order_release);
             if (t == 0) {
                 for (int i = 0; i < nt; i++)
-                    while (!atomic_load_explicit(&arrive[i], memory_order_acquire)) {
-                        /* spin: thread i has not arrived */
-                    }
+                    while (!atomic_load_explicit(&arrive[i], memory_order_acquire))
+                        cua_cpu_relax(&spins); /* spin: thread i has not arrived */
                 for (int i = 0; i < nt; i++) atomic_store_explicit(&release[i], 1, memory_order_release);
             }
-            while (!atomic_load_explicit(&release[t], memory_order_acquire)) {
-                /* spin: thread 0 has not seen everyone yet */
-            }
+            while (!atomic_load_explicit(&release[t], memory_order_acquire))
+                cua_cpu_relax(&spins); /* spin: thread 0 has not seen everyone yet */
         } else {
 #pragma omp barrier
         }
