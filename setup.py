@@ -9,6 +9,7 @@ Environment:
   CUDA_HOME / CUDA_PATH    where the CUDA toolkit is (else nvcc on PATH, else
                            /usr/local/cuda).
 """
+import hashlib
 import os
 import re
 import shutil
@@ -99,13 +100,16 @@ class BuildExt(build_ext):
             gencode.append(f"-gencode=arch=compute_{ARCHS[-1]},code=compute_{ARCHS[-1]}")
             headers = glob("cuda/*.h") + glob("cuda/*.cuh")
 
+            flags = ["-std=c++17", "-O3", "-lineinfo", "--threads", "2", "-Xcompiler", "-fPIC", *gencode]
+            # Objects are reused only when built from the same flags and newer than their sources.
+            tag = hashlib.sha1(" ".join([NVCC, *flags]).encode()).hexdigest()[:10]
+
             def compile_one(src):
-                obj = os.path.join(self.build_temp, os.path.basename(src) + ".o")
+                obj = os.path.join(self.build_temp, f"{os.path.basename(src)}.{tag}.o")
                 deps = [src] + headers
                 if os.path.exists(obj) and all(os.path.getmtime(obj) >= os.path.getmtime(d) for d in deps):
                     return obj
-                cmd = [NVCC, "-std=c++17", "-O3", "-lineinfo", "--threads", "2", "-Xcompiler", "-fPIC", *gencode,
-                       "-c", src, "-o", obj]
+                cmd = [NVCC, *flags, "-c", src, "-o", obj]
                 log(" ".join(cmd))
                 subprocess.run(cmd, check=True)
                 return obj

@@ -93,7 +93,8 @@ def test_launch_config_errors(backend):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("bad", [np.ones(3, np.complex64), np.array([object()]), np.array(["a"]),
-                                 np.ones(3, np.float16), np.zeros(2, "M8[s]")], ids=str)
+                                 np.ones(3, np.float16), np.zeros(2, "M8[s]")],
+                         ids=["complex64", "object", "str", "float16", "datetime64"])
 def test_unsupported_dtypes(backend, bad):
     with pytest.raises(TypeError):
         cuatomic.sum(bad, backend=backend)
