@@ -96,10 +96,15 @@ extern "C" int cua_cuda_probe(cua_cuda_device *info)
 extern "C" int cua_cuda_malloc(void **ptr, size_t nbytes)
 {
     *ptr = NULL;
-    return (int)cudaMalloc(ptr, nbytes > 0 ? nbytes : 1);
+    CUA_CHECK(cudaMalloc(ptr, nbytes > 0 ? nbytes : 1));
+    return 0;
 }
 
-extern "C" int cua_cuda_free(void *ptr) { return (int)cudaFree(ptr); }
+extern "C" int cua_cuda_free(void *ptr)
+{
+    CUA_CHECK(cudaFree(ptr));
+    return 0;
+}
 
 static int copy(void *dst, const void *src, size_t nbytes, cudaMemcpyKind kind, void *stream)
 {

@@ -239,6 +239,7 @@ extern "C" int cua_cuda_minmax(const void *x, int64_t n, int dtype, void *min_ou
             memcpy(has_nan, raw, sizeof(int));
         }
         free(raw);
+        if (e != cudaSuccess) cudaGetLastError();  // reported now, not again by the next call
         return (int)e;
     });
 }

@@ -7,7 +7,9 @@
 //                  register, then adds it with an add built from an
 //                  atomicCAS loop -- the way any missing atomic (float add
 //                  before sm_20, double add before sm_60, multiply) is made.
-//                  Costs retries when threads collide.
+//                  Colliding threads retry (T^2/2 attempts for T threads),
+//                  so losers back off and the default grid is one block
+//                  per SM.
 //  3. thread_local the same local sum, then one native atomicAdd per thread.
 //                  Contention drops from n to blocks*threads adds.
 //  4. block_tree   threads of a block combine their sums in a shared-memory
@@ -198,6 +200,15 @@ static int sum_typed(const T *x, int64_t n, Acc *result, cua_launch *cfg)
         cfg->used_blocks = cfg->blocks;
         cfg->used_threads = threads;
     } else {
+        if (R == CAS && cfg->blocks <= 0) {
+            // One CAS per thread: keep the contenders few by default (one
+            // block per SM); more blocks buy bandwidth but cost retries.
+            int sms;
+            int st = cua_sm_count(&sms);
+            if (st) return st;
+            int64_t want = cua_ceil_div(n > 0 ? n : 1, threads);
+            cfg->blocks = want < sms ? want : sms;
+        }
         int st = cua_default_config(cfg, n, threads);
         if (st) return st;
     }
