@@ -1,0 +1,93 @@
+from typing import Any, Literal, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from . import datasets as datasets
+
+__version__: str
+
+Backend = Literal["cuda", "cpu"]
+Op = Literal["sum", "dot", "histogram", "filter", "mutex_add_one", "add_one"]
+CompareOp = Literal["<", "<=", ">", ">=", "==", "!="]
+
+class CudaError(RuntimeError):
+    code: int
+    name: str
+    def __init__(self, message: str, code: int = ..., name: str = ...) -> None: ...
+
+class DeviceArray:
+    @property
+    def shape(self) -> tuple[int, ...]: ...
+    @property
+    def dtype(self) -> np.dtype[Any]: ...
+    @property
+    def size(self) -> int: ...
+    @property
+    def nbytes(self) -> int: ...
+    @property
+    def ndim(self) -> int: ...
+    @property
+    def ptr(self) -> int: ...
+    @property
+    def __cuda_array_interface__(self) -> dict[str, Any]: ...
+    @classmethod
+    def empty(cls, shape: int | Sequence[int], dtype: npt.DTypeLike) -> DeviceArray: ...
+    @classmethod
+    def from_host(cls, a: npt.ArrayLike) -> DeviceArray: ...
+    def copy_to_host(self) -> np.ndarray: ...
+    def reshape(self, *shape: int | Sequence[int]) -> DeviceArray: ...
+    def __len__(self) -> int: ...
+
+ArrayIn = npt.ArrayLike | DeviceArray
+
+def backends() -> list[str]: ...
+def backend_info() -> dict[str, Any]: ...
+def methods(op: Op, backend: Backend | None = None) -> list[tuple[str, int, str]]: ...
+def to_device(a: ArrayIn, backend: Backend | None = None) -> DeviceArray | np.ndarray: ...
+def sum(
+    a: ArrayIn,
+    *,
+    dtype: npt.DTypeLike | None = None,
+    method: str = "auto",
+    backend: Backend | None = None,
+    blocks: int | None = None,
+    threads: int | None = None,
+) -> np.generic: ...
+def dot(
+    a: ArrayIn,
+    b: ArrayIn,
+    *,
+    method: str = "auto",
+    backend: Backend | None = None,
+    blocks: int | None = None,
+    threads: int | None = None,
+) -> np.generic: ...
+def histogram(
+    a: ArrayIn,
+    bins: int | str | npt.ArrayLike = 10,
+    range: tuple[float, float] | None = None,
+    *,
+    density: bool = False,
+    method: str = "auto",
+    backend: Backend | None = None,
+    blocks: int | None = None,
+    threads: int | None = None,
+) -> tuple[np.ndarray | DeviceArray, np.ndarray]: ...
+def filter(
+    a: ArrayIn,
+    op: CompareOp,
+    value: Any,
+    *,
+    ordered: bool = True,
+    method: str = "auto",
+    backend: Backend | None = None,
+    blocks: int | None = None,
+    threads: int | None = None,
+) -> np.ndarray | DeviceArray: ...
+def mutex_add_one(
+    blocks: int = 10, threads: int = 16, *, method: str = "spin", backend: Backend | None = None
+) -> int: ...
+def add_one(
+    blocks: int = 10, threads: int = 16, *, method: str = "auto", backend: Backend | None = None
+) -> int: ...
