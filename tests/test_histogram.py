@@ -23,6 +23,8 @@ def check_hist_or_error(call, a, *args, **kwargs):
         with pytest.raises(ValueError, match=str(e)[:20]):
             call()
         return
+    except IndexError:  # NumPy 1.x crashes on a lone extreme int64 (NumPy 2 raises ValueError)
+        pytest.skip("NumPy itself fails on this input")
     check_hist(call(), a, *args, **kwargs)
 
 
