@@ -33,6 +33,12 @@ CuaDeviceBuffer *cua_buffer_new(Py_ssize_t nbytes);
 
 /* ops.c: the operations. */
 PyObject *cua_op_sum(PyObject *self, PyObject *args);
+PyObject *cua_op_prod(PyObject *self, PyObject *args);
+PyObject *cua_event_create(PyObject *self, PyObject *noargs);
+PyObject *cua_event_destroy(PyObject *self, PyObject *arg);
+PyObject *cua_event_record(PyObject *self, PyObject *args);
+PyObject *cua_event_elapsed(PyObject *self, PyObject *args);
+PyObject *cua_synchronize(PyObject *self, PyObject *noargs);
 PyObject *cua_op_dot(PyObject *self, PyObject *args);
 PyObject *cua_op_histogram(PyObject *self, PyObject *args);
 PyObject *cua_op_filter(PyObject *self, PyObject *args);

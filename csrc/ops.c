@@ -164,16 +164,16 @@ static cua_launch launch_config(long long blocks, int threads)
 
 /* --------------------------------------------------------------- sum / dot */
 
-PyObject *cua_op_sum(PyObject *self, PyObject *args)
+/* sum and prod: one input, one accumulator. */
+static PyObject *reduce(PyObject *args, int op)
 {
-    (void)self;
     int backend, dtype, acc, threads;
     const char *method;
     PyObject *x;
     long long n, blocks;
     if (!PyArg_ParseTuple(args, "isOLiiLi", &backend, &method, &x, &n, &dtype, &acc, &blocks, &threads))
         return NULL;
-    const cua_variant *v = find_variant(backend, CUA_OP_SUM, method);
+    const cua_variant *v = find_variant(backend, op, method);
     input_t in;
     if (!v || parse_input(backend, x, n, dtype, &in) < 0) return NULL;
     cua_launch cfg = launch_config(blocks, threads);
@@ -186,6 +186,18 @@ PyObject *cua_op_sum(PyObject *self, PyObject *args)
     Py_END_ALLOW_THREADS
     if (st) return cua_raise(st, &cfg);
     return PyBytes_FromStringAndSize((const char *)&result, sizeof result);
+}
+
+PyObject *cua_op_sum(PyObject *self, PyObject *args)
+{
+    (void)self;
+    return reduce(args, CUA_OP_SUM);
+}
+
+PyObject *cua_op_prod(PyObject *self, PyObject *args)
+{
+    (void)self;
+    return reduce(args, CUA_OP_PROD);
 }
 
 PyObject *cua_op_dot(PyObject *self, PyObject *args)

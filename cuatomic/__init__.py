@@ -2,7 +2,7 @@
 
 Five operations -- :func:`sum`, :func:`dot`, :func:`histogram`,
 :func:`filter` and :func:`mutex_add_one` (plus the race demonstration
-:func:`add_one`) -- each a ladder of methods from the tutorial's naive
+:func:`add_one` and :func:`prod`, a multiply built from atomicCAS) -- each a ladder of methods from the tutorial's naive
 version upwards (see :func:`methods`). They run on CUDA when a GPU is usable
 and on a real CPU backend (OpenMP threads, C11 atomics) otherwise, and agree
 with NumPy: same result dtypes, exact integers.
@@ -15,8 +15,10 @@ with NumPy: same result dtypes, exact integers.
 from . import _C, datasets
 from ._device import DeviceArray, to_device
 from ._errors import CudaError
+from .timing import BenchmarkResult, SweepRow, Timer, benchmark, sweep
 from ._ops import (
     add_one,
+    prod,
     backend_info,
     backends,
     dot,
@@ -31,7 +33,13 @@ _C._set_cuda_error(CudaError)
 
 __version__ = "0.1.0"
 __all__ = [
+    "BenchmarkResult",
     "CudaError",
+    "SweepRow",
+    "Timer",
+    "benchmark",
+    "sweep",
+    "prod",
     "DeviceArray",
     "add_one",
     "backend_info",

@@ -4,11 +4,13 @@ import numpy as np
 import numpy.typing as npt
 
 from . import datasets as datasets
+from .timing import BenchmarkResult as BenchmarkResult
+from .timing import SweepRow as SweepRow
 
 __version__: str
 
 Backend = Literal["cuda", "cpu"]
-Op = Literal["sum", "dot", "histogram", "filter", "mutex_add_one", "add_one"]
+Op = Literal["sum", "dot", "histogram", "filter", "mutex_add_one", "add_one", "prod"]
 CompareOp = Literal["<", "<=", ">", ">=", "==", "!="]
 
 class CudaError(RuntimeError):
@@ -91,3 +93,26 @@ def mutex_add_one(
 def add_one(
     blocks: int = 10, threads: int = 16, *, method: str = "auto", backend: Backend | None = None
 ) -> int: ...
+def prod(
+    a: ArrayIn,
+    *,
+    dtype: npt.DTypeLike | None = None,
+    method: str = "auto",
+    backend: Backend | None = None,
+    blocks: int | None = None,
+    threads: int | None = None,
+) -> np.generic: ...
+
+class Timer:
+    backend: str
+    stream: int
+    elapsed: float | None
+    def __init__(self, stream: Any = None, backend: Backend | None = None) -> None: ...
+    def __enter__(self) -> Timer: ...
+    def __exit__(self, *exc: object) -> bool: ...
+
+def benchmark(fn: Any, *args: Any, repeat: int = 20, warmup: int = 2, stream: Any = None,
+              **kwargs: Any) -> BenchmarkResult: ...
+def sweep(op: str, *args: Any, blocks: Sequence[int] | None = None, threads: int | Sequence[int] | None = None,
+          methods: Sequence[str] | None = None, repeat: int = 5, warmup: int = 1, backend: Backend | None = None,
+          progress: bool | None = None, **kwargs: Any) -> list[SweepRow]: ...

@@ -64,6 +64,11 @@ def main(argv=None):
         run("sum int32", m, lambda: cuatomic.sum(d_ints, method=m, backend=be), lambda: np.sum(ints), exact)
         run("sum float32", m, lambda: cuatomic.sum(d_floats, method=m, backend=be), lambda: np.sum(floats),
             lambda a, b: abs(float(a) - float(b)) <= (n + 1) * 2**-23 * float(np.abs(floats).sum()))
+    near_one = (1 + rng.uniform(-1e-4, 1e-4, n)).astype(np.float64)
+    d_near_one = cuatomic.to_device(near_one, backend=be)
+    for m, _, _ in cuatomic.methods("prod", be):
+        run("prod float64 (multiply from CAS)", m, lambda: cuatomic.prod(d_near_one, method=m, backend=be),
+            lambda: np.prod(near_one), lambda a, b: abs(float(a) - float(b)) <= 2 * n * 2**-52 * abs(float(b)))
     for m, _, _ in cuatomic.methods("dot", be):
         run("dot float32", m, lambda: cuatomic.dot(d_floats, d_other, method=m, backend=be),
             lambda: np.dot(floats, other),

@@ -4,7 +4,7 @@ import threading
 
 from . import _C
 
-OPS = ("sum", "dot", "histogram", "filter", "mutex_add_one", "add_one")
+OPS = ("sum", "dot", "histogram", "filter", "mutex_add_one", "add_one", "prod")  # ABI op ids
 _OP_IDS = {name: i for i, name in enumerate(OPS)}
 _BACKEND_IDS = {"cpu": _C.BACKEND_CPU, "cuda": _C.BACKEND_CUDA}
 

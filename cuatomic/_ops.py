@@ -142,25 +142,57 @@ def sum(a, *, dtype=None, method="auto", backend=None, blocks=None, threads=None
     CudaError
         A CUDA failure, with the CUDA error's name.
     """
+    return _reduce("sum", a, dtype, method, backend, blocks, threads)
+
+
+def prod(a, *, dtype=None, method="auto", backend=None, blocks=None, threads=None):
+    """Product of all elements, as ``np.prod(a, dtype=dtype)``: an atomic
+    multiply built from compare-and-swap.
+
+    Parameters
+    ----------
+    a : array_like or DeviceArray
+    dtype : data-type, optional
+        As NumPy's ``dtype``.
+    method : {"cas", "auto"}, optional
+        ``cas``: each thread multiplies its share in a register, then
+        multiplies it into the total with an atomicCAS loop (no GPU has an
+        atomic multiply).
+    backend, blocks, threads
+        As for :func:`sum`.
+
+    Returns
+    -------
+    numpy scalar
+        Of NumPy's result dtype; integers wrap exactly as NumPy's do, floats
+        are within rounding of NumPy's (the order of the multiplications
+        differs).
+    """
+    return _reduce("prod", a, dtype, method, backend, blocks, threads)
+
+
+def _reduce(op, a, dtype, method, backend, blocks, threads):
     be = _backend.resolve(backend)
-    name, _ = _backend.choose("sum", be, method)
+    name, _ = _backend.choose(op, be, method)
     b, t = launch_config(blocks, threads)
     inp = prepare(a, be)
+    reference = np.sum if op == "sum" else np.prod
     try:
-        out_dt = np.sum(np.empty(0, inp.dtype), dtype=dtype).dtype
+        out_dt = reference(np.empty(0, inp.dtype), dtype=dtype).dtype
     except TypeError as e:
-        raise TypeError(f"cannot sum {inp.dtype} as {dtype}: {e}") from None
-    _check_result_dtype(out_dt, "sum")
+        raise TypeError(f"cannot {op} {inp.dtype} as {dtype}: {e}") from None
+    _check_result_dtype(out_dt, op)
     # The kernels convert int -> int64 and float -> float/double themselves;
     # other conversions happen first, as NumPy does them.
     if out_dt.kind == "b" and inp.dtype.kind != "b":
-        inp = inp.cast(np.bool_, "sum(dtype=bool)")
+        inp = inp.cast(np.bool_, f"{op}(dtype=bool)")
     elif out_dt.kind in "iu" and inp.dtype.kind == "f":
-        inp = inp.cast(out_dt, f"sum(dtype={out_dt})")
+        inp = inp.cast(out_dt, f"{op}(dtype={out_dt})")
     elif out_dt.kind == "f" and inp.dtype.kind != "f":
-        inp = inp.cast(out_dt, f"sum(dtype={out_dt})")
+        inp = inp.cast(out_dt, f"{op}(dtype={out_dt})")
     acc = _acc_of(out_dt)
-    raw = _C.sum(_backend.backend_id(be), name, inp.x, inp.n, inp.id, acc, b, t)
+    call = _C.sum if op == "sum" else _C.prod
+    raw = call(_backend.backend_id(be), name, inp.x, inp.n, inp.id, acc, b, t)
     return _result(raw, acc, out_dt)
 
 
@@ -547,7 +579,7 @@ def methods(op, backend=None):
 
     Parameters
     ----------
-    op : {"sum", "dot", "histogram", "filter", "mutex_add_one", "add_one"}
+    op : {"sum", "dot", "histogram", "filter", "mutex_add_one", "add_one", "prod"}
     backend : {"cuda", "cpu"}, optional
         Default: the default backend.
 

@@ -1,11 +1,24 @@
 """Data for the lessons: text as byte arrays.
 
-:func:`english_like_text` makes a deterministic English-like text offline (a
-stand-in for the complete works of Shakespeare that the tutorial counts
-letters in); :func:`text_to_array` turns a string into the uint8 array the
-tutorial feeds to its histogram kernels.
+:func:`shakespeare` gives the complete works of Shakespeare as the tutorial
+used them (a uint8 array), from a local file, a cache, a one-time download,
+or -- offline with nothing cached -- a generated stand-in;
+:func:`english_like_text` makes that deterministic English-like text;
+:func:`text_to_array` turns a string into the uint8 array the tutorial feeds
+to its histogram kernels.
 """
+import os
+import pathlib
+import tempfile
+import urllib.request
+import warnings
+
 import numpy as np
+
+#: Project Gutenberg's plain-text complete works, as the tutorial downloads it.
+SHAKESPEARE_URL = "https://www.gutenberg.org/files/100/100-0.txt"
+#: Size of the stand-in text when the download cannot be made (the tutorial's text is about 5.7 MB).
+SHAKESPEARE_NBYTES = 5_700_000
 
 # Common English words, most frequent first: drawn with Zipf-like weights,
 # they give letter frequencies close to real prose (' ' and 'e' dominate).
@@ -67,3 +80,65 @@ def text_to_array(s):
     numpy.ndarray of uint8
     """
     return np.frombuffer(s.encode("ascii", errors="replace"), dtype=np.uint8).copy()
+
+
+def cache_dir():
+    """Where downloads are kept: ``CUATOMIC_DATA``, else the user cache
+    directory (``$XDG_CACHE_HOME/cuatomic`` or ``~/.cache/cuatomic``)."""
+    explicit = os.environ.get("CUATOMIC_DATA")
+    if explicit:
+        return pathlib.Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or pathlib.Path.home() / ".cache"
+    return pathlib.Path(base) / "cuatomic"
+
+
+def _read_text(path):
+    return pathlib.Path(path).read_text(encoding="utf-8", errors="replace")
+
+
+def shakespeare(*, timeout=30.0, url=SHAKESPEARE_URL):
+    """The complete works of Shakespeare as a uint8 array, as in the tutorial.
+
+    Looked up in order: the file named by ``CUATOMIC_TEXT`` (any local text);
+    ``shakespeare.txt`` in :func:`cache_dir`; a download from `url`, made
+    once and cached. Offline with nothing cached, a deterministic generated
+    English-like text of :data:`SHAKESPEARE_NBYTES` bytes is returned instead,
+    with a warning that says so.
+
+    Parameters
+    ----------
+    timeout : float, optional
+        Seconds to wait for the download.
+    url : str, optional
+
+    Returns
+    -------
+    numpy.ndarray of uint8
+        ASCII codes (other characters become ``?``).
+
+    Warns
+    -----
+    RuntimeWarning
+        When the generated stand-in is returned.
+    """
+    local = os.environ.get("CUATOMIC_TEXT")
+    if local:
+        return text_to_array(_read_text(local))
+    cached = cache_dir() / "shakespeare.txt"
+    if cached.exists():
+        return text_to_array(_read_text(cached))
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            data = response.read()
+    except (OSError, ValueError) as e:  # URLError, timeouts and refused connections are OSErrors
+        warnings.warn(f"could not download {url} ({e}); using a generated English-like text of "
+                      f"{SHAKESPEARE_NBYTES:,} bytes instead", RuntimeWarning, stacklevel=2)
+        return text_to_array(english_like_text(SHAKESPEARE_NBYTES))
+    try:  # cache it, atomically: a reader never sees half a file
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=cached.parent, delete=False) as tmp:
+            tmp.write(data)
+        os.replace(tmp.name, cached)
+    except OSError as e:
+        warnings.warn(f"could not cache the text in {cached.parent} ({e})", RuntimeWarning, stacklevel=2)
+    return text_to_array(data.decode("utf-8", errors="replace"))

@@ -187,6 +187,24 @@ __device__ __forceinline__ void cua_cas_add(double *p, double v)
     });
 }
 
+// Multiply, which no GPU has as an atomic instruction, built the same way.
+__device__ __forceinline__ void cua_cas_mul(u64 *p, u64 v)
+{
+    cua_cas_loop(p, [v](u64 a) { return a * v; });
+}
+
+__device__ __forceinline__ void cua_cas_mul(float *p, float v)
+{
+    cua_cas_loop((unsigned int *)p, [v](unsigned int a) { return __float_as_uint(__uint_as_float(a) * v); });
+}
+
+__device__ __forceinline__ void cua_cas_mul(double *p, double v)
+{
+    cua_cas_loop((u64 *)p, [v](u64 a) {
+        return (u64)__double_as_longlong(__longlong_as_double((long long)a) * v);
+    });
+}
+
 // ------------------------------------------------------ block reduction
 
 // Dynamic shared memory, reinterpreted by each kernel for its own type.

@@ -45,6 +45,7 @@ enum cua_op {
     CUA_OP_FILTER,
     CUA_OP_MUTEX_ADD_ONE,
     CUA_OP_ADD_ONE,
+    CUA_OP_PROD,
     CUA_NOPS
 };
 
@@ -105,6 +106,8 @@ typedef struct {
  * and the bins' edges (always host). */
 typedef int (*cua_sum_fn)(const void *x, int64_t n, int dtype, int acc,
                           void *result, cua_launch *cfg);
+/* prod has the same shape as sum. */
+typedef cua_sum_fn cua_prod_fn;
 typedef int (*cua_dot_fn)(const void *a, const void *b, int64_t n, int dtype,
                           int acc, void *result, cua_launch *cfg);
 typedef int (*cua_hist_fn)(const void *x, int64_t n, int dtype,

@@ -44,6 +44,14 @@ int cua_cuda_memcpy_dtod(void *dst, const void *src, size_t nbytes, void *stream
 int cua_cuda_minmax(const void *x, int64_t n, int dtype, void *min_out,
                     void *max_out, int *has_nan, void *stream);
 
+/* Events for timing on a stream, and a whole-device synchronization. */
+int cua_cuda_event_create(void **event);
+int cua_cuda_event_destroy(void *event);
+int cua_cuda_event_record(void *event, void *stream);
+/* Waits for `stop`, then the milliseconds between the two events. */
+int cua_cuda_event_elapsed(void *start, void *stop, float *ms);
+int cua_cuda_synchronize(void);
+
 /* cudaGetErrorName / cudaGetErrorString of a positive status. */
 const char *cua_cuda_error_name(int status);
 const char *cua_cuda_error_string(int status);

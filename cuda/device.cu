@@ -5,6 +5,8 @@
 extern "C" {
 extern const cua_variant cua_cuda_sum_variants[], cua_cuda_dot_variants[], cua_cuda_histogram_variants[],
     cua_cuda_filter_variants[], cua_cuda_mutex_add_one_variants[], cua_cuda_add_one_variants[];
+extern const cua_variant cua_cuda_prod_variants[];
+extern const int cua_cuda_prod_nvariants;
 extern const int cua_cuda_sum_nvariants, cua_cuda_dot_nvariants, cua_cuda_histogram_nvariants,
     cua_cuda_filter_nvariants, cua_cuda_mutex_add_one_nvariants, cua_cuda_add_one_nvariants;
 }
@@ -25,6 +27,7 @@ extern "C" const cua_variant *cua_cuda_variants(int op, int *count)
     case CUA_OP_FILTER: *count = cua_cuda_filter_nvariants; return cua_cuda_filter_variants;
     case CUA_OP_MUTEX_ADD_ONE: *count = cua_cuda_mutex_add_one_nvariants; return cua_cuda_mutex_add_one_variants;
     case CUA_OP_ADD_ONE: *count = cua_cuda_add_one_nvariants; return cua_cuda_add_one_variants;
+    case CUA_OP_PROD: *count = cua_cuda_prod_nvariants; return cua_cuda_prod_variants;
     default: *count = 0; return NULL;
     }
 }
@@ -126,6 +129,39 @@ extern "C" int cua_cuda_memcpy_dtoh(void *dst, const void *src, size_t n, void *
 extern "C" int cua_cuda_memcpy_dtod(void *dst, const void *src, size_t n, void *s)
 {
     return copy(dst, src, n, cudaMemcpyDeviceToDevice, s);
+}
+
+extern "C" int cua_cuda_event_create(void **event)
+{
+    cudaEvent_t e = NULL;
+    CUA_CHECK(cudaEventCreate(&e));
+    *event = (void *)e;
+    return 0;
+}
+
+extern "C" int cua_cuda_event_destroy(void *event)
+{
+    CUA_CHECK(cudaEventDestroy((cudaEvent_t)event));
+    return 0;
+}
+
+extern "C" int cua_cuda_event_record(void *event, void *stream)
+{
+    CUA_CHECK(cudaEventRecord((cudaEvent_t)event, (cudaStream_t)stream));
+    return 0;
+}
+
+extern "C" int cua_cuda_event_elapsed(void *start, void *stop, float *ms)
+{
+    CUA_CHECK(cudaEventSynchronize((cudaEvent_t)stop));
+    CUA_CHECK(cudaEventElapsedTime(ms, (cudaEvent_t)start, (cudaEvent_t)stop));
+    return 0;
+}
+
+extern "C" int cua_cuda_synchronize(void)
+{
+    CUA_CHECK(cudaDeviceSynchronize());
+    return 0;
 }
 
 extern "C" const char *cua_cuda_error_name(int status) { return cudaGetErrorName((cudaError_t)status); }

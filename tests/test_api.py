@@ -10,7 +10,7 @@ from conftest import BACKENDS, CUDA, make, requires_cuda
 import cuatomic
 from cuatomic import _backend
 
-OPS = ["sum", "dot", "histogram", "filter", "mutex_add_one", "add_one"]
+OPS = ["sum", "dot", "histogram", "filter", "mutex_add_one", "add_one", "prod"]
 
 
 def test_backends_and_info():
@@ -50,6 +50,7 @@ def test_tutorial_ladders():
     assert names("filter") == ["atomic", "ordered"]
     assert names("mutex_add_one") == ["spin"]
     assert names("add_one") == ["racy", "atomic", "mutex"]
+    assert names("prod") == ["cas"]
 
 
 def test_unknown_method_lists_valid_ones():

@@ -47,6 +47,11 @@ cua_acc_t cua_cpu_chunk_dot(const void *a, const void *b, int dtype, int acc, in
 void cua_acc_add(int acc, cua_acc_t *s, cua_acc_t v);
 void cua_cpu_atomic_add(int acc, _Atomic uint64_t *cell, cua_acc_t v);
 void cua_cpu_cas_add(int acc, _Atomic uint64_t *cell, cua_acc_t v);
+void cua_cpu_cas_mul(int acc, _Atomic uint64_t *cell, cua_acc_t v);
+/* The cell bits of an accumulator value (the inverse of cell_value). */
+uint64_t cua_cpu_cell_bits(int acc, cua_acc_t v);
+/* Product of x[lo:hi] in the accumulator. */
+cua_acc_t cua_cpu_chunk_prod(const void *x, int dtype, int acc, int64_t lo, int64_t hi);
 cua_acc_t cua_cpu_cell_value(int acc, uint64_t bits);
 void cua_cpu_store_result(int acc, cua_acc_t v, void *result);
 

@@ -105,6 +105,34 @@ cua_acc_t cua_cpu_chunk_sum(const void *x, int dtype, int acc, int64_t lo, int64
     return r;
 }
 
+cua_acc_t cua_cpu_chunk_prod(const void *x, int dtype, int acc, int64_t lo, int64_t hi)
+{
+    cua_acc_t r = {0};
+    switch (dtype) {
+#define PROD_INTO_R(ID, T, K)                                                         \
+    case ID: {                                                                        \
+        const T *p = (const T *)x;                                                    \
+        if (acc == CUA_ACC_INT64) {                                                   \
+            uint64_t s = 1;                                                           \
+            for (int64_t i = lo; i < hi; i++) s *= (uint64_t)p[i];                    \
+            r.i = s;                                                                  \
+        } else if (acc == CUA_ACC_FLOAT32) {                                          \
+            float s = 1;                                                              \
+            for (int64_t i = lo; i < hi; i++) s *= (float)p[i];                       \
+            r.f = s;                                                                  \
+        } else {                                                                      \
+            double s = 1;                                                             \
+            for (int64_t i = lo; i < hi; i++) s *= (double)p[i];                      \
+            r.d = s;                                                                  \
+        }                                                                             \
+        break;                                                                        \
+    }
+        CUA_CPU_TYPES(PROD_INTO_R)
+    default: break;
+    }
+    return r;
+}
+
 cua_acc_t cua_cpu_chunk_dot(const void *a, const void *b, int dtype, int acc, int64_t lo, int64_t hi)
 {
     cua_acc_t r = {0};
@@ -164,20 +192,32 @@ static uint64_t cell_bits(int acc, cua_acc_t v)
     return v.i;
 }
 
-void cua_cpu_cas_add(int acc, _Atomic uint64_t *cell, cua_acc_t v)
+static void acc_mul(int acc, cua_acc_t *s, cua_acc_t v)
 {
-    /* Read, add, and swap in the sum only if the cell still holds what we
-     * read; on failure `old` is refreshed with the value someone else wrote
-     * and we retry. The comparison is of integer bits, never floats, so a NaN
-     * cannot make the loop spin forever. */
+    if (acc == CUA_ACC_INT64) s->i *= v.i;
+    else if (acc == CUA_ACC_FLOAT32) s->f *= v.f;
+    else s->d *= v.d;
+}
+
+/* Read, combine, and swap in the result only if the cell still holds what we
+ * read; on failure `old` is refreshed with the value someone else wrote and
+ * we retry. The comparison is of integer bits, never floats, so a NaN cannot
+ * make the loop spin forever. */
+static void cas_apply(int acc, _Atomic uint64_t *cell, cua_acc_t v, void (*combine)(int, cua_acc_t *, cua_acc_t))
+{
     uint64_t old = atomic_load_explicit(cell, memory_order_relaxed), next;
     do {
         cua_acc_t s = cua_cpu_cell_value(acc, old);
-        cua_acc_add(acc, &s, v);
+        combine(acc, &s, v);
         next = cell_bits(acc, s);
     } while (!atomic_compare_exchange_weak_explicit(cell, &old, next, memory_order_relaxed,
                                                     memory_order_relaxed));
 }
+
+void cua_cpu_cas_add(int acc, _Atomic uint64_t *cell, cua_acc_t v) { cas_apply(acc, cell, v, cua_acc_add); }
+void cua_cpu_cas_mul(int acc, _Atomic uint64_t *cell, cua_acc_t v) { cas_apply(acc, cell, v, acc_mul); }
+
+uint64_t cua_cpu_cell_bits(int acc, cua_acc_t v) { return cell_bits(acc, v); }
 
 void cua_cpu_atomic_add(int acc, _Atomic uint64_t *cell, cua_acc_t v)
 {

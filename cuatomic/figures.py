@@ -1,0 +1,229 @@
+"""The lessons' experiments, shared by the notebooks and the figures script.
+
+Each function runs one experiment with cuatomic calls and returns plain data
+(dicts and lists) that the notebooks show and :func:`main` writes to JSON.
+
+    python -m cuatomic.figures --out docs/figures [--small] [--backend cuda]
+
+runs them all at full size and writes every figure as PNG plus
+``figures.json`` with the numbers behind them and the machine they came from.
+"""
+import argparse
+import json
+import os
+import pathlib
+import platform
+import time
+import warnings
+
+import numpy as np
+
+from . import _ops, datasets
+from ._device import to_device
+from ._backend import resolve
+from .timing import benchmark, sweep
+
+
+def _ms(fn, *args, repeat=5, **kwargs):
+    return benchmark(fn, *args, repeat=repeat, warmup=1, **kwargs).median
+
+
+def race(blocks=10, threads=16, backend=None):
+    """add_one with every method: what the counter holds, and what it should."""
+    be = resolve(backend)
+    counts = {m: _ops.add_one(blocks, threads, method=m, backend=be) for m, _, _ in _ops.methods("add_one", be)}
+    return {"blocks": blocks, "threads": threads, "expected": blocks * threads, "counts": counts,
+            "mutex_add_one": _ops.mutex_add_one(blocks, threads, backend=be)}
+
+
+def sum_ladder(n=1 << 24, backend=None, repeat=5, seed=0):
+    """Every sum rung on int32 and float32 data against np.sum."""
+    be = resolve(backend)
+    rng = np.random.default_rng(seed)
+    rows = []
+    for dtype in (np.int32, np.float32):
+        x = rng.integers(-1000, 1000, n).astype(dtype)
+        d = to_device(x, backend=be)
+        ref = np.sum(x)
+        rows.append({"dtype": np.dtype(dtype).name, "method": "np.sum", "ms": _ms(np.sum, x, repeat=repeat),
+                     "matches": True})
+        for m, _, _ in _ops.methods("sum", be):
+            got = _ops.sum(d, method=m, backend=be)
+            ok = bool(got == ref) if x.dtype.kind == "i" else bool(abs(float(got) - float(ref)) <= 1e-5 * n)
+            rows.append({"dtype": np.dtype(dtype).name, "method": m, "ms": _ms(_ops.sum, d, method=m, backend=be,
+                                                                             repeat=repeat), "matches": ok})
+    return {"n": n, "rows": rows}
+
+
+def naive_histogram(text):
+    """The tutorial's CPU baseline: a Python loop over the characters."""
+    counts = [0] * 128
+    for c in text.tolist():
+        if c < 128:
+            counts[c] += 1
+    return np.array(counts, dtype=np.int64)
+
+
+def histogram_comparison(text, backend=None, repeat=5):
+    """np.histogram, a naive CPU loop, and both histogram rungs on the text."""
+    be = resolve(backend)
+    d = to_device(text, backend=be)
+    ref = np.histogram(text, bins=128, range=(0, 128))[0]
+    times, matches = {}, {}
+    times["np.histogram"] = _ms(np.histogram, text, bins=128, range=(0, 128), repeat=repeat)
+    t0 = time.perf_counter()
+    loop = naive_histogram(text)
+    times["CPU loop"] = 1e3 * (time.perf_counter() - t0)
+    matches["CPU loop"] = bool(np.array_equal(loop, ref))
+    label = "GPU" if be == "cuda" else "cuatomic cpu"
+    for m, _, _ in _ops.methods("histogram", be):
+        hist = _ops.histogram(d, bins=128, range=(0, 128), method=m, backend=be)[0]
+        hist = hist.copy_to_host() if hasattr(hist, "copy_to_host") else hist
+        matches[f"{label} {m}"] = bool(np.array_equal(hist, ref))
+        times[f"{label} {m}"] = _ms(_ops.histogram, d, bins=128, range=(0, 128), method=m, backend=be,
+                                    repeat=repeat)
+    return {"nbytes": int(text.nbytes), "times_ms": times, "matches": matches, "counts": ref.tolist(),
+            "backend": be}
+
+
+def histogram_sweep(text, backend=None, blocks=None, repeat=5):
+    """The tutorial's block-count sweep of both histogram rungs."""
+    be = resolve(backend)
+    d = to_device(text, backend=be)
+    rows = sweep("histogram", d, bins=128, range=(0, 128), blocks=blocks, repeat=repeat, backend=be)
+    return [r.__dict__ for r in rows]
+
+
+def dot_ladder(n=1 << 24, backend=None, repeat=5, seed=0):
+    """Every dot rung on float32 vectors against np.dot."""
+    be = resolve(backend)
+    rng = np.random.default_rng(seed)
+    a, b = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+    da, db = to_device(a, backend=be), to_device(b, backend=be)
+    ref = float(np.dot(a.astype(np.float64), b.astype(np.float64)))
+    bound = (n + 1) * np.finfo(np.float32).eps * float(np.abs(a.astype(np.float64) * b).sum())
+    rows = [{"method": "np.dot", "ms": _ms(np.dot, a, b, repeat=repeat), "matches": True}]
+    for m, _, _ in _ops.methods("dot", be):
+        got = float(_ops.dot(da, db, method=m, backend=be))
+        rows.append({"method": m, "ms": _ms(_ops.dot, da, db, method=m, backend=be, repeat=repeat),
+                     "matches": abs(got - ref) <= bound})
+    return {"n": n, "rows": rows}
+
+
+def cas_atomics(n=1 << 20, backend=None, seed=0):
+    """Atomics built from atomicCAS: multiply (prod) and float/double add (sum)."""
+    be = resolve(backend)
+    rng = np.random.default_rng(seed)
+    near_one = (1 + rng.uniform(-1e-3, 1e-3, n)).astype(np.float64)
+    ints = rng.choice(np.array([1, 3, 5, 7], np.int64), n)  # odd: the wrapped product is not 0
+    out = []
+    for label, x, fn, ref in [
+        ("prod float64 (CAS multiply)", near_one, _ops.prod, np.prod),
+        ("prod float32 (CAS multiply)", near_one.astype(np.float32), _ops.prod, np.prod),
+        ("prod int64 (CAS multiply, wraps mod 2^64)", ints, _ops.prod, np.prod),
+        ("sum float32 (CAS add)", near_one.astype(np.float32), _ops.sum, np.sum),
+        ("sum float64 (CAS add)", near_one, _ops.sum, np.sum),
+    ]:
+        got, want = fn(x, method="cas", backend=be), ref(x)
+        ok = bool(got == want) if x.dtype.kind == "i" else bool(np.isclose(got, want, rtol=n * 4e-7))
+        out.append({"what": label, "cuatomic": float(got) if x.dtype.kind == "f" else int(got),
+                    "numpy": float(want) if x.dtype.kind == "f" else int(want), "matches": ok})
+    return out
+
+
+def barrier_table(n=1 << 24, backend=None, repeat=5, threads=256):
+    """The inter-block barriers timed over block counts from 64 up to the
+    co-resident limit (where a rung refuses, the row ends)."""
+    be = resolve(backend)
+    x = to_device(np.ones(n, dtype=np.float32), backend=be)
+    rows, blocks = [], 64
+    while True:
+        row = {"blocks": blocks}
+        for m in ("grid_lock", "grid_flags", "cooperative", "last_block"):
+            try:
+                if _ops.sum(x, method=m, backend=be, blocks=blocks, threads=threads) != n:
+                    raise RuntimeError(f"{m} gave a wrong sum")
+                row[m] = _ms(_ops.sum, x, method=m, backend=be, blocks=blocks, threads=threads, repeat=repeat)
+            except ValueError:
+                row[m] = None  # more blocks than can be resident
+        if all(row[m] is None for m in ("grid_lock", "grid_flags", "cooperative")):
+            break
+        rows.append(row)
+        if blocks >= 1 << 16:
+            break
+        blocks *= 2
+    return {"n": n, "threads": threads, "rows": rows}
+
+
+# -------------------------------------------------------------------- script
+
+def _environment(be):
+    from . import backend_info
+    info = backend_info()
+    env = {"backend": be, "numpy": np.__version__, "python": platform.python_version(),
+           "cpu_threads": info["cpu_threads"], "cuatomic_build": info["build"]}
+    if be == "cuda":
+        c = info["cuda"]
+        env.update(device=c["name"], compute_capability=c["compute_capability"], sm_count=c["sm_count"],
+                   driver_version=c["driver_version"], cuda_runtime_version=c["runtime_version"])
+    else:
+        env["device"] = platform.processor() or platform.machine()
+    return env
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m cuatomic.figures", description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default="docs/figures")
+    parser.add_argument("--backend", choices=["cpu", "cuda"], default=None)
+    parser.add_argument("--small", action="store_true", help="small sizes (CI)")
+    parser.add_argument("--repeat", type=int, default=10)
+    args = parser.parse_args(argv)
+    import matplotlib
+    matplotlib.use("Agg")
+    from . import plots
+
+    be = resolve(args.backend)
+    out = pathlib.Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    n = 1 << (16 if args.small else 24)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        text = datasets.shakespeare()
+    source = "generated stand-in" if caught else (os.environ.get("CUATOMIC_TEXT") or "Project Gutenberg")
+    if args.small:
+        text = text[: 1 << 18]
+    blocks = [32 * i for i in range(10, 1000, 5)] if be == "cuda" and not args.small else None
+
+    results = {"environment": _environment(be), "text_source": source, "text_nbytes": int(text.nbytes)}
+    print(f"figures: backend {be}, text {text.nbytes:,} bytes ({source})", flush=True)
+    results["race"] = race(64, 256, backend=be)
+    results["sum_ladder"] = sum_ladder(n, backend=be, repeat=args.repeat)
+    comparison = histogram_comparison(text, backend=be, repeat=args.repeat)
+    results["histogram"] = comparison
+    results["histogram_sweep"] = histogram_sweep(text, backend=be, blocks=blocks, repeat=max(3, args.repeat // 2))
+    results["dot_ladder"] = dot_ladder(n, backend=be, repeat=args.repeat)
+    results["cas_atomics"] = cas_atomics(1 << 16 if args.small else 1 << 20, backend=be)
+    results["barriers"] = barrier_table(n, backend=be, repeat=args.repeat)
+
+    times = comparison["times_ms"]
+    label = "GPU" if be == "cuda" else "cuatomic cpu"
+    plots.letter_histogram(comparison["counts"], kind="percent",
+                           title=f"Letter frequencies ({source})").savefig(out / "letters.png", dpi=110)
+    first = {k: times[k] for k in ("np.histogram", "CPU loop", f"{label} global")}
+    plots.speedup_chart(first, f"{label} global").savefig(out / "speedup_global.png", dpi=110)
+    plots.speedup_chart(times, f"{label} shared").savefig(out / "speedup_shared.png", dpi=110)
+    from .timing import SweepRow
+    plots.sweep_plot([SweepRow(**r) for r in results["histogram_sweep"]],
+                     title=f"Histogram of {text.nbytes:,} bytes: time vs blocks per grid").savefig(
+        out / "sweep.png", dpi=110)
+    (out / "figures.json").write_text(json.dumps(results, indent=1, default=str))
+    ok = all(comparison["matches"].values()) and all(r["matches"] for r in results["sum_ladder"]["rows"]) and \
+        all(r["matches"] for r in results["dot_ladder"]["rows"]) and all(r["matches"] for r in results["cas_atomics"])
+    for k, v in times.items():
+        print(f"  histogram {k:22s} {v:10.3f} ms")
+    print(f"figures: wrote {out} ({'all results match NumPy' if ok else 'MISMATCHES: see figures.json'})")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

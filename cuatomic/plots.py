@@ -1,0 +1,118 @@
+"""The tutorial's figures, drawn with matplotlib (imported only when a plot
+is made, so cuatomic works without it)."""
+import string
+
+import numpy as np
+
+
+def _pyplot():
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError as e:
+        raise ImportError("cuatomic.plots needs matplotlib: pip install matplotlib") from e
+    return plt
+
+
+def letter_histogram(counts, *, kind="count", title=None):
+    """Letter frequencies in two panels, lowercase and uppercase.
+
+    Parameters
+    ----------
+    counts : array_like
+        A 128-bin histogram of ASCII codes (``histogram(text, bins=128,
+        range=(0, 128))[0]``), on the host or the device.
+    kind : {"count", "probability", "percent"}, optional
+        Raw counts, or each letter's share of all characters.
+    title : str, optional
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    plt = _pyplot()
+    counts = counts.copy_to_host() if hasattr(counts, "copy_to_host") else np.asarray(counts)
+    if counts.shape != (128,):
+        raise ValueError("counts must be a 128-bin ASCII histogram")
+    scale = {"count": 1.0, "probability": 1.0 / counts.sum(), "percent": 100.0 / counts.sum()}
+    if kind not in scale:
+        raise ValueError("kind must be 'count', 'probability' or 'percent'")
+    ylabel = {"count": "Count", "probability": "Probability", "percent": "Percent (%)"}[kind]
+    fig, axes = plt.subplots(2, 1, figsize=(10, 6), sharey=False)
+    for ax, letters in zip(axes, (string.ascii_lowercase, string.ascii_uppercase)):
+        values = counts[[ord(c) for c in letters]] * scale[kind]
+        ax.bar(list(letters), values, color="tab:blue" if letters.islower() else "tab:orange")
+        ax.set_ylabel(ylabel)
+    axes[0].set_title(title or "Letter frequencies")
+    fig.tight_layout()
+    return fig
+
+
+def speedup_chart(times_ms, reference, *, title="Performance relative to GPU version"):
+    """Bars of how many times slower each version is than `reference`.
+
+    Parameters
+    ----------
+    times_ms : dict of str to float
+        Version name -> time (ms).
+    reference : str
+        The key everything is compared with (its bar is 1x).
+    title : str, optional
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    plt = _pyplot()
+    if reference not in times_ms:
+        raise ValueError(f"reference {reference!r} is not among {list(times_ms)}")
+    names = list(times_ms)
+    ratios = [times_ms[n] / times_ms[reference] for n in names]
+    fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(names)), 4))
+    bars = ax.bar(names, ratios, color=["tab:green" if n == reference else "tab:gray" for n in names])
+    for bar, r in zip(bars, ratios):
+        label = f"{r:.0f}x" if r >= 10 else (f"{r:.1f}x" if r >= 1 else f"{r:.2f}x")
+        ax.annotate(label, (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center", va="bottom")
+    ax.set_ylabel("Times slower")
+    ax.set_title(title)
+    if max(ratios) / max(min(ratios), 1e-12) > 100:
+        ax.set_yscale("log")
+    fig.tight_layout()
+    return fig
+
+
+def sweep_plot(rows, *, title="Time vs blocks per grid"):
+    """The block-count sweep: time against blocks, one y axis per method
+    (two at most), a dashed vertical line at each method's fastest count.
+
+    Parameters
+    ----------
+    rows : list of SweepRow
+        From :func:`cuatomic.sweep`.
+    title : str, optional
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    plt = _pyplot()
+    methods = list(dict.fromkeys(r.method for r in rows))
+    if not 1 <= len(methods) <= 2:
+        raise ValueError(f"sweep_plot draws one or two methods (got {methods})")
+    fig, ax = plt.subplots(figsize=(10, 4))
+    axes = [ax, ax.twinx()] if len(methods) == 2 else [ax]
+    colors = ["tab:blue", "tab:orange"]
+    for axis, method, color in zip(axes, methods, colors):
+        mine = sorted((r for r in rows if r.method == method), key=lambda r: r.blocks)
+        blocks = [r.blocks for r in mine]
+        ms = [r.median_ms for r in mine]
+        axis.plot(blocks, ms, color=color, label=method)
+        axis.set_ylabel(f"{method} time (ms)", color=color)
+        axis.tick_params(axis="y", colors=color)
+        best = mine[int(np.argmin(ms))]
+        axis.axvline(best.blocks, color=color, linestyle="--", alpha=0.7)
+        axis.annotate(f"{best.blocks}", (best.blocks, best.median_ms), color=color, xytext=(4, 4),
+                      textcoords="offset points")
+    ax.set_xlabel("Blocks per grid")
+    ax.set_title(title)
+    fig.tight_layout()
+    return fig

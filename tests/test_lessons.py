@@ -1,0 +1,152 @@
+"""Issue 3's tools: prod (multiply from CAS), Timer, benchmark, sweep, the
+datasets and the plots."""
+import pathlib
+import time
+
+import numpy as np
+import pytest
+from conftest import BACKENDS, DTYPES, make, placed, where_params
+
+import cuatomic
+from cuatomic import datasets
+
+SHARED_TEXT = pathlib.Path(__file__).resolve().parents[2] / "shared" / "data" / "tinyshakespeare.txt"
+
+
+# --------------------------------------------------------------------- prod
+
+@pytest.mark.parametrize("backend,method,where", where_params("prod"))
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("n", [0, 1, 33, 257, 100_003])
+def test_prod_matches_numpy(backend, method, where, dtype, n):
+    dt = np.dtype(dtype)
+    rng = np.random.default_rng(n)
+    if dt.kind == "f":
+        a = (1 + rng.uniform(-1e-3, 1e-3, n)).astype(dt)  # stays finite for any n
+    elif dt.kind == "b":
+        a = rng.random(n) < 0.999
+    else:
+        a = rng.choice(np.array([1, 3, 5, 7, 255 if dt.kind == "u" else -3], dtype=dt), n)  # wraps, not to 0
+    got, ref = cuatomic.prod(placed(a, backend, where), method=method, backend=backend), np.prod(a)
+    assert got.dtype == ref.dtype
+    if dt.kind == "f":
+        assert abs(float(got) - float(ref)) <= 2 * (n + 1) * np.finfo(dt).eps * abs(float(ref))
+    else:
+        assert got == ref
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_prod_dtype_argument(backend):
+    a = np.array([3, 5, -7], np.int8)
+    for dt in (None, np.int8, np.float64, bool):
+        got, ref = cuatomic.prod(a, dtype=dt, backend=backend), np.prod(a, dtype=dt)
+        assert got == ref and got.dtype == ref.dtype
+
+
+# ---------------------------------------------------------- timer/benchmark
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_timer_measures_the_block(backend):
+    with cuatomic.Timer(backend=backend) as t:
+        time.sleep(0.02)
+        cuatomic.sum(np.ones(1000), backend=backend)
+    assert 15 <= t.elapsed < 5000
+    with pytest.raises(TypeError, match="stream"):
+        cuatomic.Timer(stream="default", backend=backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_benchmark_counts_only_timed_calls(backend):
+    calls = []
+
+    def fn(x, backend=None):
+        calls.append(1)
+        return cuatomic.sum(x, backend=backend)
+
+    r = cuatomic.benchmark(fn, np.arange(100), repeat=7, warmup=3, backend=backend)
+    assert len(calls) == 10 and len(r.times) == 7 and r.value == 4950
+    assert r.min <= r.median <= r.max and r.iqr >= 0 and np.all(r.times > 0)
+    with pytest.raises(ValueError):
+        cuatomic.benchmark(fn, np.arange(3), repeat=0)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_sweep_rows_and_validation(backend):
+    text = datasets.text_to_array(datasets.english_like_text(50_000))
+    rows = cuatomic.sweep("histogram", text, bins=128, range=(0, 128), blocks=[2, 8], repeat=2, backend=backend,
+                          progress=False)
+    assert [(r.method, r.blocks) for r in rows] == [("global", 2), ("global", 8), ("shared", 2), ("shared", 8)]
+    assert all(r.median_ms > 0 and r.gbps > 0 and r.threads is None for r in rows)
+    rows = cuatomic.sweep("sum", np.arange(5000.0), blocks=[1, 3], threads=[32, 64], methods=["block_tree"],
+                          repeat=1, backend=backend)
+    assert {(r.blocks, r.threads) for r in rows} == {(1, 32), (3, 32), (1, 64), (3, 64)}
+    with pytest.raises(ValueError, match="unknown op"):
+        cuatomic.sweep("median", np.arange(3))
+
+
+def test_sweep_default_blocks_follow_the_tutorial():
+    from cuatomic.timing import default_blocks
+    blocks = default_blocks("cuda")
+    assert blocks[0] == 320 and blocks[-1] == 32 * 995 and len(blocks) == len(range(10, 1000, 5))
+
+
+# ------------------------------------------------------------------ datasets
+
+def test_text_to_array_and_generated_text():
+    assert datasets.text_to_array("Hi!").tolist() == [72, 105, 33]
+    assert datasets.text_to_array("é").tolist() == [ord("?")]
+    a, b = datasets.english_like_text(10_000, seed=3), datasets.english_like_text(10_000, seed=3)
+    assert a == b and len(a) == 10_000 and a != datasets.english_like_text(10_000, seed=4)
+    counts = np.bincount(datasets.text_to_array(a), minlength=128)
+    assert counts[ord(" ")] > counts[ord("e")] > counts[ord("q")]  # English-like letter frequencies
+
+
+def test_shakespeare_from_a_local_file(monkeypatch, tmp_path):
+    path = SHARED_TEXT if SHARED_TEXT.exists() else tmp_path / "t.txt"
+    if not SHARED_TEXT.exists():
+        path.write_text("First Citizen:\nBefore we proceed any further, hear me speak.\n")
+    monkeypatch.setenv("CUATOMIC_TEXT", str(path))
+    text = datasets.shakespeare()
+    assert text.dtype == np.uint8 and text.size == len(path.read_bytes())
+    assert bytes(text[:14]) == path.read_bytes()[:14]
+
+
+def test_shakespeare_cache_and_offline_fallback(monkeypatch, tmp_path):
+    monkeypatch.delenv("CUATOMIC_TEXT", raising=False)
+    monkeypatch.setenv("CUATOMIC_DATA", str(tmp_path))
+    assert datasets.cache_dir() == tmp_path
+    # nothing cached and the server unreachable: the generated stand-in, with a warning
+    with pytest.warns(RuntimeWarning, match="generated English-like text"):
+        text = datasets.shakespeare(url="http://127.0.0.1:9/pg100.txt", timeout=2)
+    assert text.size == datasets.SHAKESPEARE_NBYTES
+    # a cached copy is used without any download
+    (tmp_path / "shakespeare.txt").write_text("To be, or not to be")
+    assert bytes(datasets.shakespeare(url="http://127.0.0.1:9/never")) == b"To be, or not to be"
+
+
+# --------------------------------------------------------------------- plots
+
+def test_plots(tmp_path):
+    pytest.importorskip("matplotlib")
+    import matplotlib
+    matplotlib.use("Agg")
+    from cuatomic import plots
+    text = datasets.text_to_array(datasets.english_like_text(20_000))
+    hist, _ = cuatomic.histogram(text, bins=128, range=(0, 128))
+    for kind in ("count", "probability", "percent"):
+        fig = plots.letter_histogram(hist, kind=kind)
+        assert [ax.get_ylabel() for ax in fig.axes][0].split()[0] in ("Count", "Probability", "Percent")
+        assert [t.get_text() for t in fig.axes[1].get_xticklabels()][:3] == ["A", "B", "C"]
+    with pytest.raises(ValueError):
+        plots.letter_histogram(hist[:10])
+    fig = plots.speedup_chart({"NumPy": 40.0, "GPU global": 1.0}, "GPU global")
+    labels = [t.get_text() for t in fig.axes[0].texts]
+    assert labels == ["40x", "1.0x"] and fig.axes[0].get_ylabel() == "Times slower"
+    assert fig.axes[0].get_title() == "Performance relative to GPU version"
+    rows = [cuatomic.SweepRow(m, b, None, t, 1.0) for m, b, t in
+            [("global", 320, 3.0), ("global", 480, 2.0), ("shared", 320, 1.0), ("shared", 480, 1.5)]]
+    fig = plots.sweep_plot(rows)
+    assert len(fig.axes) == 2  # one y axis per method
+    dashed = [line.get_xdata()[0] for ax in fig.axes for line in ax.get_lines() if line.get_linestyle() == "--"]
+    assert sorted(dashed) == [320, 480]
+    fig.savefig(tmp_path / "sweep.png")
