@@ -28,6 +28,10 @@ def main():
         for m, _, _ in cuatomic.methods("sum", "cuda"):
             got = cuatomic.sum(d, method=m, backend="cuda")
             check(f"sum {m} {dt.__name__}", np.isclose(got, np.sum(a), rtol=1e-4))
+        for m, _, _ in cuatomic.methods("prod", "cuda"):
+            small = d if np.dtype(dt).kind != "f" else cuatomic.to_device(np.ones(4099, dt), backend="cuda")
+            want = np.prod(a) if np.dtype(dt).kind != "f" else 1.0
+            check(f"prod {m} {dt.__name__}", cuatomic.prod(small, method=m, backend="cuda") == want)
         for m, _, _ in cuatomic.methods("dot", "cuda"):
             got = cuatomic.dot(d, cuatomic.to_device(b, backend="cuda"), method=m, backend="cuda")
             check(f"dot {m} {dt.__name__}", np.isclose(got, np.dot(a, b), rtol=1e-4))
@@ -43,6 +47,9 @@ def main():
         got = cuatomic.add_one(10, 16, method=m, backend="cuda")
         check(f"add_one {m}", got == 160 or (m == "racy" and 1 <= got <= 160))
     check("mutex_add_one spin", cuatomic.mutex_add_one(10, 16, backend="cuda") == 160)
+    with cuatomic.Timer(backend="cuda") as t:
+        cuatomic.sum(np.ones(1000), backend="cuda")
+    check("Timer", t.elapsed is not None and t.elapsed >= 0)
     print(f"sanitize_driver: {calls} calls, {len(failures)} mismatches {failures}")
     return 1 if failures else 0
 
