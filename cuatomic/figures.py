@@ -106,7 +106,7 @@ def dot_ladder(n=1 << 24, backend=None, repeat=5, seed=0):
     for m, _, _ in _ops.methods("dot", be):
         got = float(_ops.dot(da, db, method=m, backend=be))
         rows.append({"method": m, "ms": _ms(_ops.dot, da, db, method=m, backend=be, repeat=repeat),
-                     "matches": abs(got - ref) <= bound})
+                     "matches": bool(abs(got - ref) <= bound)})
     return {"n": n, "rows": rows}
 
 
@@ -171,16 +171,47 @@ def _environment(be):
     return env
 
 
+def draw(results, out):
+    """Write the PNGs from the numbers of a run (a figures.json's content)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    from . import plots
+    from .timing import SweepRow
+    out = pathlib.Path(out)
+    env, comparison = results["environment"], results["histogram"]
+    where = env.get("device", env["backend"])
+    times = comparison["times_ms"]
+    label = "GPU" if env["backend"] == "cuda" else "cuatomic cpu"
+    plots.letter_histogram(comparison["counts"], kind="percent",
+                           title=f"Letter frequencies ({results['text_source']})").savefig(out / "letters.png",
+                                                                                           dpi=110)
+    first = {k: times[k] for k in ("np.histogram", "CPU loop", f"{label} global")}
+    plots.speedup_chart(first, f"{label} global",
+                        title=f"Performance relative to GPU version ({where})").savefig(out / "speedup_global.png",
+                                                                                         dpi=110)
+    plots.speedup_chart(times, f"{label} shared",
+                        title=f"Performance relative to GPU version ({where})").savefig(out / "speedup_shared.png",
+                                                                                         dpi=110)
+    plots.sweep_plot([SweepRow(**r) for r in results["histogram_sweep"]],
+                     title=f"Histogram of {results['text_nbytes']:,} bytes on {where}: time vs blocks per grid"
+                     ).savefig(out / "sweep.png", dpi=110)
+    import matplotlib.pyplot as plt
+    plt.close("all")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m cuatomic.figures", description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="docs/figures")
     parser.add_argument("--backend", choices=["cpu", "cuda"], default=None)
     parser.add_argument("--small", action="store_true", help="small sizes (CI)")
     parser.add_argument("--repeat", type=int, default=10)
+    parser.add_argument("--replot", metavar="JSON", help="only redraw the PNGs from a figures.json of a run")
     args = parser.parse_args(argv)
-    import matplotlib
-    matplotlib.use("Agg")
-    from . import plots
+    if args.replot:
+        results = json.loads(pathlib.Path(args.replot).read_text())
+        draw(results, pathlib.Path(args.out))
+        print(f"figures: drew {args.out} from {args.replot} ({results['environment'].get('device')})")
+        return 0
 
     be = resolve(args.backend)
     out = pathlib.Path(args.out)
@@ -205,21 +236,11 @@ def main(argv=None):
     results["cas_atomics"] = cas_atomics(1 << 16 if args.small else 1 << 20, backend=be)
     results["barriers"] = barrier_table(n, backend=be, repeat=args.repeat)
 
-    times = comparison["times_ms"]
-    label = "GPU" if be == "cuda" else "cuatomic cpu"
-    plots.letter_histogram(comparison["counts"], kind="percent",
-                           title=f"Letter frequencies ({source})").savefig(out / "letters.png", dpi=110)
-    first = {k: times[k] for k in ("np.histogram", "CPU loop", f"{label} global")}
-    plots.speedup_chart(first, f"{label} global").savefig(out / "speedup_global.png", dpi=110)
-    plots.speedup_chart(times, f"{label} shared").savefig(out / "speedup_shared.png", dpi=110)
-    from .timing import SweepRow
-    plots.sweep_plot([SweepRow(**r) for r in results["histogram_sweep"]],
-                     title=f"Histogram of {text.nbytes:,} bytes: time vs blocks per grid").savefig(
-        out / "sweep.png", dpi=110)
     (out / "figures.json").write_text(json.dumps(results, indent=1, default=str))
+    draw(results, out)
     ok = all(comparison["matches"].values()) and all(r["matches"] for r in results["sum_ladder"]["rows"]) and \
         all(r["matches"] for r in results["dot_ladder"]["rows"]) and all(r["matches"] for r in results["cas_atomics"])
-    for k, v in times.items():
+    for k, v in comparison["times_ms"].items():
         print(f"  histogram {k:22s} {v:10.3f} ms")
     print(f"figures: wrote {out} ({'all results match NumPy' if ok else 'MISMATCHES: see figures.json'})")
     return 0 if ok else 1
