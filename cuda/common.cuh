@@ -72,6 +72,22 @@ static inline int cua_default_config(cua_launch *cfg, int64_t n, int threads)
     return 0;
 }
 
+// Defaults for a rung whose every thread does one CAS on a single word:
+// T contenders cost about T^2/2 attempts, so the default grid is one block
+// per SM rather than 32.
+static inline int cua_cas_config(cua_launch *cfg, int64_t n, int threads)
+{
+    if (cfg->threads <= 0) cfg->threads = threads;
+    if (cfg->blocks <= 0) {
+        int sms;
+        int st = cua_sm_count(&sms);
+        if (st) return st;
+        int64_t want = cua_ceil_div(n > 0 ? n : 1, cfg->threads);
+        cfg->blocks = want < sms ? want : sms;
+    }
+    return cua_default_config(cfg, n, cfg->threads);
+}
+
 // Blocks of `kernel` that can be resident on the device at once with
 // `threads` threads and `smem` bytes of dynamic shared memory each: the
 // largest grid for which a grid-wide wait cannot deadlock.

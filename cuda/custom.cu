@@ -22,15 +22,7 @@ template <class T, class Acc>
 static int prod_typed(const T *x, int64_t n, Acc *result, cua_launch *cfg)
 {
     cudaStream_t s = cua_stream(cfg);
-    const int threads = cfg->threads > 0 ? cfg->threads : 256;
-    if (cfg->blocks <= 0) {  // one CAS per thread: few contenders by default
-        int sms;
-        int st = cua_sm_count(&sms);
-        if (st) return st;
-        int64_t want = cua_ceil_div(n > 0 ? n : 1, threads);
-        cfg->blocks = want < sms ? want : sms;
-    }
-    int st = cua_default_config(cfg, n, threads);
+    int st = cua_cas_config(cfg, n, 256);
     if (st) return st;
     if (n == 0) {
         *result = 1;

@@ -200,16 +200,7 @@ static int sum_typed(const T *x, int64_t n, Acc *result, cua_launch *cfg)
         cfg->used_blocks = cfg->blocks;
         cfg->used_threads = threads;
     } else {
-        if (R == CAS && cfg->blocks <= 0) {
-            // One CAS per thread: keep the contenders few by default (one
-            // block per SM); more blocks buy bandwidth but cost retries.
-            int sms;
-            int st = cua_sm_count(&sms);
-            if (st) return st;
-            int64_t want = cua_ceil_div(n > 0 ? n : 1, threads);
-            cfg->blocks = want < sms ? want : sms;
-        }
-        int st = cua_default_config(cfg, n, threads);
+        int st = R == CAS ? cua_cas_config(cfg, n, threads) : cua_default_config(cfg, n, threads);
         if (st) return st;
     }
     if (n == 0) {
