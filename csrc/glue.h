@@ -46,4 +46,15 @@ PyObject *cua_op_counter(PyObject *self, PyObject *args);
 PyObject *cua_op_minmax(PyObject *self, PyObject *args);
 PyObject *cua_variants(PyObject *self, PyObject *args);
 
+/* interop.c: streams, pointers, gather, DLPack. */
+PyObject *cua_stream_create(PyObject *self, PyObject *noargs);
+PyObject *cua_stream_destroy(PyObject *self, PyObject *arg);
+PyObject *cua_stream_synchronize(PyObject *self, PyObject *arg);
+PyObject *cua_stream_wait(PyObject *self, PyObject *args);
+PyObject *cua_pointer_info(PyObject *self, PyObject *arg);
+PyObject *cua_gather(PyObject *self, PyObject *args);
+PyObject *cua_dlpack_import(PyObject *self, PyObject *capsule);
+PyObject *cua_dlpack_export(PyObject *self, PyObject *args);
+int cua_interop_ready(PyObject *module);
+
 #endif

@@ -61,6 +61,14 @@ static PyMethodDef methods[] = {
     {"filter", cua_op_filter, METH_VARARGS, NULL},
     {"counter", cua_op_counter, METH_VARARGS, NULL},
     {"minmax", cua_op_minmax, METH_VARARGS, NULL},
+    {"stream_create", cua_stream_create, METH_NOARGS, "a new non-blocking CUDA stream (int handle)"},
+    {"stream_destroy", cua_stream_destroy, METH_O, NULL},
+    {"stream_synchronize", cua_stream_synchronize, METH_O, NULL},
+    {"stream_wait", cua_stream_wait, METH_VARARGS, "stream_wait(waiter, producer): queue a wait, host not blocked"},
+    {"pointer_info", cua_pointer_info, METH_O, "pointer_info(ptr) -> (memory type, device, current device)"},
+    {"gather", cua_gather, METH_VARARGS, "gather(src, dst, n, itemsize, shape, byte_strides, stream)"},
+    {"dlpack_import", cua_dlpack_import, METH_O, "consume a DLPack capsule -> DLPackView"},
+    {"dlpack_export", cua_dlpack_export, METH_VARARGS, "a DLPack capsule over memory owned by `owner`"},
     {"_set_cuda_error", cua_set_cuda_error_class, METH_O, "register cuatomic.CudaError"},
     {NULL, NULL, 0, NULL},
 };
@@ -76,7 +84,7 @@ PyMODINIT_FUNC PyInit__C(void)
     if (PyType_Ready(&CuaDeviceBufferType) < 0) return NULL;
     PyObject *m = PyModule_Create(&moduledef);
     if (!m) return NULL;
-    if (PyModule_AddObjectRef(m, "DeviceBuffer", (PyObject *)&CuaDeviceBufferType) < 0 ||
+    if (cua_interop_ready(m) < 0 || PyModule_AddObjectRef(m, "DeviceBuffer", (PyObject *)&CuaDeviceBufferType) < 0 ||
         PyModule_AddIntConstant(m, "BACKEND_CPU", BACKEND_CPU) < 0 ||
         PyModule_AddIntConstant(m, "BACKEND_CUDA", BACKEND_CUDA) < 0 ||
         PyModule_AddIntConstant(m, "F_ORDERED", CUA_F_ORDERED) < 0 ||

@@ -66,11 +66,13 @@ typedef struct {
     size_t nbytes;
     const void *ptr;    /* what the backend reads */
     void *staged;       /* owned device copy */
+    void *stream;       /* the call's stream */
 } input_t;
 
-static int parse_input(int backend, PyObject *obj, int64_t n, int dtype, input_t *in)
+static int parse_input(int backend, PyObject *obj, int64_t n, int dtype, void *stream, input_t *in)
 {
     memset(in, 0, sizeof *in);
+    in->stream = stream;
     size_t size = cua_dtype_size(dtype);
     if (size == 0 || n < 0) {
         PyErr_SetString(PyExc_SystemError, "cuatomic: bad dtype id or length");
@@ -109,7 +111,7 @@ static int stage(input_t *in)
     int st = cua_cuda_malloc(&in->staged, in->nbytes);
     if (st) return st;
     in->ptr = in->staged;
-    return cua_cuda_memcpy_htod(in->staged, in->host, in->nbytes, NULL);
+    return cua_cuda_memcpy_htod(in->staged, in->host, in->nbytes, in->stream);
 }
 static void unstage(input_t *in)
 {
@@ -143,22 +145,30 @@ static void device_free(void *ptr)
 #endif
 }
 
-static int copy_to_host(void *dst, const void *src, size_t nbytes)
+static int copy_to_host(void *dst, const void *src, size_t nbytes, void *stream)
 {
 #ifdef CUATOMIC_WITH_CUDA
-    return cua_cuda_memcpy_dtoh(dst, src, nbytes, NULL);
+    return cua_cuda_memcpy_dtoh(dst, src, nbytes, stream);
 #else
-    (void)dst, (void)src, (void)nbytes;
+    (void)dst, (void)src, (void)nbytes, (void)stream;
     return CUA_EINTERNAL;
 #endif
 }
 
-static cua_launch launch_config(long long blocks, int threads)
+/* A stream handle from an int (0: the legacy default stream). */
+static int parse_stream(PyObject *obj, void **stream)
+{
+    *stream = obj == Py_None ? NULL : PyLong_AsVoidPtr(obj);
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+static cua_launch launch_config(long long blocks, int threads, void *stream)
 {
     cua_launch cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.blocks = blocks;
     cfg.threads = threads;
+    cfg.stream = stream;
     return cfg;
 }
 
@@ -169,14 +179,16 @@ static PyObject *reduce(PyObject *args, int op)
 {
     int backend, dtype, acc, threads;
     const char *method;
-    PyObject *x;
+    PyObject *x, *sobj;
     long long n, blocks;
-    if (!PyArg_ParseTuple(args, "isOLiiLi", &backend, &method, &x, &n, &dtype, &acc, &blocks, &threads))
+    void *stream;
+    if (!PyArg_ParseTuple(args, "isOLiiLiO", &backend, &method, &x, &n, &dtype, &acc, &blocks, &threads, &sobj) ||
+        parse_stream(sobj, &stream) < 0)
         return NULL;
     const cua_variant *v = find_variant(backend, op, method);
     input_t in;
-    if (!v || parse_input(backend, x, n, dtype, &in) < 0) return NULL;
-    cua_launch cfg = launch_config(blocks, threads);
+    if (!v || parse_input(backend, x, n, dtype, stream, &in) < 0) return NULL;
+    cua_launch cfg = launch_config(blocks, threads, stream);
     uint64_t result = 0;
     int st;
     Py_BEGIN_ALLOW_THREADS
@@ -205,14 +217,18 @@ PyObject *cua_op_dot(PyObject *self, PyObject *args)
     (void)self;
     int backend, dtype, acc, threads;
     const char *method;
-    PyObject *a, *b;
+    PyObject *a, *b, *sobj;
     long long n, blocks;
-    if (!PyArg_ParseTuple(args, "isOOLiiLi", &backend, &method, &a, &b, &n, &dtype, &acc, &blocks, &threads))
+    void *stream;
+    if (!PyArg_ParseTuple(args, "isOOLiiLiO", &backend, &method, &a, &b, &n, &dtype, &acc, &blocks, &threads,
+                          &sobj) ||
+        parse_stream(sobj, &stream) < 0)
         return NULL;
     const cua_variant *v = find_variant(backend, CUA_OP_DOT, method);
     input_t ia, ib;
-    if (!v || parse_input(backend, a, n, dtype, &ia) < 0 || parse_input(backend, b, n, dtype, &ib) < 0) return NULL;
-    cua_launch cfg = launch_config(blocks, threads);
+    if (!v || parse_input(backend, a, n, dtype, stream, &ia) < 0 || parse_input(backend, b, n, dtype, stream, &ib) < 0)
+        return NULL;
+    cua_launch cfg = launch_config(blocks, threads, stream);
     uint64_t result = 0;
     int st;
     Py_BEGIN_ALLOW_THREADS
@@ -233,17 +249,19 @@ PyObject *cua_op_histogram(PyObject *self, PyObject *args)
     (void)self;
     int backend, dtype, threads, device_out;
     const char *method;
-    PyObject *x, *edges_obj;
+    PyObject *x, *edges_obj, *sobj;
     long long n, blocks;
+    void *stream;
     cua_bins bins;
     memset(&bins, 0, sizeof bins);
     long long ilo, iwidth;
-    if (!PyArg_ParseTuple(args, "isOLiOidiLLLip", &backend, &method, &x, &n, &dtype, &edges_obj, &bins.uniform,
-                          &bins.inv_width, &bins.integer, &ilo, &iwidth, &blocks, &threads, &device_out))
+    if (!PyArg_ParseTuple(args, "isOLiOidiLLLipO", &backend, &method, &x, &n, &dtype, &edges_obj, &bins.uniform,
+                          &bins.inv_width, &bins.integer, &ilo, &iwidth, &blocks, &threads, &device_out, &sobj) ||
+        parse_stream(sobj, &stream) < 0)
         return NULL;
     const cua_variant *v = find_variant(backend, CUA_OP_HISTOGRAM, method);
     input_t in;
-    if (!v || parse_input(backend, x, n, dtype, &in) < 0) return NULL;
+    if (!v || parse_input(backend, x, n, dtype, stream, &in) < 0) return NULL;
     if (!PyArray_Check(edges_obj)) {
         PyErr_SetString(PyExc_SystemError, "cuatomic: edges must be an ndarray");
         return NULL;
@@ -282,14 +300,14 @@ PyObject *cua_op_histogram(PyObject *self, PyObject *args)
         if (!out) return NULL;
         counts = PyArray_DATA((PyArrayObject *)out);
     }
-    cua_launch cfg = launch_config(blocks, threads);
+    cua_launch cfg = launch_config(blocks, threads, stream);
     int st;
     Py_BEGIN_ALLOW_THREADS
     void *dev = NULL;
     st = stage(&in);
     if (!st && !device_out) st = device_alloc(backend, &dev, cbytes);
     if (!st) st = ((cua_hist_fn)v->fn)(in.ptr, n, dtype, &bins, (uint64_t *)(dev ? dev : counts), &cfg);
-    if (!st && dev) st = copy_to_host(counts, dev, cbytes);
+    if (!st && dev) st = copy_to_host(counts, dev, cbytes, stream);
     device_free(dev);
     unstage(&in);
     Py_END_ALLOW_THREADS
@@ -317,16 +335,18 @@ PyObject *cua_op_filter(PyObject *self, PyObject *args)
     (void)self;
     int backend, dtype, threads, device_out;
     const char *method;
-    PyObject *x, *lo, *hi;
+    PyObject *x, *lo, *hi, *sobj;
     long long n, blocks;
+    void *stream;
     cua_pred pred;
     memset(&pred, 0, sizeof pred);
-    if (!PyArg_ParseTuple(args, "isOLipOOLip", &backend, &method, &x, &n, &dtype, &pred.negate, &lo, &hi, &blocks,
-                          &threads, &device_out))
+    if (!PyArg_ParseTuple(args, "isOLipOOLipO", &backend, &method, &x, &n, &dtype, &pred.negate, &lo, &hi, &blocks,
+                          &threads, &device_out, &sobj) ||
+        parse_stream(sobj, &stream) < 0)
         return NULL;
     const cua_variant *v = find_variant(backend, CUA_OP_FILTER, method);
     input_t in;
-    if (!v || parse_input(backend, x, n, dtype, &in) < 0 || read_bound(lo, &pred.lo) < 0 ||
+    if (!v || parse_input(backend, x, n, dtype, stream, &in) < 0 || read_bound(lo, &pred.lo) < 0 ||
         read_bound(hi, &pred.hi) < 0)
         return NULL;
     const size_t size = cua_dtype_size(dtype);
@@ -347,7 +367,7 @@ PyObject *cua_op_filter(PyObject *self, PyObject *args)
         if (!out) return NULL;
         dst = PyArray_DATA((PyArrayObject *)out);
     }
-    cua_launch cfg = launch_config(blocks, threads);
+    cua_launch cfg = launch_config(blocks, threads, stream);
     int64_t count = 0;
     int st;
     Py_BEGIN_ALLOW_THREADS
@@ -355,7 +375,7 @@ PyObject *cua_op_filter(PyObject *self, PyObject *args)
     st = stage(&in);
     if (!st && !device_out) st = device_alloc(backend, &dev, (size_t)n * size);
     if (!st) st = ((cua_filter_fn)v->fn)(in.ptr, n, dtype, &pred, dev ? dev : dst, &count, &cfg);
-    if (!st && dev) st = copy_to_host(dst, dev, (size_t)count * size);
+    if (!st && dev) st = copy_to_host(dst, dev, (size_t)count * size, stream);
     device_free(dev);
     unstage(&in);
     Py_END_ALLOW_THREADS
@@ -374,14 +394,18 @@ PyObject *cua_op_counter(PyObject *self, PyObject *args)
     int backend, op, threads;
     const char *method;
     long long blocks;
-    if (!PyArg_ParseTuple(args, "iisLi", &backend, &op, &method, &blocks, &threads)) return NULL;
+    PyObject *sobj;
+    void *stream;
+    if (!PyArg_ParseTuple(args, "iisLiO", &backend, &op, &method, &blocks, &threads, &sobj) ||
+        parse_stream(sobj, &stream) < 0)
+        return NULL;
     if (op != CUA_OP_ADD_ONE && op != CUA_OP_MUTEX_ADD_ONE) {
         PyErr_SetString(PyExc_SystemError, "cuatomic: not a counter op");
         return NULL;
     }
     const cua_variant *v = find_variant(backend, op, method);
     if (!v) return NULL;
-    cua_launch cfg = launch_config(blocks, threads);
+    cua_launch cfg = launch_config(blocks, threads, stream);
     int64_t result = 0;
     int st;
     Py_BEGIN_ALLOW_THREADS
@@ -397,12 +421,13 @@ PyObject *cua_op_minmax(PyObject *self, PyObject *args)
 {
     (void)self;
 #ifdef CUATOMIC_WITH_CUDA
-    PyObject *x;
+    PyObject *x, *sobj;
     long long n;
     int dtype;
-    if (!PyArg_ParseTuple(args, "OLi", &x, &n, &dtype)) return NULL;
+    void *stream;
+    if (!PyArg_ParseTuple(args, "OLiO", &x, &n, &dtype, &sobj) || parse_stream(sobj, &stream) < 0) return NULL;
     input_t in;
-    if (parse_input(BACKEND_CUDA, x, n, dtype, &in) < 0) return NULL;
+    if (parse_input(BACKEND_CUDA, x, n, dtype, stream, &in) < 0) return NULL;
     if (n <= 0 || !in.ptr) {
         PyErr_SetString(PyExc_SystemError, "cuatomic: minmax needs a non-empty device array");
         return NULL;
@@ -410,7 +435,7 @@ PyObject *cua_op_minmax(PyObject *self, PyObject *args)
     uint64_t lo = 0, hi = 0;
     int nan = 0, st;
     Py_BEGIN_ALLOW_THREADS
-    st = cua_cuda_minmax(in.ptr, n, dtype, &lo, &hi, &nan, NULL);
+    st = cua_cuda_minmax(in.ptr, n, dtype, &lo, &hi, &nan, stream);
     Py_END_ALLOW_THREADS
     if (st) return cua_raise(st, NULL);
     return Py_BuildValue("(y#y#O)", (const char *)&lo, (Py_ssize_t)8, (const char *)&hi, (Py_ssize_t)8,

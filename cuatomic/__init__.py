@@ -15,6 +15,7 @@ with NumPy: same result dtypes, exact integers.
 from . import _C, datasets
 from ._device import DeviceArray, to_device
 from ._errors import CudaError
+from ._interop import Stream
 from .timing import BenchmarkResult, SweepRow, Timer, benchmark, sweep
 from ._ops import (
     add_one,
@@ -35,6 +36,7 @@ __version__ = "0.1.0"
 __all__ = [
     "BenchmarkResult",
     "CudaError",
+    "Stream",
     "SweepRow",
     "Timer",
     "benchmark",

@@ -18,6 +18,12 @@ class CudaError(RuntimeError):
     name: str
     def __init__(self, message: str, code: int = ..., name: str = ...) -> None: ...
 
+class Stream:
+    @property
+    def ptr(self) -> int: ...
+    def synchronize(self) -> None: ...
+    def close(self) -> None: ...
+
 class DeviceArray:
     @property
     def shape(self) -> tuple[int, ...]: ...
@@ -38,6 +44,9 @@ class DeviceArray:
     @classmethod
     def from_host(cls, a: npt.ArrayLike) -> DeviceArray: ...
     def copy_to_host(self) -> np.ndarray: ...
+    def __dlpack__(self, *, stream: int | None = None, max_version: tuple[int, int] | None = None,
+                   dl_device: tuple[int, int] | None = None, copy: bool | None = None) -> Any: ...
+    def __dlpack_device__(self) -> tuple[int, int]: ...
     def reshape(self, *shape: int | Sequence[int]) -> DeviceArray: ...
     def __len__(self) -> int: ...
 
@@ -55,6 +64,7 @@ def sum(
     backend: Backend | None = None,
     blocks: int | None = None,
     threads: int | None = None,
+    stream: Any = None,
 ) -> np.generic: ...
 def dot(
     a: ArrayIn,
@@ -64,6 +74,7 @@ def dot(
     backend: Backend | None = None,
     blocks: int | None = None,
     threads: int | None = None,
+    stream: Any = None,
 ) -> np.generic: ...
 def histogram(
     a: ArrayIn,
@@ -75,6 +86,7 @@ def histogram(
     backend: Backend | None = None,
     blocks: int | None = None,
     threads: int | None = None,
+    stream: Any = None,
 ) -> tuple[np.ndarray | DeviceArray, np.ndarray]: ...
 def filter(
     a: ArrayIn,
@@ -86,12 +98,13 @@ def filter(
     backend: Backend | None = None,
     blocks: int | None = None,
     threads: int | None = None,
+    stream: Any = None,
 ) -> np.ndarray | DeviceArray: ...
 def mutex_add_one(
-    blocks: int = 10, threads: int = 16, *, method: str = "spin", backend: Backend | None = None
+    blocks: int = 10, threads: int = 16, *, method: str = "spin", backend: Backend | None = None, stream: Any = None
 ) -> int: ...
 def add_one(
-    blocks: int = 10, threads: int = 16, *, method: str = "auto", backend: Backend | None = None
+    blocks: int = 10, threads: int = 16, *, method: str = "auto", backend: Backend | None = None, stream: Any = None
 ) -> int: ...
 def prod(
     a: ArrayIn,
@@ -101,6 +114,7 @@ def prod(
     backend: Backend | None = None,
     blocks: int | None = None,
     threads: int | None = None,
+    stream: Any = None,
 ) -> np.generic: ...
 
 class Timer:

@@ -9,8 +9,8 @@ class DeviceArray:
 
     Created by :func:`cuatomic.to_device` and returned by histogram and filter
     for device input. It is C-contiguous and exports
-    ``__cuda_array_interface__`` (version 3), so CuPy, PyTorch and Numba can
-    read it without a copy.
+    ``__cuda_array_interface__`` (version 3) and ``__dlpack__`` (DLPack 1.0
+    and legacy capsules), so CuPy, PyTorch and Numba read it without a copy.
 
     Attributes
     ----------
@@ -99,10 +99,59 @@ class DeviceArray:
             "data": (self.ptr, False),
             "version": 3,
             "strides": None,
-            # cuatomic works on the legacy default stream and has finished
-            # writing before it returns the array.
-            "stream": 1,
+            # cuatomic returns an array only after the work that wrote it has
+            # finished, so a consumer needs no synchronization (v3: None).
+            "stream": None,
         }
+
+    def __dlpack_device__(self):
+        """``(kDLCUDA, device ordinal)``, per the DLPack Python specification."""
+        from ._interop import KDL_CUDA
+        return (KDL_CUDA, self._device())
+
+    def _device(self):
+        if not self.ptr:
+            from ._backend import cuda_probe
+            return cuda_probe()["device"]
+        return _C.pointer_info(self.ptr)[1]
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """Export the array as a DLPack capsule, without a copy.
+
+        Parameters
+        ----------
+        stream : int, optional
+            The consumer's stream. The data is complete when cuatomic returns
+            an array, so there is nothing for it to wait on.
+        max_version : tuple of int, optional
+            The highest DLPack version the consumer understands: (1, x) gets
+            a versioned capsule, None or (0, x) a legacy one.
+        dl_device : tuple of int, optional
+            ``(kDLCPU, 0)`` gives a host copy (``np.from_dlpack(x,
+            device="cpu")``); another device is refused.
+        copy : bool, optional
+            True: export a fresh copy; False: refuse anything but the array
+            itself; None: whichever is needed.
+
+        Returns
+        -------
+        PyCapsule
+        """
+        from ._interop import KDL_CPU, dlpack_dtype
+        here = self.__dlpack_device__()
+        if dl_device is not None and tuple(dl_device) != here:
+            if tuple(dl_device)[0] != KDL_CPU or copy is False:
+                raise BufferError(f"cannot export a DeviceArray on {here} to device {tuple(dl_device)}")
+            host = self.copy_to_host()
+            return host.__dlpack__(max_version=max_version) if max_version is not None else host.__dlpack__()
+        source = self
+        if copy:
+            source = DeviceArray.empty(self._shape, self._dtype)
+            if self.nbytes:
+                source._buffer.copy_from_device(self.ptr, self.nbytes)
+        versioned = max_version is not None and tuple(max_version)[0] >= 1
+        return _C.dlpack_export(source._buffer, source.ptr, source._shape, dlpack_dtype(self._dtype), here[0],
+                                here[1], versioned)
 
     def __array__(self, dtype=None, copy=None):
         raise TypeError("implicit conversion of a cuatomic.DeviceArray to a NumPy array is not allowed: "

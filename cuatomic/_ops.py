@@ -8,7 +8,7 @@ import warnings
 
 import numpy as np
 
-from . import _C, _backend
+from . import _C, _backend, _interop
 from ._device import DeviceArray
 
 ACC_INT64, ACC_FLOAT32, ACC_FLOAT64 = 0, 1, 2
@@ -68,13 +68,22 @@ class Input:
         return Input(self.x.astype(dt), self.n, np.dtype(dt), False, self.ndim, self.owner)
 
 
-def prepare(a, backend, name="a"):
-    """Normalize an argument for the backend."""
+def prepare(a, backend, name="a", stream=0):
+    """Normalize an argument for the backend: a DeviceArray or another
+    library's device array (read in place) or a flat host array."""
     if isinstance(a, DeviceArray):
         if backend != "cuda":
             raise TypeError(f"{name} is a cuatomic.DeviceArray but the backend is {backend!r}: "
                             "use backend='cuda', or .copy_to_host()")
         return Input(a.ptr, a.size, a.dtype, True, a.ndim, a)
+    if backend != "cuda" and _interop.on_cuda(a):
+        raise TypeError(f"{name} is a CUDA device array but the backend is {backend!r}: use backend='cuda'")
+    found = _interop.foreign(a, stream)
+    if isinstance(found, _interop.ForeignDevice):
+        dtype_id(found.dtype)
+        return Input(found.ptr, found.size, found.dtype, True, len(found.shape), found.keep)
+    if found is not None:  # DLPack host memory
+        a = found
     arr = np.asarray(a)
     dtype_id(arr.dtype)  # refuse before copying anything
     if not arr.dtype.isnative:
@@ -107,13 +116,15 @@ def _check_result_dtype(dt, what):
 
 # --------------------------------------------------------------------- sum
 
-def sum(a, *, dtype=None, method="auto", backend=None, blocks=None, threads=None):
+def sum(a, *, dtype=None, method="auto", backend=None, blocks=None, threads=None, stream=None):
     """Sum of all elements, as ``np.sum(a, dtype=dtype)``.
 
     Parameters
     ----------
-    a : array_like or DeviceArray
-        Any shape (all elements are summed), layout or byte order.
+    a : array_like, DeviceArray, or a device array of another library
+        Any shape (all elements are summed), layout or byte order. Objects
+        with ``__cuda_array_interface__`` or a CUDA ``__dlpack__`` (CuPy,
+        PyTorch, Numba) are read in place on the cuda backend.
     dtype : data-type, optional
         Type of the result and of the accumulation, as NumPy's ``dtype``.
     method : str, optional
@@ -124,6 +135,10 @@ def sum(a, *, dtype=None, method="auto", backend=None, blocks=None, threads=None
     blocks, threads : int, optional
         Launch configuration; None is the method's default. On the cpu
         backend blocks*threads are logical workers run by the OpenMP team.
+    stream : Stream, int or stream object, optional
+        CUDA stream to queue the work on (CuPy's ``.ptr``, PyTorch's
+        ``.cuda_stream`` work too); only this stream is synchronized to
+        return the result. Ignored by the cpu backend.
 
     Returns
     -------
@@ -142,10 +157,10 @@ def sum(a, *, dtype=None, method="auto", backend=None, blocks=None, threads=None
     CudaError
         A CUDA failure, with the CUDA error's name.
     """
-    return _reduce("sum", a, dtype, method, backend, blocks, threads)
+    return _reduce("sum", a, dtype, method, backend, blocks, threads, stream)
 
 
-def prod(a, *, dtype=None, method="auto", backend=None, blocks=None, threads=None):
+def prod(a, *, dtype=None, method="auto", backend=None, blocks=None, threads=None, stream=None):
     """Product of all elements, as ``np.prod(a, dtype=dtype)``: an atomic
     multiply built from compare-and-swap.
 
@@ -168,14 +183,15 @@ def prod(a, *, dtype=None, method="auto", backend=None, blocks=None, threads=Non
         are within rounding of NumPy's (the order of the multiplications
         differs).
     """
-    return _reduce("prod", a, dtype, method, backend, blocks, threads)
+    return _reduce("prod", a, dtype, method, backend, blocks, threads, stream)
 
 
-def _reduce(op, a, dtype, method, backend, blocks, threads):
+def _reduce(op, a, dtype, method, backend, blocks, threads, stream):
     be = _backend.resolve(backend)
     name, _ = _backend.choose(op, be, method)
     b, t = launch_config(blocks, threads)
-    inp = prepare(a, be)
+    s = _interop.stream_handle(stream)
+    inp = prepare(a, be, stream=s)
     reference = np.sum if op == "sum" else np.prod
     try:
         out_dt = reference(np.empty(0, inp.dtype), dtype=dtype).dtype
@@ -192,13 +208,13 @@ def _reduce(op, a, dtype, method, backend, blocks, threads):
         inp = inp.cast(out_dt, f"{op}(dtype={out_dt})")
     acc = _acc_of(out_dt)
     call = _C.sum if op == "sum" else _C.prod
-    raw = call(_backend.backend_id(be), name, inp.x, inp.n, inp.id, acc, b, t)
+    raw = call(_backend.backend_id(be), name, inp.x, inp.n, inp.id, acc, b, t, s)
     return _result(raw, acc, out_dt)
 
 
 # --------------------------------------------------------------------- dot
 
-def dot(a, b, *, method="auto", backend=None, blocks=None, threads=None):
+def dot(a, b, *, method="auto", backend=None, blocks=None, threads=None, stream=None):
     """Dot product of two 1-D vectors, as ``np.dot(a, b)``.
 
     Parameters
@@ -208,7 +224,7 @@ def dot(a, b, *, method="auto", backend=None, blocks=None, threads=None):
     method : str, optional
         A rung of the dot ladder (see ``methods("dot")``); ``"auto"`` picks
         ``partial``: no atomics, deterministic.
-    backend, blocks, threads
+    backend, blocks, threads, stream
         As for :func:`sum`.
 
     Returns
@@ -227,7 +243,8 @@ def dot(a, b, *, method="auto", backend=None, blocks=None, threads=None):
     be = _backend.resolve(backend)
     name, _ = _backend.choose("dot", be, method)
     nb, nt = launch_config(blocks, threads)
-    ia, ib = prepare(a, be, "a"), prepare(b, be, "b")
+    s = _interop.stream_handle(stream)
+    ia, ib = prepare(a, be, "a", s), prepare(b, be, "b", s)
     if ia.ndim != 1 or ib.ndim != 1:
         raise ValueError(f"dot takes two 1-D vectors (got {ia.ndim}-D and {ib.ndim}-D)")
     if ia.n != ib.n:
@@ -239,19 +256,19 @@ def dot(a, b, *, method="auto", backend=None, blocks=None, threads=None):
     if ib.dtype != out_dt:
         ib = ib.cast(out_dt, f"dot of {ia.dtype} and {ib.dtype}")
     acc = _acc_of(out_dt)
-    raw = _C.dot(_backend.backend_id(be), name, ia.x, ib.x, ia.n, ia.id, acc, nb, nt)
+    raw = _C.dot(_backend.backend_id(be), name, ia.x, ib.x, ia.n, ia.id, acc, nb, nt, s)
     return _result(raw, acc, out_dt)
 
 
 # --------------------------------------------------------------- histogram
 
-def _sample_for_edges(inp, sample_dt, range_given):
+def _sample_for_edges(inp, sample_dt, range_given, stream=0):
     """Data that gives NumPy's edge computation the same min and max."""
     if range_given or inp.n == 0:
         return np.empty(0, sample_dt)
     if not inp.device:
         return inp.x.view(sample_dt)
-    lo, hi, has_nan = _C.minmax(inp.x, inp.n, inp.id)
+    lo, hi, has_nan = _C.minmax(inp.x, inp.n, inp.id, stream)
     if has_nan:
         return np.array([np.nan, np.nan], sample_dt)
     itemsize = inp.dtype.itemsize
@@ -274,7 +291,8 @@ def _integer_bins(edges, sample_dt):
     return int(e[0]), int(widths[0])
 
 
-def histogram(a, bins=10, range=None, *, density=False, method="auto", backend=None, blocks=None, threads=None):
+def histogram(a, bins=10, range=None, *, density=False, method="auto", backend=None, blocks=None, threads=None,
+              stream=None):
     """Histogram of all elements, as ``np.histogram(a, bins, range, density=density)``.
 
     Parameters
@@ -296,7 +314,7 @@ def histogram(a, bins=10, range=None, *, density=False, method="auto", backend=N
         would not fit in a GPU block's shared memory. Integer data with integer edges of an
         integer width (``histogram(text, bins=128, range=(0, 128))``) is
         binned with integer arithmetic only.
-    backend, blocks, threads
+    backend, blocks, threads, stream
         As for :func:`sum`.
 
     Returns
@@ -309,7 +327,8 @@ def histogram(a, bins=10, range=None, *, density=False, method="auto", backend=N
     be = _backend.resolve(backend)
     name, _ = _backend.choose("histogram", be, method)
     nb, nt = launch_config(blocks, threads)
-    inp = prepare(a, be)
+    s = _interop.stream_handle(stream)
+    inp = prepare(a, be, stream=s)
     sample_dt = inp.dtype
     if sample_dt.kind == "b":
         warnings.warn("Converting input from bool to <class 'numpy.uint8'> for compatibility.",
@@ -329,7 +348,7 @@ def histogram(a, bins=10, range=None, *, density=False, method="auto", backend=N
             raise TypeError("`bins` must be an integer, a string, or an array") from None
         if count < 1:
             raise ValueError("`bins` must be positive, when an integer")
-        edges = np.histogram_bin_edges(_sample_for_edges(inp, sample_dt, range is not None), count, range)
+        edges = np.histogram_bin_edges(_sample_for_edges(inp, sample_dt, range is not None, s), count, range)
         uniform = True
     else:
         edges = np.histogram_bin_edges(np.empty(0, sample_dt), bins, range)
@@ -355,7 +374,7 @@ def histogram(a, bins=10, range=None, *, density=False, method="auto", backend=N
         if kernel_edges.size - 1 > fits:
             name = "global"  # one private counter per bin would not fit in shared memory
     counts = _C.histogram(_backend.backend_id(be), name, inp.x, inp.n, inp.id, kernel_edges, int(uniform),
-                          inv_width, int(integer is not None), ilo, iwidth, nb, nt, inp.device)
+                          inv_width, int(integer is not None), ilo, iwidth, nb, nt, inp.device, s)
     if inp.device:
         counts = DeviceArray(counts, (kernel_edges.size - 1,), np.int64)
     if density:
@@ -467,7 +486,7 @@ def predicate(dt, op, value):
     return op == "!=", dom.pack(lo), dom.pack(hi)
 
 
-def filter(a, op, value, *, ordered=True, method="auto", backend=None, blocks=None, threads=None):
+def filter(a, op, value, *, ordered=True, method="auto", backend=None, blocks=None, threads=None, stream=None):
     """The elements x of ``a`` (flattened, C order) with ``x <op> value``.
 
     Parameters
@@ -484,7 +503,7 @@ def filter(a, op, value, *, ordered=True, method="auto", backend=None, blocks=No
         ``"ordered"`` (count, scan, scatter) or ``"atomic"`` (push_back with
         atomicAdd's old value; unordered). ``"auto"`` picks ``ordered`` when
         order is asked for, else ``atomic``.
-    backend, blocks, threads
+    backend, blocks, threads, stream
         As for :func:`sum`.
 
     Returns
@@ -507,10 +526,11 @@ def filter(a, op, value, *, ordered=True, method="auto", backend=None, blocks=No
     if ordered and not flags & _C.F_ORDERED:
         raise ValueError(f"method {name!r} cannot keep input order: pass ordered=False, or method='ordered'")
     nb, nt = launch_config(blocks, threads)
-    inp = prepare(a, be)
+    s = _interop.stream_handle(stream)
+    inp = prepare(a, be, stream=s)
     negate, lo, hi = predicate(inp.dtype, op, value)
     out, count = _C.filter(_backend.backend_id(be), name, inp.x, inp.n, inp.id, negate, lo, hi, nb, nt,
-                           inp.device)
+                           inp.device, s)
     sparse = 2 * count < inp.n
     if not inp.device:
         return out[:count].copy() if sparse else out[:count]
@@ -524,14 +544,14 @@ def filter(a, op, value, *, ordered=True, method="auto", backend=None, blocks=No
 
 # ---------------------------------------------------------------- counters
 
-def _counter(op, blocks, threads, method, backend):
+def _counter(op, blocks, threads, method, backend, stream):
     be = _backend.resolve(backend)
     name, _ = _backend.choose(op, be, method)
     b, t = launch_config(blocks, threads)
-    return _C.counter(_backend.backend_id(be), _backend.op_id(op), name, b, t)
+    return _C.counter(_backend.backend_id(be), _backend.op_id(op), name, b, t, _interop.stream_handle(stream))
 
 
-def add_one(blocks=10, threads=16, *, method="auto", backend=None):
+def add_one(blocks=10, threads=16, *, method="auto", backend=None, stream=None):
     """The tutorial's race: blocks*threads threads each add one to a counter.
 
     Parameters
@@ -543,6 +563,8 @@ def add_one(blocks=10, threads=16, *, method="auto", backend=None):
         are lost; ``atomic``: atomicAdd; ``mutex``: the plain increment under
         the CAS spin lock. ``"auto"`` is ``atomic``.
     backend : {"cuda", "cpu"}, optional
+    stream : optional
+        As for :func:`sum`.
 
     Returns
     -------
@@ -551,10 +573,10 @@ def add_one(blocks=10, threads=16, *, method="auto", backend=None):
         ``atomic`` and ``mutex``, at most that (usually less on a GPU) for
         ``racy``.
     """
-    return _counter("add_one", blocks, threads, method, backend)
+    return _counter("add_one", blocks, threads, method, backend, stream)
 
 
-def mutex_add_one(blocks=10, threads=16, *, method="spin", backend=None):
+def mutex_add_one(blocks=10, threads=16, *, method="spin", backend=None, stream=None):
     """blocks*threads threads each add one inside a CAS spin-lock critical section.
 
     Lock: CAS 0 -> 1 until it succeeds, then a fence; unlock: a fence, then an
@@ -565,13 +587,15 @@ def mutex_add_one(blocks=10, threads=16, *, method="spin", backend=None):
     blocks, threads : int, optional
     method : {"spin", "auto"}, optional
     backend : {"cuda", "cpu"}, optional
+    stream : optional
+        As for :func:`sum`.
 
     Returns
     -------
     int
         Exactly blocks*threads.
     """
-    return _counter("mutex_add_one", blocks, threads, method, backend)
+    return _counter("mutex_add_one", blocks, threads, method, backend, stream)
 
 
 def methods(op, backend=None):

@@ -7,20 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import _C, _backend
-
-
-def _stream_handle(stream):
-    """A raw stream handle from None (the legacy default stream), an int, or
-    an object with ``.ptr`` or ``.cuda_stream`` (CuPy, PyTorch)."""
-    if stream is None:
-        return 0
-    if isinstance(stream, int):
-        return stream
-    for attr in ("ptr", "cuda_stream"):
-        if hasattr(stream, attr):
-            return int(getattr(stream, attr))
-    raise TypeError(f"cannot use {type(stream).__name__} as a CUDA stream: pass an int handle or an object "
-                    "with .ptr or .cuda_stream")
+from ._interop import stream_handle as _stream_handle
 
 
 class Timer:

@@ -52,6 +52,18 @@ int cua_cuda_event_record(void *event, void *stream);
 int cua_cuda_event_elapsed(void *start, void *stop, float *ms);
 int cua_cuda_synchronize(void);
 
+/* Layout and streams (layout.cu). gather: dst[i] = the i-th element, in C
+ * order, of an ndim-dimensional array at src with byte strides. */
+int cua_cuda_gather(const void *src, void *dst, int64_t n, int itemsize, int ndim, const int64_t *shape,
+                    const int64_t *strides, void *stream);
+/* memory_type: 0 unregistered host, 1 pinned host, 2 device, 3 managed. */
+int cua_cuda_pointer_info(const void *ptr, int *memory_type, int *device);
+int cua_cuda_current_device(int *device);
+int cua_cuda_stream_create(void **stream);
+int cua_cuda_stream_destroy(void *stream);
+int cua_cuda_stream_synchronize(void *stream);
+int cua_cuda_stream_wait(void *waiter, void *producer);
+
 /* cudaGetErrorName / cudaGetErrorString of a positive status. */
 const char *cua_cuda_error_name(int status);
 const char *cua_cuda_error_string(int status);

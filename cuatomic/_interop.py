@@ -1,0 +1,184 @@
+"""Meeting the GPU ecosystem: streams, and device arrays from anywhere.
+
+Objects with ``__cuda_array_interface__`` (versions 2 and 3) or with
+``__dlpack__``/``__dlpack_device__`` on a CUDA device are read in place:
+their pointer goes straight to the kernels, and the producer is kept alive
+while the memory is in use. Non-contiguous device input is made contiguous
+by a gather kernel on the device, never through the host.
+"""
+import numpy as np
+
+from . import _C
+
+KDL_CPU, KDL_CUDA, KDL_CUDA_HOST, KDL_CUDA_MANAGED = 1, 2, 3, 13
+_DL_KINDS = {0: "i", 1: "u", 2: "f", 6: "b"}
+_DL_CODES = {"i": 0, "u": 1, "f": 2, "b": 6}
+
+
+def stream_handle(stream):
+    """A raw stream handle from None (the legacy default stream, 0), an int,
+    a :class:`Stream`, or any object with ``.ptr`` (CuPy) or
+    ``.cuda_stream`` (PyTorch)."""
+    if stream is None:
+        return 0
+    if isinstance(stream, (bool, np.bool_)):
+        raise TypeError("stream must be a stream object or an int handle, not bool")
+    if isinstance(stream, (int, np.integer)):
+        return int(stream)
+    for attr in ("ptr", "cuda_stream"):
+        if hasattr(stream, attr):
+            return int(getattr(stream, attr))
+    raise TypeError(f"cannot use {type(stream).__name__} as a CUDA stream: pass an int handle or an object "
+                    "with .ptr or .cuda_stream")
+
+
+class Stream:
+    """A CUDA stream owned by cuatomic (non-blocking with respect to the
+    legacy default stream).
+
+    Pass it as ``stream=`` to any call: work is queued on it, and only what
+    must reach the host waits, for this stream alone.
+
+    Attributes
+    ----------
+    ptr : int
+        The ``cudaStream_t`` handle.
+    """
+
+    def __init__(self):
+        from . import _backend
+        _backend.resolve("cuda")  # a clear error when CUDA is not usable
+        self._handle = _C.stream_create()
+
+    @property
+    def ptr(self):
+        return self._handle
+
+    def synchronize(self):
+        """Wait until all work queued on this stream has finished."""
+        _C.stream_synchronize(self._handle)
+
+    def close(self):
+        """Destroy the stream (work already queued still completes)."""
+        handle, self._handle = getattr(self, "_handle", 0), 0
+        if handle:
+            _C.stream_destroy(handle)
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass
+
+    def __repr__(self):
+        return f"cuatomic.Stream(ptr=0x{self._handle:x})"
+
+
+class ForeignDevice:
+    """A device array of another library, as cuatomic reads it: a pointer to
+    C-contiguous elements, their dtype and shape, and what keeps them alive."""
+
+    __slots__ = ("ptr", "shape", "dtype", "keep")
+
+    def __init__(self, ptr, shape, dtype, keep):
+        self.ptr, self.shape, self.dtype, self.keep = ptr, shape, dtype, keep
+
+    @property
+    def size(self):
+        return int(np.prod(self.shape, dtype=np.int64))
+
+
+def _check_device(ptr, size, what):
+    if size == 0 or not ptr:
+        return
+    memory_type, device, current = _C.pointer_info(ptr)
+    if memory_type not in (2, 3):  # device or managed memory
+        raise TypeError(f"{what} points to host memory: pass a NumPy array instead")
+    if memory_type == 2 and device != current:
+        raise ValueError(f"{what} lives on GPU {device} but cuatomic runs on the current device, GPU {current}: "
+                         "make that device current first")
+
+
+def _contiguous(ptr, shape, dtype, byte_strides, stream, keep, what):
+    """The array as C-contiguous device memory: itself, or a gathered copy."""
+    from ._device import DeviceArray
+    size = int(np.prod(shape, dtype=np.int64))
+    _check_device(ptr, size, what)
+    expected, step = [], dtype.itemsize
+    for extent in reversed(shape):
+        expected.append(step)
+        step *= extent
+    expected = tuple(reversed(expected))
+    dense = byte_strides is None or all(s == e for s, e, n in zip(byte_strides, expected, shape) if n > 1)
+    if dense or size == 0:
+        return ForeignDevice(ptr, shape, dtype, keep)
+    out = DeviceArray.empty(shape, dtype)
+    _C.gather(ptr, out.ptr, size, dtype.itemsize, shape, byte_strides, stream)
+    return ForeignDevice(out.ptr, shape, dtype, (keep, out))
+
+
+def from_cuda_array_interface(obj, stream):
+    """Read an object's ``__cuda_array_interface__`` (v2 or v3)."""
+    cai = obj.__cuda_array_interface__
+    if cai.get("mask") is not None:
+        raise ValueError("masked device arrays (__cuda_array_interface__ with a mask) are not supported")
+    shape = tuple(int(s) for s in cai["shape"])
+    dtype = np.dtype(cai["typestr"])
+    ptr = int(cai["data"][0] or 0)
+    producer_stream = cai.get("stream") if cai.get("version", 0) >= 3 else None
+    if producer_stream is not None:
+        if producer_stream == 0:
+            raise ValueError("__cuda_array_interface__ stream 0 is not allowed (the spec reserves it)")
+        _C.stream_wait(stream, int(producer_stream))  # our stream waits for the producer's work
+    strides = cai.get("strides")
+    strides = tuple(int(s) for s in strides) if strides is not None else None
+    return _contiguous(ptr, shape, dtype, strides, stream, obj, "the __cuda_array_interface__ array")
+
+
+def from_dlpack(obj, stream):
+    """Consume ``obj.__dlpack__`` on a CUDA device (a versioned DLPack 1.0
+    capsule when the producer offers one, a legacy one otherwise)."""
+    dl_stream = stream if stream else 1  # DLPack names the legacy default stream 1
+    try:
+        capsule = obj.__dlpack__(stream=dl_stream, max_version=(1, 0))
+    except TypeError:  # a producer from before DLPack 1.0
+        capsule = obj.__dlpack__(stream=dl_stream)
+    view = _C.dlpack_import(capsule)
+    code, bits, lanes = view.dtype
+    if lanes != 1 or code not in _DL_KINDS:
+        raise TypeError(f"DLPack dtype (code {code}, {bits} bits, {lanes} lanes) is not supported")
+    dtype = np.dtype(np.bool_) if code == 6 else np.dtype(f"{_DL_KINDS[code]}{bits // 8}")
+    shape = tuple(view.shape)
+    strides = None if view.strides is None else tuple(s * dtype.itemsize for s in view.strides)
+    return _contiguous(view.ptr, shape, dtype, strides, stream, (obj, view), "the DLPack tensor")
+
+
+def _dlpack_device_type(obj):
+    if isinstance(obj, np.ndarray) or not (hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__")):
+        return None
+    return obj.__dlpack_device__()[0]
+
+
+def on_cuda(obj):
+    """Whether obj is another library's array in CUDA memory."""
+    return hasattr(obj, "__cuda_array_interface__") or _dlpack_device_type(obj) in (KDL_CUDA, KDL_CUDA_MANAGED)
+
+
+def foreign(obj, stream):
+    """A ForeignDevice for another library's device array, a NumPy array for
+    DLPack host memory, or None when obj is neither."""
+    if hasattr(obj, "__cuda_array_interface__"):
+        return from_cuda_array_interface(obj, stream)
+    device_type = _dlpack_device_type(obj)
+    if device_type is not None:
+        if device_type in (KDL_CUDA, KDL_CUDA_MANAGED):
+            return from_dlpack(obj, stream)
+        if device_type in (KDL_CPU, KDL_CUDA_HOST):
+            return np.from_dlpack(obj)
+        raise TypeError(f"DLPack device type {device_type} is not supported: cuatomic reads CUDA and host memory")
+    return None
+
+
+def dlpack_dtype(dtype):
+    kind = "b" if dtype.kind == "b" else dtype.kind
+    return _DL_CODES[kind], dtype.itemsize * 8

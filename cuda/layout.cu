@@ -1,0 +1,114 @@
+// layout.cu -- memory layout and streams: the strided gather that makes a
+// non-contiguous device array contiguous without a trip through the host,
+// pointer queries, and stream helpers.
+#include "common.cuh"
+
+#define CUA_MAX_DIMS 16
+
+struct Strided {
+    int ndim;
+    int64_t shape[CUA_MAX_DIMS];
+    int64_t strides[CUA_MAX_DIMS];  // bytes
+};
+
+// out[i] = the i-th element in C order of the strided source. W is the
+// element's width when every element is W-aligned; otherwise bytes are
+// copied one at a time (W = unsigned char, `itemsize` of them).
+template <class W>
+__global__ void gather_kernel(const char *__restrict__ src, char *__restrict__ dst, int64_t n, int itemsize,
+                              Strided st)
+{
+    for (int64_t i = cua_global_id(); i < n; i += cua_grid_stride()) {
+        int64_t rem = i, off = 0;
+        for (int d = st.ndim - 1; d >= 0; --d) {
+            int64_t idx = rem % st.shape[d];
+            rem /= st.shape[d];
+            off += idx * st.strides[d];
+        }
+        if (sizeof(W) > 1) {
+            reinterpret_cast<W *>(dst)[i] = *reinterpret_cast<const W *>(src + off);
+        } else {
+            for (int b = 0; b < itemsize; b++) dst[i * itemsize + b] = src[off + b];
+        }
+    }
+}
+
+extern "C" int cua_cuda_gather(const void *src, void *dst, int64_t n, int itemsize, int ndim, const int64_t *shape,
+                               const int64_t *strides, void *stream)
+{
+    if (ndim < 0 || ndim > CUA_MAX_DIMS || itemsize < 1) return CUA_EINVAL;
+    if (n == 0) return 0;
+    Strided st;
+    st.ndim = ndim;
+    bool aligned = (uintptr_t)src % itemsize == 0 && (itemsize & (itemsize - 1)) == 0 && itemsize <= 8;
+    for (int d = 0; d < ndim; d++) {
+        st.shape[d] = shape[d];
+        st.strides[d] = strides[d];
+        aligned = aligned && strides[d] % itemsize == 0;
+    }
+    cudaStream_t s = (cudaStream_t)stream;
+    int sms;
+    int err = cua_sm_count(&sms);
+    if (err) return err;
+    int64_t want = cua_ceil_div(n, 256);
+    unsigned blocks = (unsigned)(want < 32LL * sms ? want : 32LL * sms);
+    const char *in = (const char *)src;
+    char *out = (char *)dst;
+    if (!aligned) gather_kernel<unsigned char><<<blocks, 256, 0, s>>>(in, out, n, itemsize, st);
+    else if (itemsize == 1) gather_kernel<unsigned char><<<blocks, 256, 0, s>>>(in, out, n, 1, st);
+    else if (itemsize == 2) gather_kernel<unsigned short><<<blocks, 256, 0, s>>>(in, out, n, 2, st);
+    else if (itemsize == 4) gather_kernel<unsigned int><<<blocks, 256, 0, s>>>(in, out, n, 4, st);
+    else gather_kernel<u64><<<blocks, 256, 0, s>>>(in, out, n, 8, st);
+    CUA_CHECK_LAUNCH();
+    CUA_CHECK(cudaStreamSynchronize(s));
+    return 0;
+}
+
+extern "C" int cua_cuda_pointer_info(const void *ptr, int *memory_type, int *device)
+{
+    cudaPointerAttributes attr;
+    CUA_CHECK(cudaPointerGetAttributes(&attr, ptr));
+    *memory_type = (int)attr.type;  // 0 unregistered host, 1 host, 2 device, 3 managed
+    *device = attr.device;
+    return 0;
+}
+
+extern "C" int cua_cuda_current_device(int *device)
+{
+    CUA_CHECK(cudaGetDevice(device));
+    return 0;
+}
+
+extern "C" int cua_cuda_stream_create(void **stream)
+{
+    cudaStream_t s = NULL;
+    CUA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    *stream = (void *)s;
+    return 0;
+}
+
+extern "C" int cua_cuda_stream_destroy(void *stream)
+{
+    CUA_CHECK(cudaStreamDestroy((cudaStream_t)stream));
+    return 0;
+}
+
+extern "C" int cua_cuda_stream_synchronize(void *stream)
+{
+    CUA_CHECK(cudaStreamSynchronize((cudaStream_t)stream));
+    return 0;
+}
+
+// Make `waiter` wait for everything queued on `producer` so far, without
+// blocking the host: an event recorded on one, waited on by the other.
+extern "C" int cua_cuda_stream_wait(void *waiter, void *producer)
+{
+    if (waiter == producer) return 0;
+    cudaEvent_t e;
+    CUA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    cudaError_t err = cudaEventRecord(e, (cudaStream_t)producer);
+    if (err == cudaSuccess) err = cudaStreamWaitEvent((cudaStream_t)waiter, e, 0);
+    cudaEventDestroy(e);  // released once the wait no longer needs it
+    CUA_CHECK(err);
+    return 0;
+}

@@ -1,0 +1,156 @@
+"""Device arrays from and to CuPy, PyTorch and Numba (zero-copy), DLPack in
+both versions, strided device input, and streams. The GPU tests skip where
+CUDA or the library is missing."""
+import numpy as np
+import pytest
+from conftest import CUDA, make, requires_cuda
+
+import cuatomic
+from cuatomic import _interop, _ops
+
+
+class FakeCAI:
+    """A minimal __cuda_array_interface__ producer over a DeviceArray."""
+
+    def __init__(self, base, **override):
+        self.base = base
+        self.__cuda_array_interface__ = dict(base.__cuda_array_interface__, **override)
+
+
+class DLOnly:
+    """Exposes only DLPack, to exercise that path (legacy=True: no max_version)."""
+
+    def __init__(self, obj, legacy=False):
+        self.obj, self.legacy = obj, legacy
+
+    def __dlpack_device__(self):
+        return self.obj.__dlpack_device__()
+
+    def __dlpack__(self, stream=None, **kwargs):
+        if self.legacy:
+            if kwargs:
+                raise TypeError("a pre-1.0 producer")
+            return self.obj.__dlpack__(stream=stream)
+        return self.obj.__dlpack__(stream=stream, **kwargs)
+
+
+def test_stream_handles():
+    assert _interop.stream_handle(None) == 0 and _interop.stream_handle(7) == 7
+
+    class CupyLike:
+        ptr = 1234
+
+    class TorchLike:
+        cuda_stream = 99
+
+    assert _interop.stream_handle(CupyLike()) == 1234 and _interop.stream_handle(TorchLike()) == 99
+    with pytest.raises(TypeError):
+        _interop.stream_handle("default")
+    with pytest.raises(TypeError):
+        _interop.stream_handle(True)
+
+
+def test_cpu_backend_refuses_device_arrays():
+    class Fake:
+        __cuda_array_interface__ = {"shape": (3,), "typestr": "<f4", "data": (0, False), "version": 3}
+    with pytest.raises(TypeError, match="device array"):
+        cuatomic.sum(Fake(), backend="cpu")
+    if not CUDA:
+        with pytest.raises(RuntimeError, match="not usable"):
+            cuatomic.Stream()
+
+
+def test_host_dlpack_input_is_read_as_numpy():
+    a = make(np.int32, 1001)
+    assert cuatomic.sum(DLOnly(a)) == np.sum(a)
+
+
+# ---------------------------------------------------------------- cuda only
+
+@requires_cuda
+def test_cai_strided_masked_and_streams():
+    a = make(np.float64, 30 * 40).reshape(30, 40)
+    d = cuatomic.to_device(a, backend="cuda")
+    # a transposed view through CAI strides: gathered on the device
+    cai = dict(d.__cuda_array_interface__, shape=(40, 30), strides=(8, 40 * 8))
+    t = FakeCAI(d, **cai)
+    np.testing.assert_allclose(cuatomic.sum(t, backend="cuda"), a.T.sum())
+    np.testing.assert_array_equal(cuatomic.filter(t, ">", 0, backend="cuda").copy_to_host(), a.T[a.T > 0])
+    with pytest.raises(ValueError, match="mask"):
+        cuatomic.sum(FakeCAI(d, mask=object()), backend="cuda")
+    with pytest.raises(ValueError, match="stream 0"):
+        cuatomic.sum(FakeCAI(d, stream=0), backend="cuda")
+    s = cuatomic.Stream()
+    assert cuatomic.sum(FakeCAI(d, stream=1), backend="cuda", stream=s) == np.sum(a)
+    hist, _ = cuatomic.histogram(d, bins=5, backend="cuda", stream=s)
+    np.testing.assert_array_equal(hist.copy_to_host(), np.histogram(a, bins=5)[0])
+    with cuatomic.Timer(stream=s) as timer:
+        cuatomic.dot(d.reshape(-1), d.reshape(-1), backend="cuda", stream=s)
+    assert timer.elapsed >= 0
+    s.synchronize()
+
+
+@requires_cuda
+def test_dlpack_roundtrip_own_arrays():
+    a = make(np.int16, 5000)
+    d = cuatomic.to_device(a, backend="cuda")
+    for legacy in (False, True):
+        assert cuatomic.sum(DLOnly(d, legacy=legacy), backend="cuda") == np.sum(a)
+    np.testing.assert_array_equal(np.from_dlpack(d, device="cpu"), a)
+    with pytest.raises(BufferError):
+        d.__dlpack__(dl_device=(1, 0), copy=False)
+
+
+@requires_cuda
+def test_cupy_zero_copy_both_ways():
+    cp = pytest.importorskip("cupy")
+    x = cp.arange(100_000, dtype=cp.int32) - 50_000
+    assert _ops.prepare(x, "cuda").x == x.data.ptr  # read in place
+    assert cuatomic.sum(x) == int(x.sum())
+    assert cuatomic.sum(x[::7]) == int(x[::7].sum())  # strided: gathered on the device
+    hist, edges = cuatomic.histogram(x, bins=64)
+    ref_hist, ref_edges = np.histogram(cp.asnumpy(x), bins=64)
+    np.testing.assert_array_equal(cp.asarray(hist).get(), ref_hist)  # CuPy reads cuatomic's result
+    np.testing.assert_array_equal(edges, ref_edges)
+    kept = cuatomic.filter(x, ">=", 2)
+    y = cp.asarray(kept)
+    assert y.data.ptr == kept.ptr  # zero-copy
+    np.testing.assert_array_equal(y.get(), cp.asnumpy(x)[cp.asnumpy(x) >= 2])
+    z = cp.from_dlpack(kept)
+    assert z.data.ptr == kept.ptr
+    s = cp.cuda.Stream(non_blocking=True)
+    with s:
+        w = x * 2
+    assert cuatomic.sum(w, stream=s) == int(w.sum())
+    assert cuatomic.dot(cp.ones(1000, cp.float32), cp.ones(1000, cp.float32), stream=s.ptr) == 1000
+
+
+@requires_cuda
+def test_torch_zero_copy_both_ways():
+    torch = pytest.importorskip("torch")
+    t = torch.arange(1, 10_001, device="cuda", dtype=torch.float64)
+    assert cuatomic.sum(t) == float(t.sum())
+    assert cuatomic.sum(DLOnly(t)) == float(t.sum())  # versioned DLPack when torch offers it
+    assert cuatomic.sum(DLOnly(t, legacy=True)) == float(t.sum())
+    assert cuatomic.sum(t[::3]) == float(t[::3].sum())
+    kept = cuatomic.filter(t, "<", 100.5)
+    u = torch.from_dlpack(kept)
+    assert u.data_ptr() == kept.ptr and torch.equal(u, t[t < 100.5])
+    v = torch.as_tensor(kept, device="cuda")
+    assert v.data_ptr() == kept.ptr
+    stream = torch.cuda.Stream()
+    assert cuatomic.sum(t, stream=stream) == float(t.sum())
+
+
+@requires_cuda
+def test_numba_zero_copy_both_ways():
+    if not hasattr(np, "row_stack"):
+        np.row_stack = np.vstack  # numba-cuda still looks it up under NumPy 2.5
+    cuda = pytest.importorskip("numba.cuda")
+    a = make(np.uint8, 10_000)
+    nd = cuda.to_device(a)
+    hist, _ = cuatomic.histogram(nd, bins=128, range=(0, 128))
+    np.testing.assert_array_equal(hist.copy_to_host(), np.histogram(a, bins=128, range=(0, 128))[0])
+    back = cuda.as_cuda_array(hist)
+    assert back.__cuda_array_interface__["data"][0] == hist.ptr
+    np.testing.assert_array_equal(back.copy_to_host(), hist.copy_to_host())
