@@ -43,6 +43,16 @@ def main():
         for m, _, _ in cuatomic.methods("filter", "cuda"):
             got = cuatomic.filter(d, ">=", 2, ordered=m == "ordered", method=m, backend="cuda").copy_to_host()
             check(f"filter {m} {dt.__name__}", np.array_equal(np.sort(got), np.sort(a[a >= 2])))
+    # strided device input (gather kernel) on a stream of cuatomic's own
+    m2 = rng.integers(0, 100, (64, 48)).astype(np.int32)
+    dm = cuatomic.to_device(m2, backend="cuda")
+
+    class Transposed:
+        __cuda_array_interface__ = dict(dm.__cuda_array_interface__, shape=(48, 64), strides=(4, 48 * 4))
+
+    s = cuatomic.Stream()
+    check("gather + stream", cuatomic.sum(Transposed(), backend="cuda", stream=s) == m2.sum())
+    s.close()
     for m, _, _ in cuatomic.methods("add_one", "cuda"):
         got = cuatomic.add_one(10, 16, method=m, backend="cuda")
         check(f"add_one {m}", got == 160 or (m == "racy" and 1 <= got <= 160))
