@@ -1,4 +1,5 @@
 """Backend selection, the lazy CUDA probe, and the variant tables."""
+import functools
 import os
 import threading
 
@@ -59,17 +60,20 @@ def op_id(op):
     return _OP_IDS[op]
 
 
+@functools.lru_cache(maxsize=None)
 def table(op, backend):
     """Rows (name, step, summary, flags) of a backend's variant table, in
-    tutorial order. Needs no GPU: the table is part of the build."""
+    tutorial order. Needs no GPU: the table is part of the build (and never
+    changes, so it is read once)."""
     op_number = op_id(op)
     if backend not in _BACKEND_IDS:
         raise ValueError(f"unknown backend {backend!r}: expected 'cpu' or 'cuda'")
     if backend == "cuda" and not cuda_built():
         raise RuntimeError("cuatomic was built without CUDA: there is no cuda variant table")
-    return sorted(_C.variants(_BACKEND_IDS[backend], op_number), key=lambda row: row[1])
+    return tuple(sorted(_C.variants(_BACKEND_IDS[backend], op_number), key=lambda row: row[1]))
 
 
+@functools.lru_cache(maxsize=256)
 def choose(op, backend, method, *, require=0):
     """Resolve `method` against the table: "auto" picks the row flagged as
     default (that has the `require` flags); a name must exist."""

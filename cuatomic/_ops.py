@@ -2,6 +2,7 @@
 the compiled core. Each function resolves the backend and the method,
 normalizes its input (C order, native byte order, a supported dtype) or takes
 a DeviceArray as it is, and hands integer ids to ``_C``."""
+import functools
 import operator
 import os
 import warnings
@@ -186,17 +187,29 @@ def prod(a, *, dtype=None, method="auto", backend=None, blocks=None, threads=Non
     return _reduce("prod", a, dtype, method, backend, blocks, threads, stream)
 
 
+@functools.lru_cache(maxsize=256)
+def _reduce_dtype(op, in_dt, dtype):
+    """NumPy's result dtype for op over in_dt with dtype= (cached: it is
+    asked on every call)."""
+    reference = np.sum if op == "sum" else np.prod
+    try:
+        return reference(np.empty(0, in_dt), dtype=dtype).dtype
+    except TypeError as e:
+        raise TypeError(f"cannot {op} {in_dt} as {dtype}: {e}") from None
+
+
 def _reduce(op, a, dtype, method, backend, blocks, threads, stream):
     be = _backend.resolve(backend)
     name, _ = _backend.choose(op, be, method)
     b, t = launch_config(blocks, threads)
     s = _interop.stream_handle(stream)
     inp = prepare(a, be, stream=s)
-    reference = np.sum if op == "sum" else np.prod
     try:
-        out_dt = reference(np.empty(0, inp.dtype), dtype=dtype).dtype
+        out_dt = _reduce_dtype(op, inp.dtype, dtype)
     except TypeError as e:
-        raise TypeError(f"cannot {op} {inp.dtype} as {dtype}: {e}") from None
+        if "unhashable" not in str(e):
+            raise
+        out_dt = _reduce_dtype.__wrapped__(op, inp.dtype, dtype)
     _check_result_dtype(out_dt, op)
     # The kernels convert int -> int64 and float -> float/double themselves;
     # other conversions happen first, as NumPy does them.
