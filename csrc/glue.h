@@ -23,6 +23,7 @@ PyObject *cua_set_cuda_error_class(PyObject *self, PyObject *cls);
 
 /* buffer.c: device memory owned by a Python object. */
 extern PyTypeObject CuaDeviceBufferType;
+extern PyTypeObject CuaPinnedBufferType;
 typedef struct {
     PyObject_HEAD
     void *ptr;

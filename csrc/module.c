@@ -81,10 +81,11 @@ static struct PyModuleDef moduledef = {
 PyMODINIT_FUNC PyInit__C(void)
 {
     import_array();
-    if (PyType_Ready(&CuaDeviceBufferType) < 0) return NULL;
+    if (PyType_Ready(&CuaDeviceBufferType) < 0 || PyType_Ready(&CuaPinnedBufferType) < 0) return NULL;
     PyObject *m = PyModule_Create(&moduledef);
     if (!m) return NULL;
     if (cua_interop_ready(m) < 0 || PyModule_AddObjectRef(m, "DeviceBuffer", (PyObject *)&CuaDeviceBufferType) < 0 ||
+        PyModule_AddObjectRef(m, "PinnedBuffer", (PyObject *)&CuaPinnedBufferType) < 0 ||
         PyModule_AddIntConstant(m, "BACKEND_CPU", BACKEND_CPU) < 0 ||
         PyModule_AddIntConstant(m, "BACKEND_CUDA", BACKEND_CUDA) < 0 ||
         PyModule_AddIntConstant(m, "F_ORDERED", CUA_F_ORDERED) < 0 ||

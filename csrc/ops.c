@@ -105,45 +105,44 @@ static int parse_input(int backend, PyObject *obj, int64_t n, int dtype, void *s
 
 #ifdef CUATOMIC_WITH_CUDA
 /* Without the GIL. */
+/* A device copy of host input, from the stream-ordered pool: allocation,
+ * copy and release are queued on the call's stream behind/after the kernel,
+ * so nothing here waits for the device. */
 static int stage(input_t *in)
 {
     if (!in->host) return 0;
-    int st = cua_cuda_malloc(&in->staged, in->nbytes);
+    int st = cua_cuda_malloc_async(&in->staged, in->nbytes, in->stream);
     if (st) return st;
     in->ptr = in->staged;
-    return cua_cuda_memcpy_htod(in->staged, in->host, in->nbytes, in->stream);
+    return cua_cuda_memcpy_htod_async(in->staged, in->host, in->nbytes, in->stream);
 }
 static void unstage(input_t *in)
 {
-    if (in->staged) cua_cuda_free(in->staged);
+    if (in->staged) cua_cuda_free_async(in->staged, in->stream);
     in->staged = NULL;
 }
 /* Device memory for an output the caller reads on the host: NULL means
- * write straight into host memory (CPU backend). */
-static int device_alloc(int backend, void **ptr, size_t nbytes)
+ * write straight into host memory (CPU backend). From the stream's pool. */
+static int device_alloc(int backend, void **ptr, size_t nbytes, void *stream)
 {
     *ptr = NULL;
-    return backend == BACKEND_CUDA ? cua_cuda_malloc(ptr, nbytes) : 0;
+    return backend == BACKEND_CUDA ? cua_cuda_malloc_async(ptr, nbytes, stream) : 0;
+}
+static void device_free(void *ptr, void *stream)
+{
+    if (ptr) cua_cuda_free_async(ptr, stream);
 }
 #else
 static int stage(input_t *in) { return in->host ? CUA_EINTERNAL : 0; }
 static void unstage(input_t *in) { (void)in; }
-static int device_alloc(int backend, void **ptr, size_t nbytes)
+static int device_alloc(int backend, void **ptr, size_t nbytes, void *stream)
 {
-    (void)nbytes;
+    (void)nbytes, (void)stream;
     *ptr = NULL;
     return backend == BACKEND_CUDA ? CUA_EINTERNAL : 0;
 }
+static void device_free(void *ptr, void *stream) { (void)ptr, (void)stream; }
 #endif
-
-static void device_free(void *ptr)
-{
-#ifdef CUATOMIC_WITH_CUDA
-    if (ptr) cua_cuda_free(ptr);
-#else
-    (void)ptr;
-#endif
-}
 
 static int copy_to_host(void *dst, const void *src, size_t nbytes, void *stream)
 {
@@ -305,10 +304,10 @@ PyObject *cua_op_histogram(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     void *dev = NULL;
     st = stage(&in);
-    if (!st && !device_out) st = device_alloc(backend, &dev, cbytes);
+    if (!st && !device_out) st = device_alloc(backend, &dev, cbytes, stream);
     if (!st) st = ((cua_hist_fn)v->fn)(in.ptr, n, dtype, &bins, (uint64_t *)(dev ? dev : counts), &cfg);
     if (!st && dev) st = copy_to_host(counts, dev, cbytes, stream);
-    device_free(dev);
+    device_free(dev, stream);
     unstage(&in);
     Py_END_ALLOW_THREADS
     if (st) {
@@ -373,10 +372,10 @@ PyObject *cua_op_filter(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     void *dev = NULL;
     st = stage(&in);
-    if (!st && !device_out) st = device_alloc(backend, &dev, (size_t)n * size);
+    if (!st && !device_out) st = device_alloc(backend, &dev, (size_t)n * size, stream);
     if (!st) st = ((cua_filter_fn)v->fn)(in.ptr, n, dtype, &pred, dev ? dev : dst, &count, &cfg);
     if (!st && dev) st = copy_to_host(dst, dev, (size_t)count * size, stream);
-    device_free(dev);
+    device_free(dev, stream);
     unstage(&in);
     Py_END_ALLOW_THREADS
     if (st) {

@@ -13,7 +13,7 @@ with NumPy: same result dtypes, exact integers.
 45
 """
 from . import _C, datasets
-from ._device import DeviceArray, to_device
+from ._device import DeviceArray, pinned_array, pinned_empty, to_device
 from ._errors import CudaError
 from ._interop import Stream
 from .timing import BenchmarkResult, SweepRow, Timer, benchmark, sweep
@@ -51,6 +51,8 @@ __all__ = [
     "filter",
     "histogram",
     "methods",
+    "pinned_array",
+    "pinned_empty",
     "mutex_add_one",
     "sum",
     "to_device",

@@ -38,6 +38,13 @@ int cua_cuda_free(void *ptr);
 int cua_cuda_memcpy_htod(void *dst, const void *src, size_t nbytes, void *stream);
 int cua_cuda_memcpy_dtoh(void *dst, const void *src, size_t nbytes, void *stream);
 int cua_cuda_memcpy_dtod(void *dst, const void *src, size_t nbytes, void *stream);
+/* Stream-ordered: queued on the stream, the host does not wait. */
+int cua_cuda_malloc_async(void **ptr, size_t nbytes, void *stream);
+int cua_cuda_free_async(void *ptr, void *stream);
+int cua_cuda_memcpy_htod_async(void *dst, const void *src, size_t nbytes, void *stream);
+/* Page-locked host memory. */
+int cua_cuda_host_alloc(void **ptr, size_t nbytes);
+int cua_cuda_host_free(void *ptr);
 
 /* Smallest and largest element of x (raw values of the element type, written
  * to host min_out/max_out) and whether any element is NaN. n must be > 0. */

@@ -92,6 +92,15 @@ extern "C" int cua_cuda_probe(cua_cuda_device *info)
         else say(info, "a test kernel failed to run", e);
         return 0;
     }
+    // Keep freed memory in the stream-ordered pool instead of returning it
+    // at every synchronization: scratch allocations then cost microseconds,
+    // and the pool holds at most the largest working set, not more.
+    cudaMemPool_t pool;
+    if (cudaDeviceGetDefaultMemPool(&pool, info->device) == cudaSuccess) {
+        uint64_t keep = UINT64_MAX;
+        cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep);
+    }
+    cudaGetLastError();
     info->usable = 1;
     return 0;
 }
@@ -115,6 +124,40 @@ static int copy(void *dst, const void *src, size_t nbytes, cudaMemcpyKind kind, 
     cudaStream_t s = (cudaStream_t)stream;
     CUA_CHECK(cudaMemcpyAsync(dst, src, nbytes, kind, s));
     CUA_CHECK(cudaStreamSynchronize(s));
+    return 0;
+}
+
+extern "C" int cua_cuda_malloc_async(void **ptr, size_t nbytes, void *stream)
+{
+    *ptr = NULL;
+    CUA_CHECK(cudaMallocAsync(ptr, nbytes > 0 ? nbytes : 1, (cudaStream_t)stream));
+    return 0;
+}
+
+extern "C" int cua_cuda_free_async(void *ptr, void *stream)
+{
+    CUA_CHECK(cudaFreeAsync(ptr, (cudaStream_t)stream));
+    return 0;
+}
+
+extern "C" int cua_cuda_memcpy_htod_async(void *dst, const void *src, size_t nbytes, void *stream)
+{
+    // From pageable memory this returns once the source has been read; from
+    // page-locked memory the DMA runs while the host goes on.
+    if (nbytes) CUA_CHECK(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyHostToDevice, (cudaStream_t)stream));
+    return 0;
+}
+
+extern "C" int cua_cuda_host_alloc(void **ptr, size_t nbytes)
+{
+    *ptr = NULL;
+    CUA_CHECK(cudaHostAlloc(ptr, nbytes > 0 ? nbytes : 1, cudaHostAllocDefault));
+    return 0;
+}
+
+extern "C" int cua_cuda_host_free(void *ptr)
+{
+    CUA_CHECK(cudaFreeHost(ptr));
     return 0;
 }
 

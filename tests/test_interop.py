@@ -65,7 +65,26 @@ def test_host_dlpack_input_is_read_as_numpy():
     assert cuatomic.sum(DLOnly(a)) == np.sum(a)
 
 
+def test_pinned_needs_cuda():
+    if not CUDA:
+        with pytest.raises(RuntimeError, match="not usable"):
+            cuatomic.pinned_empty(10, np.float32)
+
+
 # ---------------------------------------------------------------- cuda only
+
+@requires_cuda
+def test_pinned_arrays():
+    from cuatomic import _C
+    p = cuatomic.pinned_empty((100, 7), np.int32)
+    assert isinstance(p, np.ndarray) and p.shape == (100, 7) and p.dtype == np.int32
+    assert _C.pointer_info(p.ctypes.data)[0] == 1  # page-locked host memory
+    p[...] = np.arange(700).reshape(100, 7)
+    assert cuatomic.sum(p) == np.sum(p)
+    q = cuatomic.pinned_array(np.arange(10, dtype=">f8"))
+    assert q.dtype == np.float64 and cuatomic.sum(q) == 45.0
+    assert cuatomic.pinned_empty(0).shape == (0,)
+
 
 @requires_cuda
 def test_cai_strided_masked_and_streams():
