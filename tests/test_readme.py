@@ -1,4 +1,5 @@
-"""The README's example runs as written."""
+"""The README's examples run as written (```python blocks; ```py blocks need a GPU
+with CuPy and PyTorch and are run by tests/test_interop.py's equivalents)."""
 import pathlib
 import re
 
