@@ -12,7 +12,7 @@ with NumPy: same result dtypes, exact integers.
 >>> int(cuatomic.sum(x, method="atomic"))
 45
 """
-from . import _C, datasets
+from . import _C, bench, datasets
 from ._device import DeviceArray, pinned_array, pinned_empty, to_device
 from ._errors import CudaError
 from ._interop import Stream
@@ -46,6 +46,7 @@ __all__ = [
     "add_one",
     "backend_info",
     "backends",
+    "bench",
     "datasets",
     "dot",
     "filter",

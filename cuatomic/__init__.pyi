@@ -3,6 +3,7 @@ from typing import Any, Literal, Sequence
 import numpy as np
 import numpy.typing as npt
 
+from . import bench as bench
 from . import datasets as datasets
 from .timing import BenchmarkResult as BenchmarkResult
 from .timing import SweepRow as SweepRow

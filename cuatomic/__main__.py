@@ -3,6 +3,8 @@
 Prints, for each operation and each method of the chosen backend, whether the
 result matches NumPy and both times (best of a few runs, after a warm-up).
 Options: --backend cpu|cuda, --size N (elements of the random arrays).
+``python -m cuatomic bench ...`` runs the benchmark suite instead (see
+cuatomic.bench).
 """
 import argparse
 import time
@@ -107,4 +109,8 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
+    import sys
+    if sys.argv[1:2] == ["bench"]:
+        from cuatomic.bench import main as bench_main
+        raise SystemExit(bench_main(sys.argv[2:]))
     raise SystemExit(main())

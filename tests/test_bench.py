@@ -1,0 +1,53 @@
+"""The benchmark suite's harness: validation before timing, rows, ratios,
+the written table and plots (on the cpu backend; GPU peers run on a GPU)."""
+import json
+
+import numpy as np
+import pytest
+
+import cuatomic
+from cuatomic import bench
+
+
+def test_agrees_catches_wrong_results():
+    x = np.arange(1, 1001, dtype=np.float32)
+    assert bench.agrees("sum", np.float32(500500), np.sum(x), x)
+    assert not bench.agrees("sum", np.float32(500600), np.sum(x), x)
+    assert bench.agrees("filter", x[::-1][x[::-1] >= 2], x[x >= 2], x, ordered=False)
+    assert not bench.agrees("filter", x[::-1][x[::-1] >= 2], x[x >= 2], x, ordered=True)
+    h = np.histogram(x, bins=128, range=(0, 128))[0]
+    assert not bench.agrees("histogram", h + (np.arange(128) == 5), h, x)
+
+
+def test_inputs_of_each_entropy():
+    for entropy in bench.ENTROPIES:
+        a = bench.make_input("histogram", np.uint8, 5000, entropy)
+        assert a.dtype == np.uint8 and a.size == 5000
+    assert np.unique(bench.make_input("sum", np.int32, 100, "one")).size == 1
+    text = bench.make_input("sum", np.int32, 10_000, "text")
+    assert np.bincount(text, minlength=128)[ord(" ")] > 1000
+
+
+def test_run_validates_times_and_compares(tmp_path):
+    results = bench.run(ops=["sum", "dot", "histogram", "filter"], sizes=[3000], dtypes=[np.int32],
+                        entropies=["uniform", "one"], backend="cpu", repeat=2, quick=True, progress=None)
+    rows = results["rows"]
+    assert results["ceiling_gbps"] > 0 and results["environment"]["backend"] == "cpu"
+    for op in ("sum", "dot", "histogram", "filter"):
+        systems = {r["system"] for r in rows if r["op"] == op}
+        assert "numpy" in systems
+        assert {f"cuatomic {m}" for m, _, _ in cuatomic.methods(op, "cpu")} <= systems
+    assert all(r["ok"] and r["median_ms"] > 0 and r["gbps"] > 0 and r["pct_of_ceiling"] > 0 for r in rows)
+    assert all(r["ratio_to_best_peer"] == 1.0 for r in rows if r["system"] == "numpy")
+    table = bench.markdown(results)
+    assert table.count("\n") == len(rows) + 4 and "vs best peer" in table
+
+
+def test_command_writes_json_table_and_plots(tmp_path):
+    pytest.importorskip("matplotlib")
+    code = bench.main(["--quick", "--backend", "cpu", "--ops", "sum", "histogram", "--repeat", "1",
+                       "--out", str(tmp_path)])
+    assert code == 0
+    data = json.loads((tmp_path / "bench.json").read_text())
+    assert data["rows"] and (tmp_path / "bench.md").read_text().startswith("Device:")
+    assert (tmp_path / "scaling_sum.png").stat().st_size > 0 and (tmp_path / "scaling_histogram.png").exists()
