@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "glue.h"
+#include "pipeline.h"
 
 static const int npy_of_dtype[CUA_NDTYPES] = {NPY_BOOL,   NPY_INT8,   NPY_UINT8, NPY_INT16,   NPY_UINT16, NPY_INT32,
                                               NPY_UINT32, NPY_INT64,  NPY_UINT64, NPY_FLOAT32, NPY_FLOAT64};
@@ -173,6 +174,84 @@ static cua_launch launch_config(long long blocks, int threads, void *stream)
 
 /* --------------------------------------------------------------- sum / dot */
 
+/* ------------------------------------------------- chunked host input */
+
+/* total = total + part (or * part) in the accumulator's own arithmetic. */
+static void acc_combine(int acc, int mul, uint64_t *total, uint64_t part)
+{
+    if (acc == CUA_ACC_INT64) {
+        *total = mul ? *total * part : *total + part; /* wraps mod 2^64, like the kernels */
+    } else if (acc == CUA_ACC_FLOAT32) {
+        float a, b;
+        memcpy(&a, total, sizeof a);
+        memcpy(&b, &part, sizeof b);
+        a = mul ? a * b : a + b;
+        memcpy(total, &a, sizeof a);
+    } else {
+        double a, b;
+        memcpy(&a, total, sizeof a);
+        memcpy(&b, &part, sizeof b);
+        a = mul ? a * b : a + b;
+        memcpy(total, &a, sizeof a);
+    }
+}
+
+static uint64_t acc_identity(int acc, int mul)
+{
+    uint64_t bits = 0;
+    if (!mul) return 0;
+    if (acc == CUA_ACC_INT64) return 1;
+    if (acc == CUA_ACC_FLOAT32) {
+        float one = 1.0f;
+        memcpy(&bits, &one, sizeof one);
+    } else {
+        double one = 1.0;
+        memcpy(&bits, &one, sizeof one);
+    }
+    return bits;
+}
+
+typedef struct {
+    cua_fn fn;
+    int dtype, acc, mul;
+    uint64_t total;
+} reduce_ctx;
+
+static int reduce_chunk(const void *const *dev, int64_t m, cua_launch *cfg, void *vctx)
+{
+    reduce_ctx *c = vctx;
+    uint64_t part = 0;
+    int st = ((cua_sum_fn)c->fn)(dev[0], m, c->dtype, c->acc, &part, cfg);
+    if (!st) acc_combine(c->acc, c->mul, &c->total, part);
+    return st;
+}
+
+static int dot_chunk(const void *const *dev, int64_t m, cua_launch *cfg, void *vctx)
+{
+    reduce_ctx *c = vctx;
+    uint64_t part = 0;
+    int st = ((cua_dot_fn)c->fn)(dev[0], dev[1], m, c->dtype, c->acc, &part, cfg);
+    if (!st) acc_combine(c->acc, 0, &c->total, part);
+    return st;
+}
+
+typedef struct {
+    cua_fn fn;
+    int dtype;
+    const cua_bins *bins;
+    uint64_t *dev_counts, *tmp, *counts;
+} hist_ctx;
+
+static int hist_chunk(const void *const *dev, int64_t m, cua_launch *cfg, void *vctx)
+{
+    hist_ctx *c = vctx;
+    const size_t bytes = (size_t)c->bins->nbins * sizeof(uint64_t);
+    int st = ((cua_hist_fn)c->fn)(dev[0], m, c->dtype, c->bins, c->dev_counts, cfg);
+    if (!st) st = copy_to_host(c->tmp, c->dev_counts, bytes, cfg->stream);
+    for (int64_t b = 0; !st && b < c->bins->nbins; b++) c->counts[b] += c->tmp[b];
+    return st;
+}
+
 /* sum and prod: one input, one accumulator. */
 static PyObject *reduce(PyObject *args, int op)
 {
@@ -189,11 +268,19 @@ static PyObject *reduce(PyObject *args, int op)
     if (!v || parse_input(backend, x, n, dtype, stream, &in) < 0) return NULL;
     cua_launch cfg = launch_config(blocks, threads, stream);
     uint64_t result = 0;
-    int st;
+    int st = 0;
     Py_BEGIN_ALLOW_THREADS
-    st = stage(&in);
-    if (!st) st = ((cua_sum_fn)v->fn)(in.ptr, n, dtype, acc, &result, &cfg);
-    unstage(&in);
+    int chunked = 0;
+    if (in.host) { /* a host array for the GPU: streamed in chunks when large */
+        reduce_ctx rc = {v->fn, dtype, acc, op == CUA_OP_PROD, acc_identity(acc, op == CUA_OP_PROD)};
+        st = cua_pipeline_run(1, &in.host, cua_dtype_size(dtype), n, &cfg, reduce_chunk, &rc, &chunked);
+        result = rc.total;
+    }
+    if (!chunked) {
+        st = stage(&in);
+        if (!st) st = ((cua_sum_fn)v->fn)(in.ptr, n, dtype, acc, &result, &cfg);
+        unstage(&in);
+    }
     Py_END_ALLOW_THREADS
     if (st) return cua_raise(st, &cfg);
     return PyBytes_FromStringAndSize((const char *)&result, sizeof result);
@@ -229,13 +316,22 @@ PyObject *cua_op_dot(PyObject *self, PyObject *args)
         return NULL;
     cua_launch cfg = launch_config(blocks, threads, stream);
     uint64_t result = 0;
-    int st;
+    int st = 0;
     Py_BEGIN_ALLOW_THREADS
-    st = stage(&ia);
-    if (!st) st = stage(&ib);
-    if (!st) st = ((cua_dot_fn)v->fn)(ia.ptr, ib.ptr, n, dtype, acc, &result, &cfg);
-    unstage(&ia);
-    unstage(&ib);
+    int chunked = 0;
+    if (ia.host && ib.host) {
+        const void *hosts[2] = {ia.host, ib.host};
+        reduce_ctx rc = {v->fn, dtype, acc, 0, 0};
+        st = cua_pipeline_run(2, hosts, cua_dtype_size(dtype), n, &cfg, dot_chunk, &rc, &chunked);
+        result = rc.total;
+    }
+    if (!chunked) {
+        st = stage(&ia);
+        if (!st) st = stage(&ib);
+        if (!st) st = ((cua_dot_fn)v->fn)(ia.ptr, ib.ptr, n, dtype, acc, &result, &cfg);
+        unstage(&ia);
+        unstage(&ib);
+    }
     Py_END_ALLOW_THREADS
     if (st) return cua_raise(st, &cfg);
     return PyBytes_FromStringAndSize((const char *)&result, sizeof result);
@@ -303,12 +399,30 @@ PyObject *cua_op_histogram(PyObject *self, PyObject *args)
     int st;
     Py_BEGIN_ALLOW_THREADS
     void *dev = NULL;
-    st = stage(&in);
-    if (!st && !device_out) st = device_alloc(backend, &dev, cbytes, stream);
-    if (!st) st = ((cua_hist_fn)v->fn)(in.ptr, n, dtype, &bins, (uint64_t *)(dev ? dev : counts), &cfg);
-    if (!st && dev) st = copy_to_host(counts, dev, cbytes, stream);
+    int chunked = 0;
+    st = 0;
+    if (in.host && !device_out) { /* a large host array: streamed in chunks, counts added up */
+        uint64_t *tmp = malloc(cbytes);
+        st = tmp ? device_alloc(backend, &dev, cbytes, stream) : CUA_ENOMEM;
+        if (!st) {
+            memset(counts, 0, cbytes);
+            hist_ctx hc = {v->fn, dtype, &bins, dev, tmp, counts};
+            st = cua_pipeline_run(1, &in.host, cua_dtype_size(dtype), n, &cfg, hist_chunk, &hc, &chunked);
+        }
+        free(tmp);
+        if (!chunked) { /* not worth it: back to one staged copy */
+            device_free(dev, stream);
+            dev = NULL;
+        }
+    }
+    if (!chunked && !st) {
+        st = stage(&in);
+        if (!st && !device_out) st = device_alloc(backend, &dev, cbytes, stream);
+        if (!st) st = ((cua_hist_fn)v->fn)(in.ptr, n, dtype, &bins, (uint64_t *)(dev ? dev : counts), &cfg);
+        if (!st && dev) st = copy_to_host(counts, dev, cbytes, stream);
+        unstage(&in);
+    }
     device_free(dev, stream);
-    unstage(&in);
     Py_END_ALLOW_THREADS
     if (st) {
         Py_DECREF(out);

@@ -58,6 +58,7 @@ int cua_cuda_event_record(void *event, void *stream);
 /* Waits for `stop`, then the milliseconds between the two events. */
 int cua_cuda_event_elapsed(void *start, void *stop, float *ms);
 int cua_cuda_synchronize(void);
+int cua_cuda_event_synchronize(void *event);
 
 /* Layout and streams (layout.cu). gather: dst[i] = the i-th element, in C
  * order, of an ndim-dimensional array at src with byte strides. */

@@ -201,6 +201,12 @@ extern "C" int cua_cuda_event_elapsed(void *start, void *stop, float *ms)
     return 0;
 }
 
+extern "C" int cua_cuda_event_synchronize(void *event)
+{
+    CUA_CHECK(cudaEventSynchronize((cudaEvent_t)event));
+    return 0;
+}
+
 extern "C" int cua_cuda_synchronize(void)
 {
     CUA_CHECK(cudaDeviceSynchronize());

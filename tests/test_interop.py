@@ -74,6 +74,28 @@ def test_pinned_needs_cuda():
 # ---------------------------------------------------------------- cuda only
 
 @requires_cuda
+@pytest.mark.parametrize("dtype", [np.int32, np.uint8, np.float32, np.float64])
+def test_large_host_arrays_stream_in_chunks(monkeypatch, dtype):
+    monkeypatch.setenv("CUATOMIC_PIPELINE_CHUNK", str(1 << 16))  # chunk 64 KiB: many chunks
+    n = 1_000_003
+    a, b = make(dtype, n, seed=11), make(dtype, n, seed=12)
+    if np.dtype(dtype).kind == "f":
+        got, ref = cuatomic.sum(a), np.sum(a.astype(np.float64))
+        assert abs(float(got) - ref) <= (n + 1) * np.finfo(dtype).eps * float(np.abs(a.astype(np.float64)).sum())
+        p = (1 + (a % 1) * 1e-6).astype(dtype)
+        np.testing.assert_allclose(cuatomic.prod(p), np.prod(p.astype(np.float64)), rtol=n * 2e-7)
+        np.testing.assert_allclose(cuatomic.dot(a, b), np.dot(a.astype(np.float64), b), rtol=1e-3)
+    else:
+        assert cuatomic.sum(a) == np.sum(a) and cuatomic.prod(a | 1) == np.prod(a | 1)
+        assert cuatomic.dot(a, b) == np.dot(a, b)
+    for method in ("global", "shared"):
+        hist, edges = cuatomic.histogram(a, bins=37, method=method)
+        ref_hist, ref_edges = np.histogram(a, bins=37)
+        np.testing.assert_array_equal(hist, ref_hist)
+        np.testing.assert_array_equal(edges, ref_edges)
+
+
+@requires_cuda
 def test_pinned_arrays():
     from cuatomic import _C
     p = cuatomic.pinned_empty((100, 7), np.int32)

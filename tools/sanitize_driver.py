@@ -53,6 +53,15 @@ def main():
     s = cuatomic.Stream()
     check("gather + stream", cuatomic.sum(Transposed(), backend="cuda", stream=s) == m2.sum())
     s.close()
+    # a host array streamed through the chunked pipeline (64 KiB chunks)
+    import os
+    os.environ["CUATOMIC_PIPELINE_CHUNK"] = str(1 << 16)
+    big = rng.integers(0, 100, 300_001).astype(np.int32)
+    check("pipeline sum", cuatomic.sum(big, backend="cuda") == big.sum())
+    check("pipeline dot", cuatomic.dot(big, big, backend="cuda") == np.dot(big, big))
+    check("pipeline histogram", np.array_equal(cuatomic.histogram(big, bins=10, backend="cuda")[0],
+                                               np.histogram(big, bins=10)[0]))
+    del os.environ["CUATOMIC_PIPELINE_CHUNK"]
     for m, _, _ in cuatomic.methods("add_one", "cuda"):
         got = cuatomic.add_one(10, 16, method=m, backend="cuda")
         check(f"add_one {m}", got == 160 or (m == "racy" and 1 <= got <= 160))

@@ -1,0 +1,139 @@
+/* pipeline.c -- host arrays to the GPU at the speed of the bus.
+ *
+ * A large NumPy input is streamed in chunks through two page-locked staging
+ * buffers and two streams: while the kernel runs on chunk k, the DMA engine
+ * copies chunk k+1 to the device, and before that the CPU threads copied
+ * chunk k+1 from the array into its staging buffer (while chunk k's DMA ran).
+ * The op sees one device chunk at a time and combines the chunks' results.
+ *
+ * The staging buffers and streams are made once and kept; one call uses them
+ * at a time (a second concurrent call falls back to a single staged copy).
+ * CUATOMIC_PIPELINE_CHUNK sets the staging size in bytes (default 64 MiB);
+ * inputs of at most two chunks are not worth pipelining.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "glue.h"
+#include "pipeline.h"
+
+#ifdef CUATOMIC_WITH_CUDA
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    size_t bytes; /* per staging buffer */
+    void *pinned[2], *stream[2], *event[2];
+} P;
+
+static size_t wanted_chunk(void)
+{
+    const char *env = getenv("CUATOMIC_PIPELINE_CHUNK");
+    long long v = env ? atoll(env) : 0;
+    return v >= 4096 ? (size_t)v : (size_t)64 << 20;
+}
+
+static void release(void)
+{
+    for (int i = 0; i < 2; i++) {
+        if (P.pinned[i]) cua_cuda_host_free(P.pinned[i]);
+        if (P.event[i]) cua_cuda_event_destroy(P.event[i]);
+        if (P.stream[i]) cua_cuda_stream_destroy(P.stream[i]);
+        P.pinned[i] = P.event[i] = P.stream[i] = NULL;
+    }
+    P.bytes = 0;
+}
+
+static int ensure(size_t bytes)
+{
+    if (P.bytes == bytes) return 0;
+    release();
+    int st = 0;
+    for (int i = 0; i < 2 && !st; i++) {
+        st = cua_cuda_host_alloc(&P.pinned[i], bytes);
+        if (!st) st = cua_cuda_stream_create(&P.stream[i]);
+        if (!st) st = cua_cuda_event_create(&P.event[i]);
+    }
+    if (st) release();
+    else P.bytes = bytes;
+    return st;
+}
+
+/* Many threads copy one chunk into page-locked memory. */
+static void parallel_copy(char *dst, const char *src, size_t bytes)
+{
+    const size_t piece = (size_t)1 << 20;
+    const int64_t pieces = (int64_t)((bytes + piece - 1) / piece);
+#pragma omp parallel for schedule(static)
+    for (int64_t p = 0; p < pieces; p++) {
+        size_t off = (size_t)p * piece, len = bytes - off < piece ? bytes - off : piece;
+        memcpy(dst + off, src + off, len);
+    }
+}
+
+int cua_pipeline_run(int ninputs, const void *const *host, size_t elem_size, int64_t n, cua_launch *cfg,
+                     cua_chunk_fn fn, void *ctx, int *used)
+{
+    *used = 0;
+    const size_t want = wanted_chunk();
+    if ((size_t)n * elem_size <= 2 * want || ninputs < 1 || ninputs > 2) return 0;
+    if (pthread_mutex_trylock(&lock) != 0) return 0; /* busy: the caller stages in one piece */
+    int st = ensure(want);
+    const int64_t per_chunk = (int64_t)(P.bytes / (size_t)ninputs / elem_size);
+    const size_t slice = (size_t)per_chunk * elem_size; /* bytes of one input in one buffer */
+    void *dev[2][2] = {{NULL, NULL}, {NULL, NULL}};
+    for (int s = 0; s < 2 && !st; s++)
+        for (int i = 0; i < ninputs && !st; i++) st = cua_cuda_malloc_async(&dev[s][i], slice, P.stream[s]);
+    const int64_t chunks = st ? 0 : (n + per_chunk - 1) / per_chunk;
+
+    /* Stage chunk k in buffer k % 2 and queue its copy to the device. */
+#define FILL(k)                                                                                           \
+    do {                                                                                                  \
+        int s_ = (int)((k) % 2);                                                                          \
+        int64_t m_ = n - (k) * per_chunk < per_chunk ? n - (k) * per_chunk : per_chunk;                   \
+        st = cua_cuda_event_synchronize(P.event[s_]); /* the buffer's previous copy has left it */         \
+        for (int i_ = 0; i_ < ninputs && !st; i_++) {                                                     \
+            char *stage_ = (char *)P.pinned[s_] + (size_t)i_ * slice;                                     \
+            parallel_copy(stage_, (const char *)host[i_] + (size_t)(k) * slice, (size_t)m_ * elem_size);  \
+            st = cua_cuda_memcpy_htod_async(dev[s_][i_], stage_, (size_t)m_ * elem_size, P.stream[s_]);    \
+        }                                                                                                 \
+        if (!st) st = cua_cuda_event_record(P.event[s_], P.stream[s_]);                                   \
+    } while (0)
+
+    if (chunks > 0) FILL(0);
+    for (int64_t k = 0; k < chunks && !st; k++) {
+        if (k + 1 < chunks) FILL(k + 1); /* overlaps chunk k's copy, then its kernel */
+        if (st) break;
+        int64_t m = n - k * per_chunk < per_chunk ? n - k * per_chunk : per_chunk;
+        cua_launch c = *cfg;
+        c.stream = P.stream[k % 2];
+        st = fn((const void *const *)dev[k % 2], m, &c, ctx);
+        if (st) memcpy(cfg->msg, c.msg, sizeof cfg->msg);
+        cfg->used_blocks = c.used_blocks;
+        cfg->used_threads = c.used_threads;
+    }
+#undef FILL
+    for (int s = 0; s < 2; s++) {
+        for (int i = 0; i < ninputs; i++)
+            if (dev[s][i]) cua_cuda_free_async(dev[s][i], P.stream[s]);
+        if (P.stream[s]) {
+            int e = cua_cuda_stream_synchronize(P.stream[s]);
+            if (!st) st = e;
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    *used = 1;
+    return st;
+}
+
+#else
+
+int cua_pipeline_run(int ninputs, const void *const *host, size_t elem_size, int64_t n, cua_launch *cfg,
+                     cua_chunk_fn fn, void *ctx, int *used)
+{
+    (void)ninputs, (void)host, (void)elem_size, (void)n, (void)cfg, (void)fn, (void)ctx;
+    *used = 0;
+    return 0;
+}
+
+#endif
