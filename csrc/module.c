@@ -44,6 +44,24 @@ static PyObject *cpu_threads(PyObject *self, PyObject *noargs)
     return PyLong_FromLong(cua_cpu_threads());
 }
 
+/* A kernel that traps, for the tests of sticky-error reporting: it leaves
+ * the process's CUDA context unusable, so only a throw-away process calls it. */
+static PyObject *debug_trap(PyObject *self, PyObject *noargs)
+{
+    (void)self, (void)noargs;
+#ifdef CUATOMIC_WITH_CUDA
+    int st;
+    Py_BEGIN_ALLOW_THREADS
+    st = cua_cuda_debug_trap(NULL);
+    Py_END_ALLOW_THREADS
+    if (st) return cua_raise(st, NULL);
+    Py_RETURN_NONE;
+#else
+    PyErr_SetString(PyExc_RuntimeError, "cuatomic was built without CUDA");
+    return NULL;
+#endif
+}
+
 static PyMethodDef methods[] = {
     {"build_info", build_info, METH_NOARGS, "what this build contains"},
     {"cuda_probe", cuda_probe, METH_NOARGS, "probe the current CUDA device (makes CUDA calls)"},
@@ -69,6 +87,7 @@ static PyMethodDef methods[] = {
     {"gather", cua_gather, METH_VARARGS, "gather(src, dst, n, itemsize, shape, byte_strides, stream)"},
     {"dlpack_import", cua_dlpack_import, METH_O, "consume a DLPack capsule -> DLPackView"},
     {"dlpack_export", cua_dlpack_export, METH_VARARGS, "a DLPack capsule over memory owned by `owner`"},
+    {"_debug_trap", debug_trap, METH_NOARGS, "launch a trapping kernel (kills the CUDA context; tests only)"},
     {"_set_cuda_error", cua_set_cuda_error_class, METH_O, "register cuatomic.CudaError"},
     {NULL, NULL, 0, NULL},
 };

@@ -252,15 +252,130 @@ static int hist_chunk(const void *const *dev, int64_t m, cua_launch *cfg, void *
     return st;
 }
 
+/* ------------------------------------------------------- call slots */
+
+/* A small call on the GPU spends more time in copies than in its kernel. A
+ * call slot (cua_cuda_slot_acquire) removes both: host inputs that fit are
+ * copied into the page-locked slot and read by the kernel over the bus, and
+ * the result comes back in the slot's last 64 bytes, written by the kernel
+ * or copied there by the launcher. Without a free slot (or on the CPU), the
+ * ordinary path runs. */
+#define RESULT_OFFSET (64 << 10) - 64
+typedef struct {
+    int id;
+    char *host, *device;
+} slot_t;
+
+static void slot_take(int backend, slot_t *sl)
+{
+    sl->id = -1;
+#ifdef CUATOMIC_WITH_CUDA
+    void *h, *d;
+    if (backend == BACKEND_CUDA && (sl->id = cua_cuda_slot_acquire(&h, &d)) >= 0) {
+        sl->host = h;
+        sl->device = d;
+    }
+#else
+    (void)backend;
+#endif
+}
+
+/* Host inputs go into the slot if they all fit in front of the result. */
+static void slot_inputs(slot_t *sl, input_t *a, input_t *b)
+{
+    if (sl->id < 0) return;
+    size_t need = 0;
+    input_t *ins[2] = {a, b};
+    for (int i = 0; i < 2; i++)
+        if (ins[i] && ins[i]->host) need += (ins[i]->nbytes + 255) / 256 * 256;
+    if (need == 0 || need > RESULT_OFFSET) return;
+    size_t off = 0;
+    for (int i = 0; i < 2; i++) {
+        if (!ins[i] || !ins[i]->host) continue;
+        memcpy(sl->host + off, ins[i]->host, ins[i]->nbytes);
+        ins[i]->ptr = sl->device + off;
+        ins[i]->host = NULL;
+        off += (ins[i]->nbytes + 255) / 256 * 256;
+    }
+}
+
+/* Where the backend writes the result: the slot, else `fallback`. */
+static void *slot_result(slot_t *sl, cua_launch *cfg, void *fallback)
+{
+    if (sl->id < 0) return fallback;
+    cfg->result_device = sl->device + RESULT_OFFSET;
+    return sl->host + RESULT_OFFSET;
+}
+
+static void slot_give(slot_t *sl)
+{
+#ifdef CUATOMIC_WITH_CUDA
+    cua_cuda_slot_release(sl->id);
+#endif
+    sl->id = -1;
+}
+
+/* The 8 bytes of an accumulator as a NumPy scalar of type `typenum`:
+ * integer results are the low bits of the 64-bit sum (NumPy's wrap-around),
+ * bool is "any bit set", floats are converted from the accumulator. */
+static PyObject *scalar_of(uint64_t bits, int acc, int typenum)
+{
+    union {
+        npy_bool b;
+        int8_t i8;
+        int16_t i16;
+        int32_t i32;
+        int64_t i64;
+        float f32;
+        double f64;
+        uint64_t raw;
+    } v;
+    v.raw = 0;
+    float f;
+    double d;
+    memcpy(&f, &bits, sizeof f);
+    memcpy(&d, &bits, sizeof d);
+    int ok = 1;
+    if (acc == CUA_ACC_INT64) {
+        switch (typenum) {
+        case NPY_BOOL: v.b = bits != 0; break;
+        case NPY_BYTE: case NPY_UBYTE: v.i8 = (int8_t)bits; break;
+        case NPY_SHORT: case NPY_USHORT: v.i16 = (int16_t)bits; break;
+        case NPY_INT: case NPY_UINT: v.i32 = (int32_t)bits; break;
+        case NPY_LONG: case NPY_ULONG:
+            if (sizeof(long) == 8) v.raw = bits;
+            else v.i32 = (int32_t)bits;
+            break;
+        case NPY_LONGLONG: case NPY_ULONGLONG: v.raw = bits; break;
+        default: ok = 0;
+        }
+    } else if (typenum == NPY_FLOAT32) {
+        v.f32 = acc == CUA_ACC_FLOAT32 ? f : (float)d;
+    } else if (typenum == NPY_FLOAT64) {
+        v.f64 = acc == CUA_ACC_FLOAT32 ? (double)f : d;
+    } else {
+        ok = 0;
+    }
+    PyArray_Descr *descr = ok ? PyArray_DescrFromType(typenum) : NULL;
+    if (!descr) {
+        if (!PyErr_Occurred()) PyErr_Format(PyExc_SystemError, "cuatomic: no scalar of type %d", typenum);
+        return NULL;
+    }
+    PyObject *r = PyArray_Scalar(&v, descr, NULL);
+    Py_DECREF(descr);
+    return r;
+}
+
 /* sum and prod: one input, one accumulator. */
 static PyObject *reduce(PyObject *args, int op)
 {
-    int backend, dtype, acc, threads;
+    int backend, dtype, acc, threads, out_type;
     const char *method;
     PyObject *x, *sobj;
     long long n, blocks;
     void *stream;
-    if (!PyArg_ParseTuple(args, "isOLiiLiO", &backend, &method, &x, &n, &dtype, &acc, &blocks, &threads, &sobj) ||
+    if (!PyArg_ParseTuple(args, "isOLiiLiOi", &backend, &method, &x, &n, &dtype, &acc, &blocks, &threads, &sobj,
+                          &out_type) ||
         parse_stream(sobj, &stream) < 0)
         return NULL;
     const cua_variant *v = find_variant(backend, op, method);
@@ -277,13 +392,19 @@ static PyObject *reduce(PyObject *args, int op)
         result = rc.total;
     }
     if (!chunked) {
+        slot_t sl;
+        slot_take(backend, &sl);
+        slot_inputs(&sl, &in, NULL);
+        void *res = slot_result(&sl, &cfg, &result);
         st = stage(&in);
-        if (!st) st = ((cua_sum_fn)v->fn)(in.ptr, n, dtype, acc, &result, &cfg);
+        if (!st) st = ((cua_sum_fn)v->fn)(in.ptr, n, dtype, acc, res, &cfg);
+        if (!st && res != &result) memcpy(&result, res, sizeof result);
         unstage(&in);
+        slot_give(&sl);
     }
     Py_END_ALLOW_THREADS
     if (st) return cua_raise(st, &cfg);
-    return PyBytes_FromStringAndSize((const char *)&result, sizeof result);
+    return scalar_of(result, acc, out_type);
 }
 
 PyObject *cua_op_sum(PyObject *self, PyObject *args)
@@ -301,13 +422,13 @@ PyObject *cua_op_prod(PyObject *self, PyObject *args)
 PyObject *cua_op_dot(PyObject *self, PyObject *args)
 {
     (void)self;
-    int backend, dtype, acc, threads;
+    int backend, dtype, acc, threads, out_type;
     const char *method;
     PyObject *a, *b, *sobj;
     long long n, blocks;
     void *stream;
-    if (!PyArg_ParseTuple(args, "isOOLiiLiO", &backend, &method, &a, &b, &n, &dtype, &acc, &blocks, &threads,
-                          &sobj) ||
+    if (!PyArg_ParseTuple(args, "isOOLiiLiOi", &backend, &method, &a, &b, &n, &dtype, &acc, &blocks, &threads,
+                          &sobj, &out_type) ||
         parse_stream(sobj, &stream) < 0)
         return NULL;
     const cua_variant *v = find_variant(backend, CUA_OP_DOT, method);
@@ -326,15 +447,21 @@ PyObject *cua_op_dot(PyObject *self, PyObject *args)
         result = rc.total;
     }
     if (!chunked) {
+        slot_t sl;
+        slot_take(backend, &sl);
+        slot_inputs(&sl, &ia, &ib);
+        void *res = slot_result(&sl, &cfg, &result);
         st = stage(&ia);
         if (!st) st = stage(&ib);
-        if (!st) st = ((cua_dot_fn)v->fn)(ia.ptr, ib.ptr, n, dtype, acc, &result, &cfg);
+        if (!st) st = ((cua_dot_fn)v->fn)(ia.ptr, ib.ptr, n, dtype, acc, res, &cfg);
+        if (!st && res != &result) memcpy(&result, res, sizeof result);
         unstage(&ia);
         unstage(&ib);
+        slot_give(&sl);
     }
     Py_END_ALLOW_THREADS
     if (st) return cua_raise(st, &cfg);
-    return PyBytes_FromStringAndSize((const char *)&result, sizeof result);
+    return scalar_of(result, acc, out_type);
 }
 
 /* --------------------------------------------------------------- histogram */

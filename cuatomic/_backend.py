@@ -13,6 +13,7 @@ _probe_lock = threading.Lock()
 _probe = None
 
 
+@functools.lru_cache(maxsize=None)
 def cuda_built():
     return bool(_C.build_info()["cuda"])
 

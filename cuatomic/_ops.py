@@ -23,13 +23,21 @@ _DTYPE_IDS = {
 SUPPORTED = "bool, int8-int64, uint8-uint64, float32 and float64"
 
 
+_ID_OF_DTYPE = {}
+
+
 def dtype_id(dt):
     """The ABI id of a NumPy dtype; TypeError for what cuatomic cannot take."""
+    found = _ID_OF_DTYPE.get(dt)
+    if found is not None:
+        return found
     dt = np.dtype(dt)
     key = (dt.kind, dt.itemsize)
     if key not in _DTYPE_IDS or dt.fields is not None:
         hint = " (cast to float32)" if key == ("f", 2) else ""
         raise TypeError(f"unsupported dtype {dt}{hint}: cuatomic works on {SUPPORTED} arrays")
+    if dt.isnative:
+        _ID_OF_DTYPE[dt] = _DTYPE_IDS[key]
     return _DTYPE_IDS[key]
 
 
@@ -72,6 +80,8 @@ class Input:
 def prepare(a, backend, name="a", stream=0):
     """Normalize an argument for the backend: a DeviceArray or another
     library's device array (read in place) or a flat host array."""
+    if type(a) is np.ndarray:  # the common case, without protocol lookups
+        return _host_input(a, a)
     if isinstance(a, DeviceArray):
         if backend != "cuda":
             raise TypeError(f"{name} is a cuatomic.DeviceArray but the backend is {backend!r}: "
@@ -83,31 +93,22 @@ def prepare(a, backend, name="a", stream=0):
     if isinstance(found, _interop.ForeignDevice):
         dtype_id(found.dtype)
         return Input(found.ptr, found.size, found.dtype, True, len(found.shape), found.keep)
-    if found is not None:  # DLPack host memory
-        a = found
-    arr = np.asarray(a)
+    return _host_input(np.asarray(a if found is None else found), a)
+
+
+def _host_input(arr, owner):
+    """A host array in C order and native byte order, flattened."""
     dtype_id(arr.dtype)  # refuse before copying anything
     if not arr.dtype.isnative:
         arr = arr.astype(arr.dtype.newbyteorder("="))
-    flat = np.ascontiguousarray(arr.reshape(-1))  # C order; a copy only when needed
-    return Input(flat, flat.size, flat.dtype, False, arr.ndim, a)
+    flat = arr if arr.ndim == 1 and arr.flags.c_contiguous else np.ascontiguousarray(arr.reshape(-1))
+    return Input(flat, flat.size, flat.dtype, False, arr.ndim, owner)
 
 
 def _acc_of(dt):
     if dt.kind == "f":
         return ACC_FLOAT32 if dt.itemsize == 4 else ACC_FLOAT64
     return ACC_INT64
-
-
-def _result(raw, acc, out_dt):
-    """The core's 8 result bytes as a NumPy scalar of out_dt."""
-    if acc == ACC_INT64:
-        bits = np.frombuffer(raw, np.uint64)[0]
-        if out_dt.kind == "b":
-            return np.bool_(bits != 0)
-        return np.array(bits).astype(out_dt)[()]  # wraps like NumPy's intN arithmetic
-    value = np.frombuffer(raw[:4], np.float32)[0] if acc == ACC_FLOAT32 else np.frombuffer(raw, np.float64)[0]
-    return out_dt.type(value)
 
 
 def _check_result_dtype(dt, what):
@@ -221,8 +222,7 @@ def _reduce(op, a, dtype, method, backend, blocks, threads, stream):
         inp = inp.cast(out_dt, f"{op}(dtype={out_dt})")
     acc = _acc_of(out_dt)
     call = _C.sum if op == "sum" else _C.prod
-    raw = call(_backend.backend_id(be), name, inp.x, inp.n, inp.id, acc, b, t, s)
-    return _result(raw, acc, out_dt)
+    return call(_backend.backend_id(be), name, inp.x, inp.n, inp.id, acc, b, t, s, out_dt.num)
 
 
 # --------------------------------------------------------------------- dot
@@ -269,8 +269,7 @@ def dot(a, b, *, method="auto", backend=None, blocks=None, threads=None, stream=
     if ib.dtype != out_dt:
         ib = ib.cast(out_dt, f"dot of {ia.dtype} and {ib.dtype}")
     acc = _acc_of(out_dt)
-    raw = _C.dot(_backend.backend_id(be), name, ia.x, ib.x, ia.n, ia.id, acc, nb, nt, s)
-    return _result(raw, acc, out_dt)
+    return _C.dot(_backend.backend_id(be), name, ia.x, ib.x, ia.n, ia.id, acc, nb, nt, s, out_dt.num)
 
 
 # --------------------------------------------------------------- histogram

@@ -72,6 +72,10 @@ typedef struct {
     int64_t blocks;
     int threads;
     void *stream;           /* cudaStream_t on CUDA; ignored on the CPU */
+    /* Non-NULL: a device-writable alias of the host `result` (page-locked,
+     * mapped memory). A launcher may write the result there from its kernel
+     * and skip the copy back; it must still synchronize the stream. */
+    void *result_device;
     int64_t used_blocks;
     int used_threads;
     char msg[256];

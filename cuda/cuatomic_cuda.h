@@ -46,6 +46,20 @@ int cua_cuda_memcpy_htod_async(void *dst, const void *src, size_t nbytes, void *
 int cua_cuda_host_alloc(void **ptr, size_t nbytes);
 int cua_cuda_host_free(void *ptr);
 
+/* Small page-locked, device-mapped slots for one call's result and small
+ * host input: the kernel reads the input over the bus and writes the result
+ * straight into host memory, so a small call needs no copy in either
+ * direction. acquire returns a slot number (>= 0) with its host and device
+ * addresses, or -1 when none is free or the pool cannot be made (the caller
+ * then takes the ordinary path). Slots hold CUA_SLOT_BYTES bytes. */
+#define CUA_SLOT_BYTES (64 << 10)
+int cua_cuda_slot_acquire(void **host, void **device);
+void cua_cuda_slot_release(int slot);
+
+/* For tests of error handling: a kernel that executes a trap instruction,
+ * which leaves the CUDA context unusable (a sticky error). */
+int cua_cuda_debug_trap(void *stream);
+
 /* Smallest and largest element of x (raw values of the element type, written
  * to host min_out/max_out) and whether any element is NaN. n must be > 0. */
 int cua_cuda_minmax(const void *x, int64_t n, int dtype, void *min_out,

@@ -1,5 +1,7 @@
 // device.cu -- the device probe, memory helpers, error names, and the index
 // of variant tables that csrc/ looks rungs up in.
+#include <pthread.h>
+
 #include "common.cuh"
 
 extern "C" {
@@ -172,6 +174,68 @@ extern "C" int cua_cuda_memcpy_dtoh(void *dst, const void *src, size_t n, void *
 extern "C" int cua_cuda_memcpy_dtod(void *dst, const void *src, size_t n, void *s)
 {
     return copy(dst, src, n, cudaMemcpyDeviceToDevice, s);
+}
+
+// ------------------------------------------------------------- call slots
+
+// CUA_SLOTS slots of one page-locked, device-mapped allocation, made on
+// first use and kept for the life of the process; a bit per slot says it is
+// taken. Portable: every device of the process can use the mapping.
+#define CUA_SLOTS 32
+static pthread_mutex_t slot_lock = PTHREAD_MUTEX_INITIALIZER;
+static char *slot_host, *slot_device;
+static uint32_t slot_taken;
+static int slot_failed;
+
+extern "C" int cua_cuda_slot_acquire(void **host, void **device)
+{
+    int slot = -1;
+    pthread_mutex_lock(&slot_lock);
+    if (!slot_host && !slot_failed) {
+        void *h = NULL, *d = NULL;
+        cudaError_t e = cudaHostAlloc(&h, (size_t)CUA_SLOTS * CUA_SLOT_BYTES,
+                                      cudaHostAllocMapped | cudaHostAllocPortable);
+        if (e == cudaSuccess) e = cudaHostGetDevicePointer(&d, h, 0);
+        if (e == cudaSuccess) {
+            slot_host = (char *)h;
+            slot_device = (char *)d;
+        } else {
+            if (h) cudaFreeHost(h);
+            cudaGetLastError();  // the ordinary path is taken; nothing to report
+            slot_failed = 1;
+        }
+    }
+    for (int i = 0; slot_host && i < CUA_SLOTS; i++)
+        if (!(slot_taken & (1u << i))) {
+            slot_taken |= 1u << i;
+            slot = i;
+            break;
+        }
+    pthread_mutex_unlock(&slot_lock);
+    if (slot >= 0) {
+        *host = slot_host + (size_t)slot * CUA_SLOT_BYTES;
+        *device = slot_device + (size_t)slot * CUA_SLOT_BYTES;
+    }
+    return slot;
+}
+
+extern "C" void cua_cuda_slot_release(int slot)
+{
+    if (slot < 0) return;
+    pthread_mutex_lock(&slot_lock);
+    slot_taken &= ~(1u << slot);
+    pthread_mutex_unlock(&slot_lock);
+}
+
+__global__ void trap_kernel() { __trap(); }
+
+extern "C" int cua_cuda_debug_trap(void *stream)
+{
+    cudaStream_t s = (cudaStream_t)stream;
+    trap_kernel<<<1, 1, 0, s>>>();
+    CUA_CHECK_LAUNCH();
+    CUA_CHECK(cudaStreamSynchronize(s));
+    return 0;
 }
 
 extern "C" int cua_cuda_event_create(void **event)

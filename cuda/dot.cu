@@ -16,9 +16,14 @@
 //              pattern (float, double and 64-bit integer): the add that
 //              rung 3 uses, built by hand. The loop compares integers, so a
 //              NaN result cannot make it spin forever.
+//  5. vector  the reduction at the memory system's speed: 16-byte loads of
+//              both inputs in flight, warp shuffles, the resident grid, and
+//              the last block adds the block results in order: no host pass,
+//              deterministic (see vector.cuh).
 // Integers multiply and add modulo 2^64 (np.dot of intN wraps in N bits:
 // the low bits of this sum); floats accumulate in their own type.
 #include "common.cuh"
+#include "vector.cuh"
 
 enum DotRung { PARTIAL, MUTEX, ATOMIC, CAS };
 
@@ -108,14 +113,25 @@ DOT_LAUNCHER(MUTEX)
 DOT_LAUNCHER(ATOMIC)
 DOT_LAUNCHER(CAS)
 
+static int dot_VECTOR(const void *a, const void *b, int64_t n, int dtype, int acc, void *result, cua_launch *cfg)
+{
+    return cua_dispatch_acc(dtype, acc, [&](auto t, auto c) -> int {
+        using T = decltype(t);
+        using Acc = decltype(c);
+        return vec::launch<T, Acc, true>((const T *)a, (const T *)b, n, (Acc *)result, cfg);
+    });
+}
+
 extern "C" const cua_variant cua_cuda_dot_variants[] = {
     {"partial", 1, "block results to their own slots, final sum on the host: no atomics, deterministic",
-     CUA_F_DEFAULT, (cua_fn)dot_PARTIAL},
+     0, (cua_fn)dot_PARTIAL},
     {"mutex", 2, "block result added under the CAS spin lock, fenced: any read-modify-write made safe", 0,
      (cua_fn)dot_MUTEX},
     {"atomic", 3, "block result added with one native atomicAdd: the lock's work in one instruction", 0,
      (cua_fn)dot_ATOMIC},
     {"cas", 4, "block result added by an atomicCAS loop on the bit pattern (NaN-safe integer compare)", 0,
      (cua_fn)dot_CAS},
+    {"vector", 5, "16-byte loads of both inputs, warp shuffles, last block adds in order: one pass, deterministic",
+     CUA_F_DEFAULT, (cua_fn)dot_VECTOR},
 };
 extern "C" const int cua_cuda_dot_nvariants = sizeof cua_cuda_dot_variants / sizeof cua_cuda_dot_variants[0];

@@ -30,6 +30,10 @@
 //                  fences, and takes a ticket; the block that draws the last
 //                  ticket adds the partials. Any grid size, one launch,
 //                  deterministic float order for a given configuration.
+//  9. vector       the same finish at the memory system's speed: 16-byte
+//                  loads, several in flight per thread, warp shuffles, the
+//                  resident grid; small inputs in one block that writes the
+//                  result straight to the host (see vector.cuh).
 //
 // Integers accumulate in 64-bit unsigned arithmetic (exact modulo 2^64, so
 // int64 and uint64 sums are exact and narrower result types are the low
@@ -37,6 +41,7 @@
 #include <cooperative_groups.h>
 
 #include "common.cuh"
+#include "vector.cuh"
 
 namespace cg = cooperative_groups;
 
@@ -252,6 +257,15 @@ static int sum_run(const void *x, int64_t n, int dtype, int acc, void *result, c
     });
 }
 
+static int sum_VECTOR(const void *x, int64_t n, int dtype, int acc, void *result, cua_launch *cfg)
+{
+    return cua_dispatch_acc(dtype, acc, [&](auto t, auto a) -> int {
+        using T = decltype(t);
+        using Acc = decltype(a);
+        return vec::launch<T, Acc, false>((const T *)x, nullptr, n, (Acc *)result, cfg);
+    });
+}
+
 // ----------------------------------------------------------- variant table
 
 #define SUM_LAUNCHER(R) \
@@ -280,6 +294,8 @@ extern "C" const cua_variant cua_cuda_sum_variants[] = {
     {"cooperative", 7, "the same barrier from cooperative groups grid.sync()", CUA_F_RESIDENT,
      (cua_fn)sum_COOPERATIVE},
     {"last_block", 8, "threadfence + ticket: the last block to finish adds the partials, any grid size",
-     CUA_F_DEFAULT, (cua_fn)sum_LAST_BLOCK},
+     0, (cua_fn)sum_LAST_BLOCK},
+    {"vector", 9, "16-byte loads in flight, warp shuffles, resident grid, last-block finish: deterministic",
+     CUA_F_DEFAULT, (cua_fn)sum_VECTOR},
 };
 extern "C" const int cua_cuda_sum_nvariants = sizeof cua_cuda_sum_variants / sizeof cua_cuda_sum_variants[0];

@@ -41,6 +41,14 @@ cua_acc_t cua_cpu_load(const void *x, int dtype, int acc, int64_t i);
 /* Sum of x[lo:hi] / of a[i]*b[i] over [lo, hi) in the accumulator. */
 cua_acc_t cua_cpu_chunk_sum(const void *x, int dtype, int acc, int64_t lo, int64_t hi);
 cua_acc_t cua_cpu_chunk_dot(const void *a, const void *b, int dtype, int acc, int64_t lo, int64_t hi);
+/* The same sums with LANES independent accumulators (SIMD-friendly), b ==
+ * NULL for a sum: the `vector` rungs. */
+cua_acc_t cua_cpu_chunk_wide(const void *a, const void *b, int dtype, int acc, int64_t lo, int64_t hi);
+/* The `vector` rungs of sum (b == NULL) and dot: one contiguous chunk per
+ * logical block (default: one per OpenMP thread, one in all for small n),
+ * chunk sums added in chunk order: deterministic for a given team size. */
+int cua_cpu_vector_reduce(const void *a, const void *b, int64_t n, int dtype, int acc, void *result,
+                          cua_launch *cfg);
 /* s += v (plain), and the two atomic forms on a 64-bit cell holding the
  * accumulator's bits: native fetch_add for integers (floats have no atomic
  * add on the CPU, so "native" is a CAS loop there too), and a CAS loop. */

@@ -7,6 +7,8 @@
  *  3. atomic   each block's value added atomically (fetch_add for integers;
  *              floats have no atomic add on the CPU, so a CAS loop).
  *  4. cas      each block's value added by a compare-exchange loop.
+ *  5. vector   a chunk per thread in 16 SIMD lanes, chunk values added in
+ *              order (shared with sum.c).
  */
 #include <stdlib.h>
 
@@ -60,11 +62,18 @@ DOT(MUTEX)
 DOT(ATOMIC)
 DOT(CAS)
 
+static int dot_vector(const void *a, const void *b, int64_t n, int d, int acc, void *r, cua_launch *c)
+{
+    return cua_cpu_vector_reduce(a, b, n, d, acc, r, c);
+}
+
 const cua_variant cua_cpu_dot_variants[] = {
-    {"partial", 1, "block values to their own slots, summed in order afterwards: deterministic", CUA_F_DEFAULT,
+    {"partial", 1, "block values to their own slots, summed in order afterwards: deterministic", 0,
      (cua_fn)dot_PARTIAL},
     {"mutex", 2, "block value added under the CAS spin lock, with fences", 0, (cua_fn)dot_MUTEX},
     {"atomic", 3, "block value added atomically (fetch_add; CAS loop for floats)", 0, (cua_fn)dot_ATOMIC},
     {"cas", 4, "block value added by a compare-exchange loop on the bit pattern", 0, (cua_fn)dot_CAS},
+    {"vector", 5, "a chunk per thread in 16 SIMD lanes, chunk values added in order: deterministic", CUA_F_DEFAULT,
+     (cua_fn)dot_vector},
 };
 const int cua_cpu_dot_nvariants = sizeof cua_cpu_dot_variants / sizeof cua_cpu_dot_variants[0];

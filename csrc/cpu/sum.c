@@ -14,6 +14,8 @@
  *  7. cooperative  the same barrier as `#pragma omp barrier`.
  *  8. last_block   block partials and an acq_rel ticket; whoever takes the
  *                  last ticket adds the partials.
+ *  9. vector       one contiguous chunk per thread, summed in 16 independent
+ *                  lanes the compiler vectorizes; chunk sums added in order.
  * All team threads of OpenMP run at once, so the barrier rungs have no
  * residency limit here: any number of logical blocks works.
  */
@@ -135,6 +137,38 @@ static int sum_last_block(const void *x, int64_t n, int dtype, int acc, void *re
     return CUA_OK;
 }
 
+/* Shared with dot.c's `vector` rung. */
+int cua_cpu_vector_reduce(const void *a, const void *b, int64_t n, int dtype, int acc, void *result,
+                          cua_launch *cfg)
+{
+    if (cfg->blocks <= 0) cfg->blocks = n < (1 << 15) ? 1 : cua_cpu_threads();
+    cfg->used_blocks = cfg->blocks;
+    cfg->used_threads = cfg->threads = 16; /* the lanes of cua_cpu_chunk_wide */
+    const int64_t B = cfg->blocks;
+    cua_acc_t total = {0};
+    if (B == 1) {
+        total = cua_cpu_chunk_wide(a, b, dtype, acc, 0, n);
+    } else {
+        cua_acc_t *partials = malloc((size_t)B * sizeof *partials);
+        if (!partials) return CUA_ENOMEM;
+#pragma omp parallel for schedule(static)
+        for (int64_t k = 0; k < B; k++) {
+            int64_t lo, hi;
+            cua_cpu_share(n, B, k, &lo, &hi);
+            partials[k] = cua_cpu_chunk_wide(a, b, dtype, acc, lo, hi);
+        }
+        total = add_in_order(partials, B, acc);
+        free(partials);
+    }
+    cua_cpu_store_result(acc, total, result);
+    return CUA_OK;
+}
+
+static int sum_vector(const void *x, int64_t n, int d, int a, void *r, cua_launch *c)
+{
+    return cua_cpu_vector_reduce(x, NULL, n, d, a, r, c);
+}
+
 #define SUM_ACC(R) \
     static int sum_##R(const void *x, int64_t n, int d, int a, void *r, cua_launch *c) { return sum_accumulate(R, x, n, d, a, r, c); }
 #define SUM_BAR(R) \
@@ -158,7 +192,8 @@ const cua_variant cua_cpu_sum_variants[] = {
     {"grid_flags", 6, "the same barrier lock-free: per-thread arrive and release flags", CUA_F_RESIDENT,
      (cua_fn)sum_GRID_FLAGS},
     {"cooperative", 7, "the same barrier as an OpenMP barrier", CUA_F_RESIDENT, (cua_fn)sum_COOPERATIVE},
-    {"last_block", 8, "acq_rel ticket: whoever finishes last adds the partials", CUA_F_DEFAULT,
-     (cua_fn)sum_last_block},
+    {"last_block", 8, "acq_rel ticket: whoever finishes last adds the partials", 0, (cua_fn)sum_last_block},
+    {"vector", 9, "a chunk per thread summed in 16 SIMD lanes, chunk sums added in order: deterministic",
+     CUA_F_DEFAULT, (cua_fn)sum_vector},
 };
 const int cua_cpu_sum_nvariants = sizeof cua_cpu_sum_variants / sizeof cua_cpu_sum_variants[0];

@@ -1,0 +1,176 @@
+// vector.cuh -- the `vector` rung shared by sum and dot: the reduction at
+// the speed of the memory system.
+//
+// What it changes against `last_block`, and why:
+//  - Each thread reads 16 bytes per load and issues UNROLL loads (per
+//    input) before it adds any of them: the bytes in flight per SM, not the
+//    thread count, decide how close a streaming kernel gets to the bandwidth.
+//  - The grid is the resident grid (blocks per SM by occupancy x SMs), so
+//    every block streams from start to end without waiting for a slot.
+//  - Warps reduce with register shuffles; shared memory holds one value
+//    per warp.
+//  - The last block to take a ticket adds the block partials in block
+//    order. The grid depends only on n and the device, so float results are
+//    bit-identical from run to run.
+//  - Inputs of at most ONE_BLOCK_BYTES run as one block that writes the
+//    result itself -- into the caller's page-locked slot when there is one
+//    (cua_launch.result_device): one launch, no memset, no copy.
+// Constraints: any pointer alignment (a scalar head and tail around the
+// 16-byte-aligned body; dot vectorizes only when both inputs share their
+// offset within 16 bytes, and runs scalar otherwise); any block size (a
+// block that is not whole warps reduces in the shared-memory tree).
+#pragma once
+
+#include "common.cuh"
+
+namespace vec {
+
+constexpr int UNROLL = 4;
+constexpr int THREADS = 256;
+constexpr int64_t ONE_BLOCK_BYTES = 64 << 10;
+
+template <class Acc>
+__device__ __forceinline__ Acc warp_sum(Acc v)
+{
+    for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_down_sync(0xffffffffu, v, offset);
+    return v;
+}
+
+// The block's total, valid in thread 0; the same order every time.
+template <class Acc>
+__device__ Acc block_sum(Acc v)
+{
+    if (blockDim.x % 32 != 0) return cua_block_tree(v);  // uniform per block
+    __shared__ Acc warp_sums[32];
+    const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    v = warp_sum(v);
+    if (lane == 0) warp_sums[warp] = v;
+    __syncthreads();
+    if (warp == 0) v = warp_sum(lane < blockDim.x / 32 ? warp_sums[lane] : Acc(0));
+    __syncthreads();  // warp_sums may be refilled by the caller's next call
+    return v;
+}
+
+// Add the lanes of one 16-byte vector of x (times the same lanes of y).
+template <class T, class Acc, bool DOT>
+__device__ __forceinline__ Acc add_lanes(Acc v, uint4 xs, uint4 ys)
+{
+    constexpr int V = 16 / sizeof(T);
+    T a[V], b[V];
+    memcpy(a, &xs, 16);
+    memcpy(b, &ys, 16);
+#pragma unroll
+    for (int k = 0; k < V; k++) v += DOT ? (Acc)a[k] * (Acc)b[k] : (Acc)a[k];
+    return v;
+}
+
+// This thread's grid-stride share of sum(x) or sum(x*y), 16 bytes a load.
+template <class T, class Acc, bool DOT>
+__device__ Acc thread_share(const T *__restrict__ x, const T *__restrict__ y, int64_t n)
+{
+    constexpr int V = 16 / sizeof(T);
+    const int64_t gid = cua_global_id(), stride = cua_grid_stride();
+    const uintptr_t offset = (uintptr_t)x & 15;
+    const bool wide = offset % sizeof(T) == 0 && (!DOT || ((uintptr_t)y & 15) == offset);
+    int64_t head = wide ? (int64_t)(((16 - offset) & 15) / sizeof(T)) : n;
+    head = head < n ? head : n;
+    const int64_t nvec = (n - head) / V, tail = head + nvec * V;
+
+    Acc v = 0;
+    for (int64_t i = gid; i < head; i += stride) v += DOT ? (Acc)x[i] * (Acc)y[i] : (Acc)x[i];
+    for (int64_t i = tail + gid; i < n; i += stride) v += DOT ? (Acc)x[i] * (Acc)y[i] : (Acc)x[i];
+
+    const uint4 *xv = reinterpret_cast<const uint4 *>(x + head);
+    const uint4 *yv = DOT ? reinterpret_cast<const uint4 *>(y + head) : nullptr;
+    int64_t i = gid;
+    for (; i + (UNROLL - 1) * stride < nvec; i += UNROLL * stride) {
+        uint4 a[UNROLL], b[UNROLL];
+#pragma unroll
+        for (int u = 0; u < UNROLL; u++) {  // all loads first: UNROLL (x2) in flight
+            a[u] = __ldg(xv + i + u * stride);
+            b[u] = DOT ? __ldg(yv + i + u * stride) : a[u];
+        }
+#pragma unroll
+        for (int u = 0; u < UNROLL; u++) v = add_lanes<T, Acc, DOT>(v, a[u], b[u]);
+    }
+    for (; i < nvec; i += stride) v = add_lanes<T, Acc, DOT>(v, __ldg(xv + i), DOT ? __ldg(yv + i) : uint4());
+    return v;
+}
+
+// partials/ticket are unused (may be null) for a one-block grid. The ticket
+// is zero at launch (the launcher clears it).
+template <class T, class Acc, bool DOT>
+__global__ void reduce_kernel(const T *__restrict__ x, const T *__restrict__ y, int64_t n, Acc *partials,
+                              unsigned *ticket, Acc *out)
+{
+    __shared__ bool last;
+    Acc v = block_sum(thread_share<T, Acc, DOT>(x, y, n));
+    if (gridDim.x == 1) {
+        if (threadIdx.x == 0) *out = v;
+        return;
+    }
+    if (threadIdx.x == 0) {
+        partials[blockIdx.x] = v;
+        // The partial must be visible device-wide before the ticket says it
+        // is there: the last block reads it right after its own ticket.
+        __threadfence();
+        last = atomicAdd(ticket, 1u) == gridDim.x - 1;
+    }
+    __syncthreads();
+    if (!last) return;
+    __threadfence();  // the reads of the partials come after the ticket
+    const volatile Acc *p = partials;
+    Acc s = 0;
+    for (unsigned b = threadIdx.x; b < gridDim.x; b += blockDim.x) s += p[b];
+    s = block_sum(s);
+    if (threadIdx.x == 0) *out = s;
+}
+
+// The launcher of both rungs: y is null for sum.
+template <class T, class Acc, bool DOT>
+static int launch(const T *x, const T *y, int64_t n, Acc *result, cua_launch *cfg)
+{
+    cudaStream_t s = cua_stream(cfg);
+    auto kernel = reduce_kernel<T, Acc, DOT>;
+    if (cfg->threads <= 0) cfg->threads = THREADS;
+    const int threads = cfg->threads;
+    const size_t smem = threads % 32 ? (size_t)threads * sizeof(Acc) : 0;
+    if (cfg->blocks <= 0) {
+        const int64_t bytes = n * (int64_t)sizeof(T) * (DOT ? 2 : 1);
+        cfg->blocks = 1;
+        if (bytes > ONE_BLOCK_BYTES) {
+            int64_t resident;
+            int st = cua_max_resident_blocks(kernel, threads, smem, &resident);
+            if (st) return st;
+            const int64_t want = cua_ceil_div(n, (int64_t)threads * (16 / sizeof(T)));
+            cfg->blocks = want < resident ? want : resident;
+            if (cfg->blocks < 1) cfg->blocks = 1;
+        }
+    }
+    cfg->used_blocks = cfg->blocks;
+    cfg->used_threads = threads;
+    if (n == 0) {
+        *result = 0;
+        return 0;
+    }
+    const unsigned blocks = (unsigned)cfg->blocks;
+    Acc *out = (Acc *)cfg->result_device;
+    Acc *partials = nullptr;
+    unsigned *ticket = nullptr;
+    cua_scratch scratch;
+    if (blocks > 1 || !out) {
+        // Scratch: the ticket, the total (when there is no slot), the partials.
+        CUA_CHECK(scratch.get(16 + (size_t)blocks * sizeof(Acc), s));
+        ticket = (unsigned *)scratch.ptr;
+        partials = (Acc *)((char *)scratch.ptr + 16);
+        if (!out) out = (Acc *)((char *)scratch.ptr + 8);
+        CUA_CHECK(cudaMemsetAsync(ticket, 0, sizeof(unsigned), s));
+    }
+    kernel<<<blocks, threads, smem, s>>>(x, y, n, partials, ticket, out);
+    CUA_CHECK_LAUNCH();
+    if (out != cfg->result_device) CUA_CHECK(cudaMemcpyAsync(result, out, sizeof(Acc), cudaMemcpyDeviceToHost, s));
+    CUA_CHECK(cudaStreamSynchronize(s));
+    return 0;
+}
+
+}  // namespace vec
