@@ -47,6 +47,11 @@ PyObject *cua_op_counter(PyObject *self, PyObject *args);
 PyObject *cua_op_minmax(PyObject *self, PyObject *args);
 PyObject *cua_variants(PyObject *self, PyObject *args);
 
+/* peers.c: CUB on device pointers, for the benchmark. */
+PyObject *cua_cub_sum_py(PyObject *self, PyObject *args);
+PyObject *cua_cub_histogram_py(PyObject *self, PyObject *args);
+PyObject *cua_cub_select_py(PyObject *self, PyObject *args);
+
 /* interop.c: streams, pointers, gather, DLPack. */
 PyObject *cua_stream_create(PyObject *self, PyObject *noargs);
 PyObject *cua_stream_destroy(PyObject *self, PyObject *arg);

@@ -17,12 +17,14 @@ from ._device import DeviceArray, pinned_array, pinned_empty, to_device
 from ._errors import CudaError
 from ._interop import Stream
 from .timing import BenchmarkResult, SweepRow, Timer, benchmark, sweep
+from ._auto import Choice
 from ._ops import (
     add_one,
     prod,
     backend_info,
     backends,
     dot,
+    explain,
     filter,
     histogram,
     methods,
@@ -35,6 +37,7 @@ _C._set_cuda_error(CudaError)
 __version__ = "0.1.0"
 __all__ = [
     "BenchmarkResult",
+    "Choice",
     "CudaError",
     "Stream",
     "SweepRow",
@@ -49,6 +52,7 @@ __all__ = [
     "bench",
     "datasets",
     "dot",
+    "explain",
     "filter",
     "histogram",
     "methods",

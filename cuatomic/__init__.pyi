@@ -19,6 +19,15 @@ class CudaError(RuntimeError):
     name: str
     def __init__(self, message: str, code: int = ..., name: str = ...) -> None: ...
 
+class Choice:
+    op: str
+    backend: str
+    method: str
+    reason: str
+    facts: dict[str, Any]
+
+def explain(op: Op, *args: Any, backend: Backend | None = None, stream: Any = None, **kwargs: Any) -> Choice: ...
+
 class Stream:
     @property
     def ptr(self) -> int: ...

@@ -9,7 +9,7 @@ import warnings
 
 import numpy as np
 
-from . import _C, _backend, _interop
+from . import _C, _auto, _backend, _interop
 from ._device import DeviceArray
 
 ACC_INT64, ACC_FLOAT32, ACC_FLOAT64 = 0, 1, 2
@@ -131,7 +131,9 @@ def sum(a, *, dtype=None, method="auto", backend=None, blocks=None, threads=None
         Type of the result and of the accumulation, as NumPy's ``dtype``.
     method : str, optional
         A rung of the sum ladder (see ``methods("sum")``); ``"auto"`` picks
-        ``last_block``: one launch, any grid size, deterministic for floats.
+        ``vector``: 16-byte loads, warp shuffles, the resident grid and an
+        in-order last-block finish -- the fastest rung, and bit-identical
+        run to run for floats (see :func:`explain`).
     backend : {"cuda", "cpu"}, optional
         Default: ``CUATOMIC_BACKEND``, else cuda when usable, else cpu.
     blocks, threads : int, optional
@@ -236,7 +238,8 @@ def dot(a, b, *, method="auto", backend=None, blocks=None, threads=None, stream=
         1-D, of equal length.
     method : str, optional
         A rung of the dot ladder (see ``methods("dot")``); ``"auto"`` picks
-        ``partial``: no atomics, deterministic.
+        ``vector``: one pass with wide loads of both inputs, finished in
+        order on the device -- the fastest rung, deterministic.
     backend, blocks, threads, stream
         As for :func:`sum`.
 
@@ -303,6 +306,30 @@ def _integer_bins(edges, sample_dt):
     return int(e[0]), int(widths[0])
 
 
+def _edges(inp, bins, range, stream):
+    """(sample dtype, NumPy's edges, whether they are evenly spaced)."""
+    sample_dt = inp.dtype
+    if sample_dt.kind == "b":
+        warnings.warn("Converting input from bool to <class 'numpy.uint8'> for compatibility.",
+                      RuntimeWarning, stacklevel=3)
+        sample_dt = np.dtype(np.uint8)
+    if isinstance(bins, str):
+        if inp.device:
+            raise ValueError(f"bins={bins!r} estimates edges from the data: pass host data, or bins as a "
+                             "count or an array of edges")
+        return sample_dt, np.histogram_bin_edges(inp.x.view(sample_dt), bins, range), True
+    if np.ndim(bins) == 0:
+        try:
+            count = operator.index(bins)
+        except TypeError:
+            raise TypeError("`bins` must be an integer, a string, or an array") from None
+        if count < 1:
+            raise ValueError("`bins` must be positive, when an integer")
+        sample = _sample_for_edges(inp, sample_dt, range is not None, stream)
+        return sample_dt, np.histogram_bin_edges(sample, count, range), True
+    return sample_dt, np.histogram_bin_edges(np.empty(0, sample_dt), bins, range), False
+
+
 def histogram(a, bins=10, range=None, *, density=False, method="auto", backend=None, blocks=None, threads=None,
               stream=None):
     """Histogram of all elements, as ``np.histogram(a, bins, range, density=density)``.
@@ -321,11 +348,13 @@ def histogram(a, bins=10, range=None, *, density=False, method="auto", backend=N
     density : bool, optional
         As NumPy: counts / bin width / total.
     method : str, optional
-        ``"global"`` or ``"shared"`` (see ``methods("histogram")``);
-        ``"auto"`` picks ``shared``, or ``global`` when the bins' counters
-        would not fit in a GPU block's shared memory. Integer data with integer edges of an
-        integer width (``histogram(text, bins=128, range=(0, 128))``) is
-        binned with integer arithmetic only.
+        A rung of the histogram ladder (see ``methods("histogram")``):
+        ``global``, ``shared`` (the tutorial's), ``warp_private``,
+        ``thread_counters``. ``"auto"`` picks by the number of bins and the
+        skew of a 4,096-element sample (:func:`explain` says which and why).
+        Integer data with integer edges of an integer width
+        (``histogram(text, bins=128, range=(0, 128))``) is binned with
+        integer arithmetic only.
     backend, blocks, threads, stream
         As for :func:`sum`.
 
@@ -341,31 +370,7 @@ def histogram(a, bins=10, range=None, *, density=False, method="auto", backend=N
     nb, nt = launch_config(blocks, threads)
     s = _interop.stream_handle(stream)
     inp = prepare(a, be, stream=s)
-    sample_dt = inp.dtype
-    if sample_dt.kind == "b":
-        warnings.warn("Converting input from bool to <class 'numpy.uint8'> for compatibility.",
-                      RuntimeWarning, stacklevel=2)
-        sample_dt = np.dtype(np.uint8)
-
-    if isinstance(bins, str):
-        if inp.device:
-            raise ValueError(f"bins={bins!r} estimates edges from the data: pass host data, or bins as a "
-                             "count or an array of edges")
-        edges = np.histogram_bin_edges(inp.x.view(sample_dt), bins, range)
-        uniform = True
-    elif np.ndim(bins) == 0:
-        try:
-            count = operator.index(bins)
-        except TypeError:
-            raise TypeError("`bins` must be an integer, a string, or an array") from None
-        if count < 1:
-            raise ValueError("`bins` must be positive, when an integer")
-        edges = np.histogram_bin_edges(_sample_for_edges(inp, sample_dt, range is not None, s), count, range)
-        uniform = True
-    else:
-        edges = np.histogram_bin_edges(np.empty(0, sample_dt), bins, range)
-        uniform = False
-
+    sample_dt, edges, uniform = _edges(inp, bins, range, s)
     if edges.size < 2:
         hist = np.zeros(0, np.int64)
         return (DeviceArray.from_host(hist) if inp.device else hist), edges
@@ -381,10 +386,8 @@ def histogram(a, bins=10, range=None, *, density=False, method="auto", backend=N
     integer = _integer_bins(kernel_edges, sample_dt) if uniform else None
     ilo, iwidth = integer or (0, 1)
 
-    if method == "auto" and be == "cuda" and name == "shared":
-        fits = _backend.cuda_probe()["shared_per_block_optin"] // 4
-        if kernel_edges.size - 1 > fits:
-            name = "global"  # one private counter per bin would not fit in shared memory
+    if method == "auto":
+        name = _auto.histogram(be, inp, kernel_edges, s).method
     counts = _C.histogram(_backend.backend_id(be), name, inp.x, inp.n, inp.id, kernel_edges, int(uniform),
                           inv_width, int(integer is not None), ilo, iwidth, nb, nt, inp.device, s)
     if inp.device:
@@ -512,9 +515,9 @@ def filter(a, op, value, *, ordered=True, method="auto", backend=None, blocks=No
         True (default): exactly ``a.ravel()[a.ravel() <op> value]``. False:
         the same multiset in any order.
     method : str, optional
-        ``"ordered"`` (count, scan, scatter) or ``"atomic"`` (push_back with
-        atomicAdd's old value; unordered). ``"auto"`` picks ``ordered`` when
-        order is asked for, else ``atomic``.
+        ``"atomic"`` (push_back with atomicAdd's old value; unordered),
+        ``"ordered"`` (count, scan, scatter) or ``"lookback"`` (single pass
+        with decoupled look-back; ordered). ``"auto"`` picks ``lookback``.
     backend, blocks, threads, stream
         As for :func:`sum`.
 
@@ -533,7 +536,7 @@ def filter(a, op, value, *, ordered=True, method="auto", backend=None, blocks=No
         raise ValueError(f"unknown op {op!r}: expected one of {', '.join(_COMPARE)}")
     be = _backend.resolve(backend)
     if method == "auto":
-        method = "ordered" if ordered else "atomic"
+        method = _auto.fixed("filter", be).method
     name, flags = _backend.choose("filter", be, method)
     if ordered and not flags & _C.F_ORDERED:
         raise ValueError(f"method {name!r} cannot keep input order: pass ordered=False, or method='ordered'")
@@ -597,7 +600,11 @@ def mutex_add_one(blocks=10, threads=16, *, method="spin", backend=None, stream=
     Parameters
     ----------
     blocks, threads : int, optional
-    method : {"spin", "auto"}, optional
+    method : {"spin", "warp_lock", "auto"}, optional
+        ``spin`` (the tutorial's lesson: every thread takes the lock) or
+        ``warp_lock`` (one lane takes it for its warp, test-and-test-and-set
+        with backoff, and the warp's lanes increment in turn inside it);
+        ``"auto"`` picks ``warp_lock``.
     backend : {"cuda", "cpu"}, optional
     stream : optional
         As for :func:`sum`.
@@ -608,6 +615,49 @@ def mutex_add_one(blocks=10, threads=16, *, method="spin", backend=None, stream=
         Exactly blocks*threads.
     """
     return _counter("mutex_add_one", blocks, threads, method, backend, stream)
+
+
+def explain(op, *args, backend=None, stream=None, **kwargs):
+    """What ``method="auto"`` runs for a call, and why.
+
+    Parameters
+    ----------
+    op : {"sum", "dot", "histogram", "filter", "mutex_add_one", "add_one", "prod"}
+    *args, **kwargs
+        The call's arguments, as for the op itself (only what the rule looks
+        at is used: the input, and ``bins``/``range`` for a histogram).
+    backend, stream
+        As for :func:`sum`.
+
+    Returns
+    -------
+    Choice
+        ``method``, ``reason`` and the ``facts`` the rule looked at (size,
+        dtype, bins, the measured skew of a sample); ``str()`` reads as a
+        sentence.
+
+    Examples
+    --------
+    >>> import numpy as np, cuatomic
+    >>> text = np.frombuffer(b"the quick brown fox " * 100, np.uint8)
+    >>> cuatomic.explain("histogram", text, bins=128, range=(0, 128), backend="cpu").method
+    'thread_counters'
+    """
+    _backend.op_id(op)
+    be = _backend.resolve(backend)
+    s = _interop.stream_handle(stream)
+    if op == "histogram":
+        a = args[0] if args else kwargs["a"]
+        bins = args[1] if len(args) > 1 else kwargs.get("bins", 10)
+        bounds = args[2] if len(args) > 2 else kwargs.get("range")
+        inp = prepare(a, be, stream=s)
+        _, edges, _ = _edges(inp, bins, bounds, s)
+        return _auto.histogram(be, inp, edges, s)
+    facts = {}
+    if args and op in ("sum", "dot", "filter", "prod"):
+        inp = prepare(args[0], be, stream=s)
+        facts = {"n": inp.n, "dtype": str(inp.dtype)}
+    return _auto.fixed(op, be, facts)
 
 
 def methods(op, backend=None):

@@ -14,8 +14,8 @@ import platform
 
 import numpy as np
 
-from . import _backend, _ops
-from ._device import to_device
+from . import _auto, _backend, _ops
+from ._device import DeviceArray, to_device
 from .datasets import english_like_text, text_to_array
 from .timing import benchmark
 
@@ -187,15 +187,326 @@ def run(ops=OPS, sizes=None, dtypes=None, entropies=ENTROPIES, backend=None, rep
                     rows.extend(group)
                     if progress:
                         progress(f"{op} {np.dtype(dt).name} n={n} {entropy}: {len(group)} systems")
+    env = _environment(be)
+    return {"environment": env, "ceiling_gbps": ceiling, "rows": rows}
+
+
+# ------------------------------------------------------------------ targets
+
+def _ms(fn, repeat, warmup=2):
+    """Median milliseconds of fn() (CUDA events on a GPU), device synchronized."""
+    be = "cuda" if _backend.usable()[0] == "cuda" else "cpu"
+    return benchmark(lambda backend: fn(), repeat=repeat, warmup=warmup, backend=be).median
+
+
+class _Targets:
+    """Collects rows of the targets table: one per (work, system)."""
+
+    def __init__(self, progress):
+        self.rows, self.progress = [], progress
+
+    def add(self, work, system, fn, check, nbytes, repeat, goal=None, note=""):
+        """Validate fn() with check(result) first; time it only if right."""
+        try:
+            value = fn()
+            ok = bool(check(value))
+        except Exception as e:  # a peer that cannot run this input is reported, not fatal
+            self.rows.append({"work": work, "system": system, "ok": False, "error": f"{type(e).__name__}: {e}"})
+            return None
+        row = {"work": work, "system": system, "ok": ok, "note": note}
+        if ok:
+            ms = _ms(fn, repeat)
+            row.update(median_ms=ms, gbps=nbytes / (ms * 1e-3) / 1e9)
+            if goal:
+                kind, bound = goal
+                row["goal"] = {"gbps": f">= {bound:g} GB/s", "ms": f"<= {bound:g} ms",
+                               "ratio": f">= {bound:g}x the best peer"}[kind]
+                if kind != "ratio":  # ratios are judged once every peer is measured
+                    row["met"] = row["gbps"] >= bound if kind == "gbps" else ms <= bound
+                row["_goal"] = goal
+        self.rows.append(row)
+        if self.progress:
+            shown = f"{row['median_ms']:.4f} ms" if "median_ms" in row else ("WRONG" if not ok else "")
+            self.progress(f"{work:45s} {system:28s} {shown}")
+        return row
+
+    def best_peer(self):
+        """ratio_to_best_peer for cuatomic's rows of each work."""
+        for work in dict.fromkeys(r["work"] for r in self.rows):
+            group = [r for r in self.rows if r["work"] == work and "median_ms" in r]
+            peers = [r["median_ms"] for r in group if not r["system"].startswith("cuatomic")]
+            for r in group:
+                r["ratio_to_best_peer"] = min(peers) / r["median_ms"] if peers else None
+                kind, bound = r.pop("_goal", (None, None))
+                if kind == "ratio" and r["ratio_to_best_peer"] is not None:
+                    r["met"] = r["ratio_to_best_peer"] >= bound
+
+
+def _gpu_peers():
+    found = {}
+    try:
+        import cupy
+        found["cupy"] = cupy
+    except ImportError:
+        pass
+    try:
+        import torch
+        if torch.cuda.is_available():
+            found["torch"] = torch
+    except ImportError:
+        pass
+    try:
+        from . import _tutorial_numba
+        found["numba"] = _tutorial_numba
+    except Exception:  # numba-cuda missing or unusable
+        pass
+    return found
+
+
+def _hist_ref(x, bins, lo, hi):
+    if x.dtype == np.uint8 and (bins, lo, hi) == (128, 0, 128):  # fast, and what np.histogram gives
+        bc = np.bincount(x, minlength=256)
+        ref = bc[:128].copy()
+        ref[127] += bc[128]
+        return ref
+    return np.histogram(x, bins, (lo, hi))[0]
+
+
+def targets(backend=None, repeat=20, quick=False, progress=print):
+    """The issue's target table: each work measured for cuatomic's top rungs
+    and every peer, in one run.
+
+    Parameters
+    ----------
+    backend : {"cuda", "cpu"}, optional
+    repeat : int, optional
+    quick : bool, optional
+        Sizes divided by 2^8 (a smoke run; not the targets' sizes).
+
+    Returns
+    -------
+    dict
+        ``environment`` and ``rows`` (work, system, ok, median_ms, gbps,
+        goal, met, ratio_to_best_peer, note).
+    """
+    be = _backend.resolve(backend)
+    t = _Targets(progress)
+    shrink = 8 if quick else 0
+    rng = np.random.default_rng(0)
+    text = text_to_array(english_like_text(5_700_000 >> shrink))
+    if be == "cpu":
+        _cpu_targets(t, rng, text, shrink, repeat)
+    else:
+        _gpu_targets(t, rng, text, shrink, repeat)
+    t.best_peer()
+    return {"environment": _environment(be), "rows": t.rows}
+
+
+def _cpu_targets(t, rng, text, shrink, repeat):
+    n = 1 << (26 - shrink)
+    x = rng.integers(-1000, 1000, n, dtype=np.int32)
+    f = rng.standard_normal(n).astype(np.float32)
+    ref_hist = np.histogram(text, 128, (0, 128))[0]
+    work = f"histogram 128 bins, text {text.nbytes / 1e6:.1f} MB"
+    t.add(work, "cuatomic auto", lambda: _ops.histogram(text, 128, (0, 128), backend="cpu")[0],
+          lambda h: np.array_equal(h, ref_hist), text.nbytes, repeat, ("ratio", 20))
+    t.add(work, "numpy", lambda: np.histogram(text, 128, (0, 128))[0], lambda h: np.array_equal(h, ref_hist),
+          text.nbytes, repeat)
+    work = f"sum int32 -> int64, 2^{26 - shrink}"
+    t.add(work, "cuatomic auto", lambda: _ops.sum(x, backend="cpu"), lambda v: v == x.sum(), x.nbytes, repeat,
+          ("ratio", 1.5))
+    t.add(work, "numpy", lambda: np.sum(x), lambda v: True, x.nbytes, repeat)
+    work = f"sum float32, 2^{26 - shrink}"
+    t.add(work, "cuatomic auto", lambda: _ops.sum(f, backend="cpu"), lambda v: agrees("sum", v, f.sum(), f),
+          f.nbytes, repeat, ("ratio", 1.5))
+    t.add(work, "numpy", lambda: np.sum(f), lambda v: True, f.nbytes, repeat)
+    g = rng.standard_normal(n).astype(np.float32)
+    work = f"dot float32, 2^{26 - shrink}"
+    ref_dot = float(np.dot(f.astype(np.float64), g.astype(np.float64)))
+    bound = (n + 1) * np.finfo(np.float32).eps * float(np.abs(f.astype(np.float64) * g).sum())
+    t.add(work, "cuatomic auto", lambda: _ops.dot(f, g, backend="cpu"), lambda v: abs(float(v) - ref_dot) <= bound,
+          2 * f.nbytes, repeat, ("ratio", 1.0))
+    t.add(work, "numpy", lambda: np.dot(f, g), lambda v: True, 2 * f.nbytes, repeat)
+    work = f"filter >= 2, int32, 2^{26 - shrink}"
+    ref = x[x >= 2]
+    moved = x.nbytes + ref.nbytes
+    t.add(work, "cuatomic auto", lambda: _ops.filter(x, ">=", 2, backend="cpu"), lambda o: np.array_equal(o, ref),
+          moved, repeat, ("ratio", 1.5))
+    t.add(work, "numpy", lambda: x[x >= 2], lambda o: True, moved, repeat)
+
+
+def _gpu_targets(t, rng, text, shrink, repeat):
+    from . import _C
+    peers = _gpu_peers()
+    cp, torch, nb = peers.get("cupy"), peers.get("torch"), peers.get("numba")
+    tb = lambda x: x * 1e3  # noqa: E731  (TB/s goals in GB/s)
+
+    # -- sums
+    n = 1 << (28 - shrink)
+    x = rng.integers(-1000, 1000, n, dtype=np.int32)
+    dx = to_device(x)
+    exact = int(x.sum(dtype=np.int64))
+    work = f"sum int32 -> int64, 2^{28 - shrink}"
+    t.add(work, "cuatomic auto (vector)", lambda: int(_ops.sum(dx)), lambda v: v == exact, x.nbytes, repeat,
+          ("gbps", tb(4.2)))
+    t.add(work, "CUB DeviceReduce", lambda: _C.cub_sum(dx.ptr, n, 5, None), lambda v: v == exact, x.nbytes, repeat)
+    if cp is not None:
+        cx = cp.asarray(dx)
+        t.add(work, "cupy", lambda: int(cx.sum(dtype=cp.int64)), lambda v: v == exact, x.nbytes, repeat)
+    if torch is not None:
+        tx = torch.from_dlpack(dx)
+        t.add(work, "torch", lambda: int(tx.sum(dtype=torch.int64)), lambda v: v == exact, x.nbytes, repeat)
+    del dx
+
+    f = rng.standard_normal(n).astype(np.float32)
+    df = to_device(f)
+    work = f"sum float32, 2^{28 - shrink}"
+    runs = {np.float32(_ops.sum(df)).tobytes() for _ in range(10)}
+    note = "bit-identical over 10 runs" if len(runs) == 1 else f"{len(runs)} different results over 10 runs"
+    t.add(work, "cuatomic auto (vector)", lambda: _ops.sum(df), lambda v: agrees("sum", v, f.sum(), f) and len(runs) == 1,
+          f.nbytes, repeat, ("gbps", tb(4.2)), note)
+    t.add(work, "CUB DeviceReduce", lambda: _C.cub_sum(df.ptr, n, 9, None), lambda v: agrees("sum", v, f.sum(), f),
+          f.nbytes, repeat)
+    if cp is not None:
+        cf = cp.asarray(df)
+        t.add(work, "cupy", lambda: float(cf.sum()), lambda v: agrees("sum", v, f.sum(), f), f.nbytes, repeat)
+    if torch is not None:
+        tf = torch.from_dlpack(df)
+        t.add(work, "torch", lambda: float(tf.sum()), lambda v: agrees("sum", v, f.sum(), f), f.nbytes, repeat)
+
+    # -- dot
+    g = rng.standard_normal(n).astype(np.float32)
+    dg = to_device(g)
+    ref_dot = float(np.dot(f.astype(np.float64), g.astype(np.float64)))
+    bound = (n + 1) * np.finfo(np.float32).eps * float(np.abs(f.astype(np.float64) * g).sum())
+    close = lambda v: abs(float(v) - ref_dot) <= bound  # noqa: E731
+    work = f"dot float32, 2^{28 - shrink}"
+    runs = {np.float32(_ops.dot(df, dg)).tobytes() for _ in range(10)}
+    note = "bit-identical over 10 runs" if len(runs) == 1 else f"{len(runs)} different results over 10 runs"
+    t.add(work, "cuatomic auto (vector)", lambda: _ops.dot(df, dg), lambda v: close(v) and len(runs) == 1,
+          2 * f.nbytes, repeat, ("gbps", tb(4.2)), note)
+    if cp is not None:
+        cf, cg = cp.asarray(df), cp.asarray(dg)
+        t.add(work, "cupy (cuBLAS)", lambda: float(cp.dot(cf, cg)), close, 2 * f.nbytes, repeat)
+    if torch is not None:
+        tf, tg = torch.from_dlpack(df), torch.from_dlpack(dg)
+        t.add(work, "torch", lambda: float(torch.dot(tf, tg)), close, 2 * f.nbytes, repeat)
+    if nb is not None:
+        na, nbb = nb.as_device(df), nb.as_device(dg)
+        t.add(work, "tutorial numba (mutex)", lambda: nb.dot(na, nbb), close, 2 * f.nbytes, max(3, repeat // 4))
+    del df, dg
+
+    # -- filter
+    work = f"filter >= 2, int32, 2^{28 - shrink}, ordered"
+    keep = x[x >= 2]
+    moved = x.nbytes + keep.nbytes
+    dx = to_device(x)
+    same = lambda o: np.array_equal(_host(o), keep)  # noqa: E731
+    t.add(work, "cuatomic auto (lookback)", lambda: _ops.filter(dx, ">=", 2), same, moved, repeat, ("gbps", tb(3.0)))
+    t.add(work, "cuatomic ordered", lambda: _ops.filter(dx, ">=", 2, method="ordered"), same, moved, repeat)
+    out = DeviceArray.empty((n,), np.int32)
+    t.add(work, "CUB DeviceSelect::If", lambda: _C.cub_select(dx.ptr, n, 5, 2.0, out.ptr, None),
+          lambda c: c == keep.size and np.array_equal(out.copy_to_host()[:c], keep), moved, repeat)
+    if cp is not None:
+        cx = cp.asarray(dx)
+        t.add(work, "cupy", lambda: cx[cx >= 2], lambda o: np.array_equal(cp.asnumpy(o), keep), moved, repeat)
+    if torch is not None:
+        tx = torch.from_dlpack(dx)
+        t.add(work, "torch", lambda: tx[tx >= 2], lambda o: np.array_equal(o.cpu().numpy(), keep), moved, repeat)
+    del dx, out
+
+    # -- histograms: the tutorial's 128 bins of bytes, then more bins and floats
+    big = np.resize(text, 1 << (30 - shrink))
+    uniform = rng.integers(0, 256, 1 << (28 - shrink), dtype=np.uint8)
+    cases = [(f"histogram 128 bins, text {big.nbytes / 2**20:.0f} MiB", big, ("gbps", tb(3.2))),
+             (f"histogram 128 bins, uniform bytes {uniform.nbytes / 2**20:.0f} MiB", uniform, ("gbps", tb(2.5))),
+             (f"histogram 128 bins, text {text.nbytes / 1e6:.1f} MB (tutorial size)", text, ("ms", 0.015))]
+    for work, data, goal in cases:
+        ref = _hist_ref(data, 128, 0, 128)
+        same = lambda h, ref=ref: np.array_equal(_host(h), ref)  # noqa: E731
+        d = to_device(data)
+        choice = _auto.histogram("cuda", _ops.prepare(d, "cuda"), np.linspace(0, 128, 129))
+        t.add(work, f"cuatomic auto ({choice.method})", lambda: _ops.histogram(d, 128, (0, 128))[0], same,
+              data.nbytes, repeat, goal, choice.reason)
+        for m in ("warp_private", "thread_counters", "shared"):
+            t.add(work, f"cuatomic {m}", lambda m=m: _ops.histogram(d, 128, (0, 128), method=m)[0], same,
+                  data.nbytes, repeat)
+        t.add(work, "CUB HistogramEven", lambda: _C.cub_histogram(d.ptr, data.size, 2, 128, 0, 128, None), same,
+              data.nbytes, repeat)
+        if cp is not None:
+            cd = cp.asarray(d)
+            t.add(work, "cupy", lambda: cp.histogram(cd, 128, (0, 128))[0].get(), same, data.nbytes,
+                  max(3, repeat // 4))
+        if nb is not None:
+            nd = nb.as_device(d)
+            for kind in ("shared", "global"):
+                t.add(work, f"tutorial numba ({kind})", lambda kind=kind: nb.histogram(kind)(nd), same,
+                      data.nbytes, max(3, repeat // 4))
+        del d
+    for work, data, bins, lo, hi, dt in [
+            (f"histogram 1,000 bins, float32 normal, 2^{26 - shrink}", None, 1000, -4.0, 4.0, np.float32),
+            (f"histogram 65,536 bins, int32 uniform, 2^{26 - shrink}", None, 65536, 0, 65536, np.int32)]:
+        m = 1 << (26 - shrink)
+        data = (rng.standard_normal(m).astype(dt) if dt == np.float32 else rng.integers(0, 65536, m, dtype=dt))
+        ref = np.histogram(data, bins, (lo, hi))[0]
+        same = lambda h, ref=ref: np.array_equal(_host(h), ref)  # noqa: E731
+        d = to_device(data)
+        edges = np.histogram_bin_edges(np.empty(0, dt), bins, (lo, hi))
+        choice = _auto.histogram("cuda", _ops.prepare(d, "cuda"), edges)
+        t.add(work, f"cuatomic auto ({choice.method})", lambda: _ops.histogram(d, bins, (lo, hi))[0], same,
+              data.nbytes, repeat, note=choice.reason)
+        t.add(work, "CUB HistogramEven", lambda: _C.cub_histogram(d.ptr, m, 5 if dt == np.int32 else 9, bins, lo, hi,
+                                                                 None), same, data.nbytes, repeat)
+        if cp is not None:
+            cd = cp.asarray(d)
+            t.add(work, "cupy", lambda: cp.histogram(cd, bins, (lo, hi))[0].get(), same, data.nbytes,
+                  max(3, repeat // 4))
+        del d
+
+    # -- the mutex
+    blocks, threads = 264, 256
+    work = f"mutex_add_one {blocks} x {threads}"
+    t.add(work, "cuatomic auto (warp_lock)", lambda: _ops.mutex_add_one(blocks, threads, method="auto"),
+          lambda v: v == blocks * threads, 0, repeat, ("ms", 20.0))
+    if nb is not None:
+        nb.mutex_add_one(1, 1)  # compile outside the timing
+        t.add(work, "tutorial numba (spin)", lambda: nb.mutex_add_one(blocks, threads),
+              lambda v: v == blocks * threads, 0, 1)
+
+
+def _environment(be):
     env = {"backend": be, "numpy": np.__version__, "python": platform.python_version()}
     if be == "cuda":
         probe = _backend.cuda_probe()
         env.update(device=probe["name"], driver_version=probe["driver_version"],
                    cuda_runtime_version=probe["runtime_version"])
+        for name in ("cupy", "torch", "numba"):
+            try:
+                env[name] = __import__(name).__version__
+            except Exception:
+                pass
     else:
         from . import _C
         env.update(device=platform.processor() or platform.machine(), cpu_threads=_C.cpu_threads())
-    return {"environment": env, "ceiling_gbps": ceiling, "rows": rows}
+    return env
+
+
+def targets_markdown(results):
+    """The targets table as Markdown."""
+    env = results["environment"]
+    lines = [f"Device: {env['device']} ({env['backend']}).", "",
+             "| work | system | median ms | GB/s | vs best peer | goal | met | note |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in results["rows"]:
+        if "median_ms" not in r:
+            lines.append(f"| {r['work']} | {r['system']} | {r.get('error', 'WRONG')} | | | | | |")
+            continue
+        ratio = r.get("ratio_to_best_peer")
+        met = {True: "yes", False: "**no**"}.get(r.get("met"), "")
+        lines.append(f"| {r['work']} | {r['system']} | {r['median_ms']:.4f} | {r['gbps']:.1f} | "
+                     f"{'' if ratio is None else f'{ratio:.2f}x'} | {r.get('goal', '')} | {met} | "
+                     f"{r.get('note', '')} |")
+    return "\n".join(lines) + "\n"
 
 
 def markdown(results):
@@ -253,10 +564,19 @@ def main(argv=None):
     parser.add_argument("--out", default="bench_results")
     parser.add_argument("--repeat", type=int, default=10)
     parser.add_argument("--no-plots", action="store_true")
+    parser.add_argument("--targets", action="store_true",
+                        help="the target table: top rungs against every peer at the targets' sizes")
     args = parser.parse_args(argv)
-    results = run(ops=args.ops, backend=args.backend, repeat=args.repeat, quick=args.quick)
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    if args.targets:
+        results = targets(backend=args.backend, repeat=args.repeat, quick=args.quick)
+        (out / "targets.json").write_text(json.dumps(results, indent=1))
+        (out / "targets.md").write_text(targets_markdown(results))
+        wrong = [r for r in results["rows"] if not r["ok"] and r["system"].startswith("cuatomic")]
+        print(f"targets: {len(results['rows'])} rows, {len(wrong)} cuatomic rows wrong, written to {out}")
+        return 1 if wrong else 0
+    results = run(ops=args.ops, backend=args.backend, repeat=args.repeat, quick=args.quick)
     (out / "bench.json").write_text(json.dumps(results, indent=1))
     (out / "bench.md").write_text(markdown(results))
     if not args.no_plots:

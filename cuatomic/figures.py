@@ -90,7 +90,8 @@ def histogram_sweep(text, backend=None, blocks=None, repeat=5):
     """The tutorial's block-count sweep of both histogram rungs."""
     be = resolve(backend)
     d = to_device(text, backend=be)
-    rows = sweep("histogram", d, bins=128, range=(0, 128), blocks=blocks, repeat=repeat, backend=be)
+    rows = sweep("histogram", d, bins=128, range=(0, 128), blocks=blocks, methods=["global", "shared"],
+                 repeat=repeat, backend=be)
     return [r.__dict__ for r in rows]
 
 

@@ -30,7 +30,7 @@
 
 typedef unsigned long long u64;
 
-static inline int64_t cua_ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+__host__ __device__ static inline int64_t cua_ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 static inline cudaStream_t cua_stream(const cua_launch *cfg)
 {

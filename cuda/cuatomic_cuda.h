@@ -86,6 +86,17 @@ int cua_cuda_stream_destroy(void *stream);
 int cua_cuda_stream_synchronize(void *stream);
 int cua_cuda_stream_wait(void *waiter, void *producer);
 
+/* CUB's device-wide primitives on device data, for the benchmark's
+ * comparison (cub.cu): sum (int32 -> int64 bits, float32), an even-binned
+ * histogram (uint8, int32, float32 samples; counts to host memory), and a
+ * selection of x >= value into `out` (int32, float32). CUA_EINVAL for a
+ * dtype they are not built for. */
+int cua_cub_sum(const void *x, int64_t n, int dtype, void *result, void *stream);
+int cua_cub_histogram(const void *x, int64_t n, int dtype, int nbins, double lo, double hi, int64_t *counts,
+                      void *stream);
+int cua_cub_select_at_least(const void *x, int64_t n, int dtype, double value, void *out, int64_t *count,
+                            void *stream);
+
 /* cudaGetErrorName / cudaGetErrorString of a positive status. */
 const char *cua_cuda_error_name(int status);
 const char *cua_cuda_error_string(int status);

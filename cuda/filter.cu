@@ -11,6 +11,15 @@
 //              its slice again a tile at a time, ranking keepers inside each
 //              warp with a ballot and across warps through shared memory.
 //              Reads the input twice; output equals a[mask].
+//  3. lookback single pass, ordered (decoupled look-back, Merrill & Garland):
+//              a block takes the next tile number from a counter, counts its
+//              keepers, publishes the count as an "aggregate", then reads its
+//              predecessors' published values backwards -- 32 at a time, one
+//              per lane of a warp -- until it meets an "inclusive" prefix;
+//              it publishes its own inclusive prefix, stages its keepers in
+//              shared memory in order and writes them out coalesced. Reads
+//              the input once. Tiles are numbered in the order blocks start,
+//              so a block only ever waits for blocks that are running.
 //
 // The predicate is an interval test: keep x iff (lo <= x <= hi) != negate,
 // in the data's type (the Python layer turns `x <op> value` into this form
@@ -19,7 +28,7 @@
 
 #include "common.cuh"
 
-enum FilterRung { ATOMIC, ORDERED };
+enum FilterRung { ATOMIC, ORDERED, LOOKBACK };
 
 template <class T>
 struct DevPred {
@@ -136,12 +145,158 @@ __global__ void filter_scatter_kernel(const T *__restrict__ x, int64_t n, int64_
     }
 }
 
+// ------------------------------------------------------------- lookback
+
+constexpr int LB_ITEMS = 16;  // elements per thread per tile
+// A tile's published state: flag in the top 2 bits, count in the rest,
+// written and read as one 64-bit word so the pair is never torn.
+#define LB_AGGREGATE (1ULL << 62)
+#define LB_INCLUSIVE (2ULL << 62)
+#define LB_VALUE ((1ULL << 62) - 1)
+
+__device__ __forceinline__ u64 warp_sum_u64(u64 v)
+{
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+// Exclusive prefix of the tiles before `tile`, by warp 0 (all lanes).
+__device__ u64 look_back(volatile u64 *status, int64_t tile)
+{
+    const unsigned lane = threadIdx.x & 31;
+    u64 prefix = 0;
+    int64_t top = tile - 1;
+    unsigned backoff = 16;
+    while (true) {
+        const int64_t idx = top - lane;  // lane 0 reads the nearest predecessor
+        const u64 st = idx >= 0 ? status[idx] : LB_INCLUSIVE;  // before tile 0: an inclusive 0
+        if (__any_sync(0xffffffffu, (st >> 62) == 0)) {
+            // A predecessor has not published yet; it is running (it took
+            // its tile number before us), so this wait ends.
+            __nanosleep(backoff);
+            backoff = backoff < 512 ? 2 * backoff : 512;
+            continue;
+        }
+        const unsigned inclusive = __ballot_sync(0xffffffffu, (st >> 62) == 2);
+        const int stop = inclusive ? __ffs(inclusive) - 1 : 31;  // nearest inclusive, or the whole window
+        prefix += warp_sum_u64((int)lane <= stop ? st & LB_VALUE : 0);
+        if (inclusive) return prefix;
+        top -= 32;
+    }
+}
+
+template <class T>
+__global__ void filter_lookback_kernel(const T *__restrict__ x, int64_t n, DevPred<T> p, T *out,
+                                       unsigned *tile_counter, u64 *status, int64_t ntiles, u64 *total)
+{
+    __shared__ int64_t tile_s;
+    __shared__ u64 warp_scan[33];  // exclusive warp offsets, then the tile's count
+    __shared__ u64 prefix_s;
+    T *stage = reinterpret_cast<T *>(cua_smem);  // blockDim * LB_ITEMS elements
+    const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x / 32;
+    const int64_t tile_size = (int64_t)blockDim.x * LB_ITEMS;
+    const bool wide = ((uintptr_t)x & 15) == 0;
+    volatile u64 *vstatus = status;
+
+    while (true) {
+        if (threadIdx.x == 0) tile_s = atomicAdd(tile_counter, 1u);
+        __syncthreads();
+        const int64_t tile = tile_s;
+        if (tile >= ntiles) break;
+        const int64_t base = tile * tile_size + (int64_t)threadIdx.x * LB_ITEMS;
+
+        // This thread's LB_ITEMS consecutive elements and which of them stay.
+        T v[LB_ITEMS];
+        if (wide && base + LB_ITEMS <= n) {
+            constexpr int V = 16 / sizeof(T);
+#pragma unroll
+            for (int j = 0; j < LB_ITEMS / V; j++) {
+                uint4 r = __ldg(reinterpret_cast<const uint4 *>(x + base) + j);
+                memcpy(&v[j * V], &r, 16);
+            }
+        } else {
+#pragma unroll
+            for (int j = 0; j < LB_ITEMS; j++) v[j] = base + j < n ? x[base + j] : T();
+        }
+        unsigned kept = 0, mask = 0;
+#pragma unroll
+        for (int j = 0; j < LB_ITEMS; j++)
+            if (base + j < n && keep(v[j], p)) {
+                mask |= 1u << j;
+                kept++;
+            }
+
+        // Block-wide exclusive scan of the per-thread counts.
+        unsigned incl = kept;
+        for (int o = 1; o < 32; o <<= 1) {
+            unsigned up = __shfl_up_sync(0xffffffffu, incl, o);
+            if ((int)lane >= o) incl += up;
+        }
+        if (lane == 31) warp_scan[warp] = incl;
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            u64 run = 0;
+            for (unsigned w = 0; w < nwarps; w++) {
+                u64 t = warp_scan[w];
+                warp_scan[w] = run;
+                run += t;
+            }
+            warp_scan[32] = run;
+        }
+        __syncthreads();
+        const u64 tile_count = warp_scan[32];
+        unsigned pos = (unsigned)warp_scan[warp] + incl - kept;
+
+        // Publish, look back, publish the inclusive prefix.
+        if (warp == 0) {
+            u64 prefix = 0;
+            if (tile == 0) {
+                if (lane == 0) vstatus[0] = LB_INCLUSIVE | tile_count;
+            } else {
+                if (lane == 0) vstatus[tile] = LB_AGGREGATE | tile_count;
+                prefix = look_back(vstatus, tile);
+                if (lane == 0) vstatus[tile] = LB_INCLUSIVE | (prefix + tile_count);
+            }
+            if (lane == 0) {
+                prefix_s = prefix;
+                if (tile == ntiles - 1) *total = prefix + tile_count;
+            }
+        }
+        // Keepers to shared memory in input order, then out coalesced.
+#pragma unroll
+        for (int j = 0; j < LB_ITEMS; j++)
+            if (mask & (1u << j)) stage[pos++] = v[j];
+        __syncthreads();
+        const u64 prefix = prefix_s;
+        for (u64 i = threadIdx.x; i < tile_count; i += blockDim.x) out[prefix + i] = stage[i];
+        __syncthreads();  // stage, tile_s and warp_scan are reused by the next tile
+    }
+}
+
 template <int R, class T>
 static int filter_typed(const T *x, int64_t n, const cua_pred *pred, T *out, int64_t *count, cua_launch *cfg)
 {
     cudaStream_t s = cua_stream(cfg);
-    int st = cua_default_config(cfg, n, 256);
-    if (st) return st;
+    int st;
+    if (R == LOOKBACK) {
+        // Persistent blocks take tiles until none is left: the default grid
+        // is what is resident at once (never more than there are tiles).
+        if (cfg->threads <= 0) cfg->threads = 256;
+        if (cfg->threads % 32 != 0)
+            return cua_refuse(cfg, "method 'lookback' needs whole warps: threads must be a multiple of 32 (got %d)",
+                              cfg->threads);
+        if (cfg->blocks <= 0) {
+            st = cua_max_resident_blocks(filter_lookback_kernel<T>, cfg->threads,
+                                         (size_t)cfg->threads * LB_ITEMS * sizeof(T), &cfg->blocks);
+            if (st) return st;
+            if (cfg->blocks < 1) return cua_refuse(cfg, "no block of %d threads fits on this device", cfg->threads);
+        }
+        cfg->used_blocks = cfg->blocks;
+        cfg->used_threads = cfg->threads;
+    } else {
+        st = cua_default_config(cfg, n, 256);
+        if (st) return st;
+    }
     *count = 0;
     if (n == 0) return 0;
     const unsigned blocks = (unsigned)cfg->blocks;
@@ -156,6 +311,24 @@ static int filter_typed(const T *x, int64_t n, const cua_pred *pred, T *out, int
         filter_atomic_kernel<T><<<blocks, threads, 0, s>>>(x, n, p, out, counter);
         CUA_CHECK_LAUNCH();
         CUA_CHECK(cudaMemcpyAsync(&total, counter, sizeof(u64), cudaMemcpyDeviceToHost, s));
+    } else if constexpr (R == LOOKBACK) {
+        const int64_t ntiles = cua_ceil_div(n, (int64_t)threads * LB_ITEMS);
+        const size_t smem = (size_t)threads * LB_ITEMS * sizeof(T);
+        if (smem > 48 * 1024)
+            CUA_CHECK(cudaFuncSetAttribute(filter_lookback_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           (int)smem));
+        // Scratch: total, tile counter, then one status word per tile, all zero.
+        const size_t bytes = 16 + (size_t)ntiles * sizeof(u64);
+        CUA_CHECK(scratch.get(bytes, s));
+        u64 *total_dev = (u64 *)scratch.ptr;
+        unsigned *counter = (unsigned *)((char *)scratch.ptr + 8);
+        u64 *status = (u64 *)((char *)scratch.ptr + 16);
+        CUA_CHECK(cudaMemsetAsync(scratch.ptr, 0, bytes, s));
+        const unsigned grid = (unsigned)(cfg->blocks < ntiles ? cfg->blocks : ntiles);
+        cfg->used_blocks = grid;
+        filter_lookback_kernel<T><<<grid, threads, smem, s>>>(x, n, p, out, counter, status, ntiles, total_dev);
+        CUA_CHECK_LAUNCH();
+        CUA_CHECK(cudaMemcpyAsync(&total, total_dev, sizeof(u64), cudaMemcpyDeviceToHost, s));
     } else {
         const int64_t slice = cua_ceil_div(n, blocks);
         CUA_CHECK(scratch.get(((size_t)blocks + 1) * sizeof(u64), s));
@@ -193,10 +366,17 @@ static int filter_ORDERED(const void *x, int64_t n, int d, const cua_pred *p, vo
     return filter_run<ORDERED>(x, n, d, p, o, c, cfg);
 }
 
+static int filter_LOOKBACK(const void *x, int64_t n, int d, const cua_pred *p, void *o, int64_t *c, cua_launch *cfg)
+{
+    return filter_run<LOOKBACK>(x, n, d, p, o, c, cfg);
+}
+
 extern "C" const cua_variant cua_cuda_filter_variants[] = {
     {"atomic", 1, "push_back: the old value atomicAdd returns is the output slot (unordered)", 0,
      (cua_fn)filter_ATOMIC},
     {"ordered", 2, "count per block, scan the counts, scatter with warp ballots: keeps input order",
-     CUA_F_ORDERED | CUA_F_DEFAULT, (cua_fn)filter_ORDERED},
+     CUA_F_ORDERED, (cua_fn)filter_ORDERED},
+    {"lookback", 3, "single pass: tile counts published, predecessors' prefixes read back by a warp; ordered",
+     CUA_F_ORDERED | CUA_F_DEFAULT, (cua_fn)filter_LOOKBACK},
 };
 extern "C" const int cua_cuda_filter_nvariants = sizeof cua_cuda_filter_variants / sizeof cua_cuda_filter_variants[0];

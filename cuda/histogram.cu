@@ -10,6 +10,20 @@
 //             memory per block; more bins than fit are refused with a
 //             message pointing at `global`. Shared counters are 32-bit:
 //             the launcher splits huge inputs so no block counts 2^32.
+//  3. warp_private  one private histogram per warp (as many copies as fit in
+//             shared memory; warps share copies round-robin beyond that),
+//             16-byte loads. Contention drops from a block's threads to a
+//             warp's lanes. Degrades with skew: lanes of a warp that hit
+//             the same bin still serialize. More bins than one copy fits
+//             fall back to global atomics (with the same wide loads).
+//  4. thread_counters  no atomics while counting: every thread owns an
+//             8-bit counter per bin in shared memory (four bins to a word,
+//             laid out so a warp's 32 counters of one bin sit in 32 banks).
+//             Skew costs nothing. Before a counter can overflow (every 255
+//             elements a thread reads) the block adds the counters into
+//             32-bit block totals -- a SWAR sum of 32 words at a time -- and
+//             clears them. Needs one byte per bin per thread: at most 256
+//             bins with 256 threads (refused beyond what fits).
 //
 // The bin of x is the largest b with edges[b] <= x for edges[0] <= x <=
 // edges[nbins] (compared in the edge type), exactly np.histogram's rule.
@@ -22,7 +36,7 @@
 
 #include "common.cuh"
 
-enum HistRung { GLOBAL, SHARED };
+enum HistRung { GLOBAL, SHARED, WARP_PRIVATE, THREAD_COUNTERS };
 
 template <class E>
 struct DevBins {
@@ -89,18 +103,196 @@ __global__ void hist_shared_kernel(const T *__restrict__ x, int64_t n, DevBins<E
     for (int64_t j = threadIdx.x; j < bn.nbins; j += blockDim.x) atomicAdd(&counts[j], (u64)local[j]);
 }
 
+// ---------------------------------------------------- wide-load rungs (3, 4)
+
+// The body of x in 16-byte vectors, with the elements before the first
+// 16-byte boundary (head) and after the last one (tail) kept apart: each
+// thread of the grid gets at most one head and one tail element.
+template <class T>
+struct Split {
+    static constexpr int V = 16 / sizeof(T);
+    const uint4 *body;
+    int64_t nvec, head, tail_begin, n;
+    __device__ Split(const T *x, int64_t n_) : n(n_)
+    {
+        const uintptr_t offset = (uintptr_t)x & 15;
+        head = offset % sizeof(T) ? n : (int64_t)(((16 - offset) & 15) / sizeof(T));
+        head = head < n ? head : n;
+        nvec = (n - head) / V;
+        tail_begin = head + nvec * V;
+        body = reinterpret_cast<const uint4 *>(x + head);
+    }
+};
+
+template <class T>
+__device__ __forceinline__ void unpack(uint4 r, T (&v)[16 / sizeof(T)])
+{
+    memcpy(v, &r, 16);
+}
+
+template <class T, class E>
+__global__ void hist_warp_private_kernel(const T *__restrict__ x, int64_t n, DevBins<E> bn, int copies,
+                                         u64 *counts)
+{
+    unsigned *local = reinterpret_cast<unsigned *>(cua_smem);
+    const int64_t nb = bn.nbins;
+    const int64_t stride = cua_grid_stride(), gid = cua_global_id();
+    if (copies > 0) {
+        for (int64_t j = threadIdx.x; j < nb * copies; j += blockDim.x) local[j] = 0;
+        __syncthreads();  // every copy is zeroed before anyone counts
+    }
+    unsigned *mine = local + (int64_t)((threadIdx.x >> 5) % (copies > 0 ? copies : 1)) * nb;
+    auto count = [&](T v) {
+        int64_t b = bin_of(v, bn);
+        if (b < 0) return;
+        if (copies > 0) atomicAdd(&mine[b], 1u);
+        else atomicAdd(&counts[b], 1ULL);
+    };
+    Split<T> sp(x, n);
+    for (int64_t i = gid; i < sp.head; i += stride) count(x[i]);
+    for (int64_t i = sp.tail_begin + gid; i < n; i += stride) count(x[i]);
+    for (int64_t i = gid; i < sp.nvec; i += stride) {
+        T v[Split<T>::V];
+        unpack(__ldg(sp.body + i), v);
+#pragma unroll
+        for (int k = 0; k < Split<T>::V; k++) count(v[k]);
+    }
+    if (copies == 0) return;
+    __syncthreads();  // every count of this block is in before the flush
+    for (int64_t j = threadIdx.x; j < nb; j += blockDim.x) {
+        u64 total = 0;
+        for (int c = 0; c < copies; c++) total += local[(int64_t)c * nb + j];
+        if (total) atomicAdd(&counts[j], total);
+    }
+}
+
+// Thread t's counter of bin b is byte (b & 3) of word (b >> 2) * T + t.
+template <class T, class E>
+__global__ void hist_thread_counters_kernel(const T *__restrict__ x, int64_t n, DevBins<E> bn, u64 *counts)
+{
+    constexpr int V = Split<T>::V;
+    constexpr int STEPS = (255 - 2) / V;  // elements per counter between flushes, head and tail included
+    const unsigned T_ = blockDim.x, t = threadIdx.x;
+    const int rows = (int)((bn.nbins + 3) / 4);
+    unsigned *words = reinterpret_cast<unsigned *>(cua_smem);  // rows * T_
+    unsigned *totals = words + (size_t)rows * T_;               // rows * 4 block totals
+    for (unsigned j = t; j < (unsigned)rows * T_; j += T_) words[j] = 0;
+    for (unsigned j = t; j < (unsigned)rows * 4; j += T_) totals[j] = 0;
+    __syncthreads();
+
+    auto count = [&](T v) {
+        int64_t b = bin_of(v, bn);
+        if (b >= 0) words[(b >> 2) * T_ + t] += 1u << (8 * (b & 3));  // this thread's own byte: no atomic
+    };
+    // Add every thread's counters into the totals and clear them. Work item
+    // (row, segment) sums 32 words of one row; lanes start at different
+    // columns so that a warp's 32 reads hit 32 banks.
+    auto flush = [&]() {
+        __syncthreads();  // all counts of this round are in
+        const unsigned segments = T_ / 32, lane = t & 31;
+        for (unsigned item = t; item < (unsigned)rows * segments; item += T_) {
+            const unsigned row = item / segments, base = row * T_ + (item % segments) * 32;
+            unsigned even = 0, odd = 0;  // two 16-bit lanes each: 32 * 255 fits
+            for (unsigned c = 0; c < 32; c++) {
+                unsigned *w = &words[base + ((c + lane) & 31)];
+                even += *w & 0x00FF00FFu;
+                odd += (*w >> 8) & 0x00FF00FFu;
+                *w = 0;
+            }
+            const unsigned add[4] = {even & 0xFFFFu, odd & 0xFFFFu, even >> 16, odd >> 16};
+            for (int k = 0; k < 4; k++)
+                if (add[k]) atomicAdd(&totals[row * 4 + k], add[k]);
+        }
+        __syncthreads();  // counters are clear before the next round counts
+    };
+
+    Split<T> sp(x, n);
+    const int64_t gid = cua_global_id(), stride = cua_grid_stride();
+    if (gid < sp.head) count(x[gid]);
+    if (sp.tail_begin + gid < n) count(x[sp.tail_begin + gid]);
+    // Every thread of the block runs the same number of steps, so that all
+    // of them reach every flush.
+    const int64_t steps = cua_ceil_div(sp.nvec, stride);
+    for (int64_t s = 0; s < steps; s++) {
+        const int64_t i = s * stride + gid;
+        if (i < sp.nvec) {
+            T v[V];
+            unpack(__ldg(sp.body + i), v);
+#pragma unroll
+            for (int k = 0; k < V; k++) count(v[k]);
+        }
+        if ((s + 1) % STEPS == 0) flush();
+    }
+    flush();
+    for (int64_t j = t; j < bn.nbins; j += T_)
+        if (totals[j]) atomicAdd(&counts[j], (u64)totals[j]);
+}
+
+// Shared memory of the wide rungs, and (warp_private) how many copies fit.
+template <int R>
+static int wide_smem(int64_t nb, int threads, int optin, int *copies, size_t *smem, cua_launch *cfg)
+{
+    if (R == WARP_PRIVATE) {
+        const int64_t warps = (threads + 31) / 32, fit = optin / (nb * 4);
+        *copies = (int)(fit < warps ? fit : warps);
+        *smem = (size_t)*copies * nb * 4;
+        return 0;
+    }
+    if (threads % 32 != 0)
+        return cua_refuse(cfg, "method 'thread_counters' needs whole warps: threads must be a multiple of 32 (got %d)",
+                          threads);
+    const int64_t rows = (nb + 3) / 4;
+    *smem = (size_t)rows * threads * 4 + (size_t)rows * 16;
+    if ((int64_t)*smem > optin)
+        return cua_refuse(cfg,
+                          "method 'thread_counters' keeps a byte per bin per thread in shared memory: %lld bins x "
+                          "%d threads do not fit in %d bytes; use fewer threads or method='warp_private'",
+                          (long long)nb, threads, optin);
+    return 0;
+}
+
 template <int R, class T, class E>
 static int hist_typed(const T *x, int64_t n, const cua_bins *bins, u64 *counts, cua_launch *cfg)
 {
     cudaStream_t s = cua_stream(cfg);
-    int st = cua_default_config(cfg, n, 128);
-    if (st) return st;
+    const bool wide = R == WARP_PRIVATE || R == THREAD_COUNTERS;
     const int64_t nb = bins->nbins;
+    int dev, optin;
+    CUA_CHECK(cudaGetDevice(&dev));
+    CUA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
     size_t smem = 0;
+    int copies = 0;
+    if (wide) {
+        if (cfg->threads <= 0) cfg->threads = 256;
+        int st = wide_smem<R>(nb, cfg->threads, optin, &copies, &smem, cfg);
+        if (st) return st;
+        if (R == THREAD_COUNTERS && (uintptr_t)x % sizeof(T) != 0)
+            return cua_refuse(cfg, "method 'thread_counters' needs input aligned to its element size");
+        if (smem > 48 * 1024) {
+            if (R == WARP_PRIVATE)
+                CUA_CHECK(cudaFuncSetAttribute(hist_warp_private_kernel<T, E>,
+                                               cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+            else
+                CUA_CHECK(cudaFuncSetAttribute(hist_thread_counters_kernel<T, E>,
+                                               cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        }
+        if (cfg->blocks <= 0) {
+            int64_t resident;
+            int st2 = R == WARP_PRIVATE
+                          ? cua_max_resident_blocks(hist_warp_private_kernel<T, E>, cfg->threads, smem, &resident)
+                          : cua_max_resident_blocks(hist_thread_counters_kernel<T, E>, cfg->threads, smem, &resident);
+            if (st2) return st2;
+            const int64_t want = cua_ceil_div(n > 0 ? n : 1, (int64_t)cfg->threads * (16 / sizeof(T)));
+            cfg->blocks = want < resident ? want : resident;
+            if (cfg->blocks < 1) cfg->blocks = 1;
+        }
+        cfg->used_blocks = cfg->blocks;
+        cfg->used_threads = cfg->threads;
+    } else {
+        int st = cua_default_config(cfg, n, 128);
+        if (st) return st;
+    }
     if (R == SHARED) {
-        int dev, optin;
-        CUA_CHECK(cudaGetDevice(&dev));
-        CUA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
         if (nb > optin / 4)
             return cua_refuse(cfg,
                               "method 'shared' keeps one 4-byte counter per bin in shared memory: "
@@ -129,7 +321,10 @@ static int hist_typed(const T *x, int64_t n, const cua_bins *bins, u64 *counts, 
     for (int64_t off = 0; off < n; off += chunk) {
         int64_t m = n - off < chunk ? n - off : chunk;
         if (R == GLOBAL) hist_global_kernel<T, E><<<blocks, threads, 0, s>>>(x + off, m, bn, counts);
-        else hist_shared_kernel<T, E><<<blocks, threads, smem, s>>>(x + off, m, bn, counts);
+        else if (R == SHARED) hist_shared_kernel<T, E><<<blocks, threads, smem, s>>>(x + off, m, bn, counts);
+        else if (R == WARP_PRIVATE)
+            hist_warp_private_kernel<T, E><<<blocks, threads, smem, s>>>(x + off, m, bn, copies, counts);
+        else hist_thread_counters_kernel<T, E><<<blocks, threads, smem, s>>>(x + off, m, bn, counts);
         CUA_CHECK_LAUNCH();
     }
     CUA_CHECK(cudaStreamSynchronize(s));
@@ -156,10 +351,23 @@ static int hist_SHARED(const void *x, int64_t n, int d, const cua_bins *b, uint6
     return hist_run<SHARED>(x, n, d, b, c, cfg);
 }
 
+static int hist_WARP_PRIVATE(const void *x, int64_t n, int d, const cua_bins *b, uint64_t *c, cua_launch *cfg)
+{
+    return hist_run<WARP_PRIVATE>(x, n, d, b, c, cfg);
+}
+static int hist_THREAD_COUNTERS(const void *x, int64_t n, int d, const cua_bins *b, uint64_t *c, cua_launch *cfg)
+{
+    return hist_run<THREAD_COUNTERS>(x, n, d, b, c, cfg);
+}
+
 extern "C" const cua_variant cua_cuda_histogram_variants[] = {
     {"global", 1, "one global atomicAdd per element: contention on popular bins", 0, (cua_fn)hist_GLOBAL},
     {"shared", 2, "block-private histogram in shared memory, one global atomicAdd per bin per block",
-     CUA_F_DEFAULT, (cua_fn)hist_SHARED},
+     0, (cua_fn)hist_SHARED},
+    {"warp_private", 3, "a shared-memory histogram per warp, 16-byte loads: contention only within a warp",
+     CUA_F_DEFAULT, (cua_fn)hist_WARP_PRIVATE},
+    {"thread_counters", 4, "8-bit counters per thread per bin, flushed before they overflow: no atomics, skew-proof",
+     0, (cua_fn)hist_THREAD_COUNTERS},
 };
 extern "C" const int cua_cuda_histogram_nvariants =
     sizeof cua_cuda_histogram_variants / sizeof cua_cuda_histogram_variants[0];

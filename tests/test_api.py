@@ -42,13 +42,14 @@ def test_methods_tables(op):
 
 
 def test_tutorial_ladders():
+    """The tutorial's rungs in its order, then the top rungs."""
     names = lambda op: [n for n, _, _ in cuatomic.methods(op, "cpu")]  # noqa: E731
     assert names("sum") == ["atomic", "cas", "thread_local", "block_tree", "grid_lock", "grid_flags",
-                            "cooperative", "last_block"]
-    assert names("dot") == ["partial", "mutex", "atomic", "cas"]
-    assert names("histogram") == ["global", "shared"]
-    assert names("filter") == ["atomic", "ordered"]
-    assert names("mutex_add_one") == ["spin"]
+                            "cooperative", "last_block", "vector"]
+    assert names("dot") == ["partial", "mutex", "atomic", "cas", "vector"]
+    assert names("histogram") == ["global", "shared", "warp_private", "thread_counters"]
+    assert names("filter") == ["atomic", "ordered", "lookback"]
+    assert names("mutex_add_one") == ["spin", "warp_lock"]
     assert names("add_one") == ["racy", "atomic", "mutex"]
     assert names("prod") == ["cas"]
 

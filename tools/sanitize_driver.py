@@ -65,7 +65,21 @@ def main():
     for m, _, _ in cuatomic.methods("add_one", "cuda"):
         got = cuatomic.add_one(10, 16, method=m, backend="cuda")
         check(f"add_one {m}", got == 160 or (m == "racy" and 1 <= got <= 160))
-    check("mutex_add_one spin", cuatomic.mutex_add_one(10, 16, backend="cuda") == 160)
+    for m, _, _ in cuatomic.methods("mutex_add_one", "cuda"):
+        check(f"mutex_add_one {m}", cuatomic.mutex_add_one(10, 48, method=m, backend="cuda") == 480)
+    # small host arrays go through a page-locked call slot, read in place by the kernel
+    small = rng.integers(0, 100, 1000).astype(np.int32)
+    check("slot sum", cuatomic.sum(small, backend="cuda") == small.sum())
+    check("slot dot", cuatomic.dot(small, small, backend="cuda") == np.dot(small, small))
+    # CUB, the benchmark's yardstick
+    from cuatomic import _C
+    d = cuatomic.to_device(small, backend="cuda")
+    check("cub sum", _C.cub_sum(d.ptr, small.size, 5, None) == small.sum())
+    check("cub histogram", np.array_equal(_C.cub_histogram(d.ptr, small.size, 5, 10, 0, 100, None),
+                                          np.histogram(small, 10, (0, 100))[0]))
+    out = cuatomic.DeviceArray.empty((small.size,), np.int32)
+    c = _C.cub_select(d.ptr, small.size, 5, 2.0, out.ptr, None)
+    check("cub select", np.array_equal(out.copy_to_host()[:c], small[small >= 2]))
     with cuatomic.Timer(backend="cuda") as t:
         cuatomic.sum(np.ones(1000), backend="cuda")
     check("Timer", t.elapsed is not None and t.elapsed >= 0)

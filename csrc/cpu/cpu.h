@@ -67,11 +67,18 @@ void cua_cpu_store_result(int acc, cua_acc_t v, void *result);
 int64_t cua_cpu_bin(const void *x, int dtype, const cua_bins *bins, int64_t i);
 void cua_cpu_chunk_hist(const void *x, int dtype, const cua_bins *bins, int64_t lo, int64_t hi, uint64_t *counts);
 
+/* Count [lo, hi) into eight interleaved 32-bit copies: counts[8 * bin + i % 8],
+ * values outside the bins into bin nbins (counts holds 8 * (nbins + 1));
+ * fewer than 2^32 elements per call. */
+void cua_cpu_chunk_hist8(const void *x, int dtype, const cua_bins *bins, int64_t lo, int64_t hi, uint32_t *counts);
+
 /* Does element i pass; how many in [lo, hi) pass; copy those that pass to
  * out in order and return how many. */
 int cua_cpu_keep(const void *x, int dtype, const cua_pred *pred, int64_t i);
 int64_t cua_cpu_chunk_count(const void *x, int dtype, const cua_pred *pred, int64_t lo, int64_t hi);
 int64_t cua_cpu_chunk_compact(const void *x, int dtype, const cua_pred *pred, int64_t lo, int64_t hi, void *out);
+/* The same into a private buffer of hi - lo elements, without branches. */
+int64_t cua_cpu_chunk_stage(const void *x, int dtype, const cua_pred *pred, int64_t lo, int64_t hi, void *buf);
 
 /* One step of a spin wait: a CPU pause, and after a while a yield, so that
  * spinning threads give their core to the thread they wait for when the

@@ -396,6 +396,49 @@ void cua_cpu_chunk_hist(const void *x, int dtype, const cua_bins *bins, int64_t 
     }
 }
 
+/* The counting loop of `thread_counters`: element i goes to copy i % 8 of
+ * eight interleaved 32-bit histograms (counts[8 * k + i % 8]), so a run of
+ * equal values -- skewed text -- is eight independent chains of increments
+ * instead of one chain of store-to-load dependencies. Values outside the
+ * bins count into a spare bin nbins, so the loops have no branch to
+ * mispredict on random data. Byte data reads 8 elements per load and finds
+ * bins in a 256-entry table built with the same bin rule. counts holds
+ * 8 * (nbins + 1) counters; at most 2^32 - 1 elements per call. */
+#define HIST8_CASE(ID, T, K)                                                         \
+    case ID: {                                                                       \
+        const T *p = (const T *)x;                                                   \
+        for (int64_t i = lo; i < hi; i++) {                                          \
+            int64_t k = BIN_OF(T, p[i], bins);                                       \
+            counts[8 * (k >= 0 ? k : bins->nbins) + (i & 7)]++;                      \
+        }                                                                            \
+        break;                                                                       \
+    }
+
+void cua_cpu_chunk_hist8(const void *x, int dtype, const cua_bins *bins, int64_t lo, int64_t hi, uint32_t *counts)
+{
+    if (cua_dtype_size(dtype) == 1 && bins->nbins < ((int64_t)1 << 28)) {
+        uint32_t table[256]; /* byte value -> 8 * bin */
+        for (int v = 0; v < 256; v++) {
+            const uint8_t byte = (uint8_t)v;
+            int64_t k = cua_cpu_bin(&byte, dtype, bins, 0);
+            table[v] = (uint32_t)(8 * (k >= 0 ? k : bins->nbins));
+        }
+        const uint8_t *p = (const uint8_t *)x;
+        int64_t i = lo;
+        for (; i + 8 <= hi; i += 8) {
+            uint64_t w;
+            memcpy(&w, p + i, 8);
+            for (int k = 0; k < 8; k++) counts[table[(w >> (8 * k)) & 255] + k]++;
+        }
+        for (; i < hi; i++) counts[table[p[i]]]++;
+        return;
+    }
+    switch (dtype) {
+        CUA_CPU_TYPES(HIST8_CASE)
+    default: break;
+    }
+}
+
 /* ----------------------------------------------------------------- filter */
 
 #define KEEP(T, K, v) ((((T)pred->lo.K <= (v)) && ((v) <= (T)pred->hi.K)) != (pred->negate != 0))
@@ -505,4 +548,31 @@ cua_acc_t cua_cpu_block_value(const void *a, const void *b, int64_t n, int dtype
     for (; s > 0; s >>= 1)
         for (int t = 0; t < s && t + s < T; t++) cua_acc_add(acc, &lanes[t], lanes[t + s]);
     return lanes[0];
+}
+
+/* Branch-free compaction into a private buffer of at least hi - lo
+ * elements: every element is stored at the next free slot and the slot
+ * advances only when it stays (no mispredicted branch per element at ~50%
+ * selectivity). Writes one slot past the kept ones, so never into shared
+ * output. */
+#define STAGE_CASE(ID, T, K)                     \
+    case ID: {                                   \
+        const T *p = (const T *)x;               \
+        T *o = (T *)buf;                         \
+        for (int64_t i = lo; i < hi; i++) {      \
+            T v = p[i];                          \
+            o[c] = v;                            \
+            c += KEEP(T, K, v);                  \
+        }                                        \
+        break;                                   \
+    }
+
+int64_t cua_cpu_chunk_stage(const void *x, int dtype, const cua_pred *pred, int64_t lo, int64_t hi, void *buf)
+{
+    int64_t c = 0;
+    switch (dtype) {
+        CUA_CPU_TYPES(STAGE_CASE)
+    default: break;
+    }
+    return c;
 }

@@ -4,11 +4,22 @@
  *              the output slot. Unordered.
  *  2. ordered  count per logical block, exclusive scan of the counts, then
  *              each block copies its keepers to its offset. Keeps order.
+ *  3. lookback single pass (decoupled look-back, as cuda/filter.cu): a
+ *              thread takes the next tile number, compacts the tile into a
+ *              private buffer while it is in cache, publishes its count,
+ *              reads its predecessors' published values backwards until an
+ *              inclusive prefix (acquire loads), publishes its own, and
+ *              copies the buffer out. Reads the input once.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "cpu.h"
+
+#define TILE ((int64_t)1 << 14)
+#define AGGREGATE ((uint64_t)1 << 62)
+#define INCLUSIVE ((uint64_t)2 << 62)
+#define VALUE (((uint64_t)1 << 62) - 1)
 
 static int filter_atomic(const void *x, int64_t n, int dtype, const cua_pred *pred, void *out, int64_t *count,
                          cua_launch *cfg)
@@ -62,9 +73,66 @@ static int filter_ordered(const void *x, int64_t n, int dtype, const cua_pred *p
     return CUA_OK;
 }
 
+static int filter_lookback(const void *x, int64_t n, int dtype, const cua_pred *pred, void *out, int64_t *count,
+                           cua_launch *cfg)
+{
+    const int64_t ntiles = (n + TILE - 1) / TILE;
+    if (cfg->blocks <= 0) cfg->blocks = ntiles < cua_cpu_threads() ? (ntiles > 0 ? ntiles : 1) : cua_cpu_threads();
+    cfg->threads = 1;
+    cfg->used_blocks = cfg->blocks;
+    cfg->used_threads = 1;
+    const size_t size = cua_dtype_size(dtype);
+    _Atomic uint64_t *status = calloc((size_t)(ntiles > 0 ? ntiles : 1), sizeof *status);
+    if (!status) return CUA_ENOMEM;
+    _Atomic int64_t next_tile = 0;
+    int failed = 0;
+    uint64_t total = 0;
+#pragma omp parallel num_threads((int)cfg->blocks)
+    {
+        char *buf = malloc((size_t)TILE * size);
+        if (!buf) {
+#pragma omp atomic write
+            failed = 1;
+        }
+        while (buf) {
+            const int64_t t = atomic_fetch_add_explicit(&next_tile, 1, memory_order_relaxed);
+            if (t >= ntiles) break;
+            const int64_t lo = t * TILE, hi = lo + TILE < n ? lo + TILE : n;
+            const uint64_t mine = (uint64_t)cua_cpu_chunk_stage(x, dtype, pred, lo, hi, buf);
+            uint64_t prefix = 0;
+            if (t > 0) {
+                /* Release: the count is published. Then walk back; a tile
+                 * not yet published belongs to a thread that took its number
+                 * before us and is running, so the wait ends. */
+                atomic_store_explicit(&status[t], AGGREGATE | mine, memory_order_release);
+                unsigned spins = 0;
+                for (int64_t p = t - 1; p >= 0;) {
+                    const uint64_t st = atomic_load_explicit(&status[p], memory_order_acquire);
+                    if (st == 0) {
+                        cua_cpu_relax(&spins); /* spin: tile p has not published */
+                        continue;
+                    }
+                    prefix += st & VALUE;
+                    if (st & INCLUSIVE) break;
+                    p--;
+                }
+            }
+            atomic_store_explicit(&status[t], INCLUSIVE | (prefix + mine), memory_order_release);
+            memcpy((char *)out + prefix * size, buf, mine * size);
+            if (t == ntiles - 1) total = prefix + mine;
+        }
+        free(buf);
+    }
+    free(status);
+    *count = (int64_t)total;
+    return failed ? CUA_ENOMEM : CUA_OK;
+}
+
 const cua_variant cua_cpu_filter_variants[] = {
     {"atomic", 1, "push_back: fetch_add's old value is the output slot (unordered)", 0, (cua_fn)filter_atomic},
-    {"ordered", 2, "count per block, scan, copy to offsets: keeps input order", CUA_F_ORDERED | CUA_F_DEFAULT,
+    {"ordered", 2, "count per block, scan, copy to offsets: keeps input order", CUA_F_ORDERED,
      (cua_fn)filter_ordered},
+    {"lookback", 3, "single pass: tiles publish counts, predecessors' prefixes read back; keeps input order",
+     CUA_F_ORDERED | CUA_F_DEFAULT, (cua_fn)filter_lookback},
 };
 const int cua_cpu_filter_nvariants = sizeof cua_cpu_filter_variants / sizeof cua_cpu_filter_variants[0];

@@ -4,11 +4,13 @@
  * add_one: racy (relaxed load, then relaxed store: concurrent workers
  * overwrite each other's increment, a defined race in C11), atomic
  * (fetch_add), mutex (a plain increment inside the CAS spin lock).
- * mutex_add_one: spin (the lock by itself, as in the tutorial).
+ * mutex_add_one: spin (the lock by itself, as in the tutorial), warp_lock
+ * (the first of each group of 32 logical threads takes the lock once and the
+ * group's increments are made inside it, one after another).
  */
 #include "cpu.h"
 
-enum { RACY, ATOMIC, MUTEX };
+enum { RACY, ATOMIC, MUTEX, WARP_LOCK };
 
 static int add_one_run(int rung, int64_t *result, cua_launch *cfg)
 {
@@ -27,19 +29,25 @@ static int add_one_run(int rung, int64_t *result, cua_launch *cfg)
             atomic_store_explicit(&counter, seen + 1, memory_order_relaxed);
         } else if (rung == ATOMIC) {
             atomic_fetch_add_explicit(&counter, 1, memory_order_relaxed);
-        } else {
+        } else if (rung == MUTEX) {
             cua_cpu_lock(&mutex);
             guarded = guarded + 1;
             cua_cpu_unlock(&mutex);
+        } else if (w % 32 == 0) { /* WARP_LOCK: the group's leader */
+            const int64_t members = W - w < 32 ? W - w : 32;
+            cua_cpu_lock(&mutex);
+            for (int64_t m = 0; m < members; m++) guarded = guarded + 1; /* each member's increment */
+            cua_cpu_unlock(&mutex);
         }
     }
-    *result = rung == MUTEX ? guarded : atomic_load(&counter);
+    *result = rung >= MUTEX ? guarded : atomic_load(&counter);
     return CUA_OK;
 }
 
 static int add_one_racy(int64_t *r, cua_launch *c) { return add_one_run(RACY, r, c); }
 static int add_one_atomic(int64_t *r, cua_launch *c) { return add_one_run(ATOMIC, r, c); }
 static int add_one_mutex(int64_t *r, cua_launch *c) { return add_one_run(MUTEX, r, c); }
+static int add_one_warp_lock(int64_t *r, cua_launch *c) { return add_one_run(WARP_LOCK, r, c); }
 
 const cua_variant cua_cpu_add_one_variants[] = {
     {"racy", 1, "relaxed load then store: concurrent increments overwrite each other", 0, (cua_fn)add_one_racy},
@@ -49,8 +57,10 @@ const cua_variant cua_cpu_add_one_variants[] = {
 const int cua_cpu_add_one_nvariants = sizeof cua_cpu_add_one_variants / sizeof cua_cpu_add_one_variants[0];
 
 const cua_variant cua_cpu_mutex_add_one_variants[] = {
-    {"spin", 1, "CAS 0->1 until acquired + fence; increment; fence + exchange back to 0", CUA_F_DEFAULT,
+    {"spin", 1, "CAS 0->1 until acquired + fence; increment; fence + exchange back to 0", 0,
      (cua_fn)add_one_mutex},
+    {"warp_lock", 2, "one lock acquisition per group of 32; the group's increments made inside it in turn",
+     CUA_F_DEFAULT, (cua_fn)add_one_warp_lock},
 };
 const int cua_cpu_mutex_add_one_nvariants =
     sizeof cua_cpu_mutex_add_one_variants / sizeof cua_cpu_mutex_add_one_variants[0];

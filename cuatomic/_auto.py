@@ -1,0 +1,109 @@
+"""``method="auto"``: the rule that picks a rung for an input, and
+:func:`explain`, which says what it picked and why.
+
+The rules come from the benchmark (``python -m cuatomic bench``): the top
+rung of every ladder is the fastest correct one, except for histograms,
+where the data decides. Float sums and dots are always deterministic
+(``vector`` adds in a fixed order for a given device and size).
+"""
+import dataclasses
+
+import numpy as np
+
+from . import _C, _backend
+
+SAMPLE = 4096           # elements read to estimate skew
+SKEWED = 1.0 / 16       # top-bin share above which a warp's lanes often collide
+COUNTER_BINS = 256      # thread_counters keeps a byte per bin per thread (256 threads)
+CPU_COPY_BINS = 4096    # the CPU's 8 interleaved copies stop fitting in L2 beyond this
+
+_FIXED = {
+    "sum": ("vector", "wide loads (16 bytes on a GPU, SIMD lanes on a CPU) and an in-order finish: the "
+                      "fastest rung at every size, and deterministic for floats"),
+    "dot": ("vector", "one pass over both inputs with wide loads and an in-order finish: the fastest rung, "
+                      "deterministic for floats"),
+    "filter": ("lookback", "single pass that keeps input order: reads the input once"),
+    "mutex_add_one": ("warp_lock", "one lock acquisition per warp, every increment still inside the lock"),
+    "add_one": ("atomic", "one atomicAdd per thread: correct and fastest"),
+    "prod": ("cas", "the only rung: a multiply built from compare-and-swap"),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Choice:
+    """What ``method="auto"`` runs for one call.
+
+    Attributes
+    ----------
+    op, backend, method : str
+        The operation, the backend and the rung chosen.
+    reason : str
+        Why, in one sentence.
+    facts : dict
+        What the rule looked at (size, dtype, bins, measured skew, ...).
+    """
+
+    op: str
+    backend: str
+    method: str
+    reason: str
+    facts: dict
+
+    def __str__(self):
+        facts = ", ".join(f"{k}={v}" for k, v in self.facts.items())
+        return f"{self.op} on {self.backend}: method={self.method!r} -- {self.reason}" + (f" [{facts}]" if facts else "")
+
+
+def fixed(op, backend, facts=None):
+    """The choice for an op whose rule does not depend on the data."""
+    name, reason = _FIXED[op]
+    _backend.choose(op, backend, name)  # the rung exists on this backend
+    return Choice(op, backend, name, reason, dict(facts or {}))
+
+
+def sample(inp, stream=0, k=SAMPLE):
+    """Up to k evenly spaced elements of a prepared input, on the host."""
+    if inp.n == 0:
+        return np.empty(0, inp.dtype)
+    step = max(1, inp.n // k)
+    count = min(k, (inp.n + step - 1) // step)
+    if not inp.device:
+        return inp.x.reshape(-1)[::step][:count]
+    from ._device import DeviceArray
+    out = DeviceArray.empty((count,), inp.dtype)
+    _C.gather(inp.x, out.ptr, count, inp.dtype.itemsize, (count,), (step * inp.dtype.itemsize,), stream)
+    return out.copy_to_host()
+
+
+def top_bin_share(values, edges):
+    """Share of the sample in its most common bin (0 when nothing is binned)."""
+    counts, _ = np.histogram(values.astype(np.float64) if values.dtype.kind == "b" else values, edges)
+    total = counts.sum()
+    return float(counts.max() / total) if total else 0.0
+
+
+def histogram(backend, inp, edges, stream=0):
+    """The histogram rule: the number of bins first (what fits where), then,
+    for few bins on a GPU, the measured skew of a sample."""
+    nbins = len(edges) - 1
+    facts = {"n": inp.n, "dtype": str(inp.dtype), "bins": nbins}
+    if backend == "cpu":
+        if nbins <= CPU_COPY_BINS:
+            return Choice("histogram", backend, "thread_counters",
+                          "eight interleaved private copies per thread, branch-free: fastest on a CPU for any "
+                          "skew while the copies fit in cache", facts)
+        return Choice("histogram", backend, "warp_private",
+                      "one private histogram per thread: too many bins for eight copies each", facts)
+    if nbins > COUNTER_BINS:
+        return Choice("histogram", backend, "warp_private",
+                      f"more than {COUNTER_BINS} bins: too many for a byte counter per bin per thread; per-warp "
+                      "copies in shared memory as far as they fit, global atomics beyond", facts)
+    share = top_bin_share(sample(inp, stream), edges)
+    facts["top_bin_share"] = round(share, 4)
+    if share > SKEWED:
+        return Choice("histogram", backend, "thread_counters",
+                      f"skewed data (the top bin holds {share:.0%} of a sample): lanes of a warp would collide "
+                      "on shared atomics; private byte counters cannot collide", facts)
+    return Choice("histogram", backend, "warp_private",
+                  f"evenly spread data (top bin {share:.0%} of a sample): per-warp shared atomics rarely "
+                  "collide and need no flushes", facts)

@@ -1,0 +1,147 @@
+// cub.cu -- CUB (CCCL, shipped with the CUDA toolkit) as the yardstick.
+//
+// Not a rung: the CPU backend has no counterpart, and the ladders hold
+// cuatomic's own kernels. These entry points let the benchmark time CUB's
+// device-wide primitives on the same data, in the same run, the same way a
+// cuatomic call is timed (device input, the result on the host or in a
+// device buffer, the stream synchronized):
+//   sum        DeviceReduce::TransformReduce: int32 -> int64, float32 -> float32
+//   histogram  DeviceHistogram::HistogramEven: uint8/int32/float32 samples
+//   filter     DeviceSelect::If with x >= value: int32, float32
+// Temporary storage comes from the stream-ordered pool, as cuatomic's does.
+#include <cub/device/device_histogram.cuh>
+#include <cub/device/device_reduce.cuh>
+#include <cub/device/device_select.cuh>
+
+#include "common.cuh"
+
+namespace {
+
+template <class To>
+struct Cast {
+    template <class From>
+    __host__ __device__ To operator()(From v) const
+    {
+        return (To)v;
+    }
+};
+
+struct Plus {
+    template <class T>
+    __host__ __device__ T operator()(T a, T b) const
+    {
+        return a + b;
+    }
+};
+
+template <class T>
+struct AtLeast {
+    T value;
+    __host__ __device__ bool operator()(const T &x) const { return x >= value; }
+};
+
+// Run a CUB call twice: once for the temp-storage size, once for real.
+template <class F>
+int with_temp(cudaStream_t s, F call)
+{
+    size_t bytes = 0;
+    CUA_CHECK(call(nullptr, bytes));
+    cua_scratch temp;
+    CUA_CHECK(temp.get(bytes, s));
+    CUA_CHECK(call(temp.ptr, bytes));
+    return 0;
+}
+
+}  // namespace
+
+extern "C" int cua_cub_sum(const void *x, int64_t n, int dtype, void *result, void *stream)
+{
+    cudaStream_t s = (cudaStream_t)stream;
+    cua_scratch out;
+    CUA_CHECK(out.get(8, s));
+    int st;
+    if (dtype == CUA_INT32) {
+        long long *o = (long long *)out.ptr;
+        st = with_temp(s, [&](void *t, size_t &b) {
+            return cub::DeviceReduce::TransformReduce(t, b, (const int32_t *)x, o, n, Plus(), Cast<long long>(),
+                                                      0LL, s);
+        });
+    } else if (dtype == CUA_FLOAT32) {
+        float *o = (float *)out.ptr;
+        st = with_temp(s, [&](void *t, size_t &b) {
+            return cub::DeviceReduce::TransformReduce(t, b, (const float *)x, o, n, Plus(), Cast<float>(), 0.0f, s);
+        });
+    } else {
+        return CUA_EINVAL;
+    }
+    if (st) return st;
+    CUA_CHECK(cudaMemcpyAsync(result, out.ptr, 8, cudaMemcpyDeviceToHost, s));
+    CUA_CHECK(cudaStreamSynchronize(s));
+    return 0;
+}
+
+extern "C" int cua_cub_histogram(const void *x, int64_t n, int dtype, int nbins, double lo, double hi,
+                                 int64_t *counts, void *stream)
+{
+    cudaStream_t s = (cudaStream_t)stream;
+    cua_scratch dev;
+    CUA_CHECK(dev.get((size_t)nbins * sizeof(unsigned), s));
+    unsigned *d = (unsigned *)dev.ptr;
+    int st;
+    if (dtype == CUA_UINT8) {
+        st = with_temp(s, [&](void *t, size_t &b) {
+            return cub::DeviceHistogram::HistogramEven(t, b, (const uint8_t *)x, d, nbins + 1, (int)lo, (int)hi, n,
+                                                       s);
+        });
+    } else if (dtype == CUA_INT32) {
+        st = with_temp(s, [&](void *t, size_t &b) {
+            return cub::DeviceHistogram::HistogramEven(t, b, (const int32_t *)x, d, nbins + 1, (int)lo, (int)hi, n,
+                                                       s);
+        });
+    } else if (dtype == CUA_FLOAT32) {
+        st = with_temp(s, [&](void *t, size_t &b) {
+            return cub::DeviceHistogram::HistogramEven(t, b, (const float *)x, d, nbins + 1, (float)lo, (float)hi, n,
+                                                       s);
+        });
+    } else {
+        return CUA_EINVAL;
+    }
+    if (st) return st;
+    unsigned *host = (unsigned *)malloc((size_t)nbins * sizeof(unsigned));
+    if (!host) return CUA_ENOMEM;
+    cudaError_t e = cudaMemcpyAsync(host, d, (size_t)nbins * sizeof(unsigned), cudaMemcpyDeviceToHost, s);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(s);
+    for (int i = 0; e == cudaSuccess && i < nbins; i++) counts[i] = host[i];
+    free(host);
+    CUA_CHECK(e);
+    return 0;
+}
+
+extern "C" int cua_cub_select_at_least(const void *x, int64_t n, int dtype, double value, void *out, int64_t *count,
+                                       void *stream)
+{
+    cudaStream_t s = (cudaStream_t)stream;
+    cua_scratch num;
+    CUA_CHECK(num.get(sizeof(long long), s));
+    long long *d_num = (long long *)num.ptr;
+    int st;
+    if (dtype == CUA_INT32) {
+        st = with_temp(s, [&](void *t, size_t &b) {
+            return cub::DeviceSelect::If(t, b, (const int32_t *)x, (int32_t *)out, d_num, n,
+                                         AtLeast<int32_t>{(int32_t)value}, s);
+        });
+    } else if (dtype == CUA_FLOAT32) {
+        st = with_temp(s, [&](void *t, size_t &b) {
+            return cub::DeviceSelect::If(t, b, (const float *)x, (float *)out, d_num, n, AtLeast<float>{(float)value},
+                                         s);
+        });
+    } else {
+        return CUA_EINVAL;
+    }
+    if (st) return st;
+    long long host = 0;
+    CUA_CHECK(cudaMemcpyAsync(&host, d_num, sizeof host, cudaMemcpyDeviceToHost, s));
+    CUA_CHECK(cudaStreamSynchronize(s));
+    *count = host;
+    return 0;
+}

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# One device call for checking (issue 4/5 sessions): the suite on the cuda
+# backend, compute-sanitizer, and the interop/latency benchmark. With
+# CUATOMIC_PREBUILT=1 the extension built on the development machine for the
+# device's Python (carried as cuatomic/_C.cpython-312-*.so) is used as is;
+# otherwise tools/gpu_check.sh builds it there.
+set -uo pipefail
+OUT=${OUT:-$PWD/device_out}
+mkdir -p "$OUT"
+cd "$(dirname "$0")/.."
+export PYTHONPATH=$PWD CUATOMIC_BACKEND=cuda
+status=0
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+python3 -c "import cuatomic, json; print(json.dumps(cuatomic.backend_info()))" > "$OUT/backend_info.json" || exit 1
+timeout 240 python3 -m pytest -q -p no:cacheprovider -x ${PYTEST_ARGS:-} tests > "$OUT/pytest.log" 2>&1 || status=1
+tail -25 "$OUT/pytest.log"
+for tool in memcheck racecheck; do
+    timeout 150 compute-sanitizer --tool "$tool" --error-exitcode 3 python3 tools/sanitize_driver.py \
+        > "$OUT/$tool.log" 2>&1 || { status=1; tail -30 "$OUT/$tool.log"; }
+    grep -E "sanitize_driver|SUMMARY" "$OUT/$tool.log"
+done
+if [ "${SKIP_INTEROP:-0}" != 1 ]; then
+    timeout 150 python3 tools/bench_interop.py --out "$OUT/bench_interop.json" > "$OUT/bench_interop.txt" 2>&1 || status=1
+    tail -12 "$OUT/bench_interop.txt"
+fi
+echo "device_check exit status $status"
+exit $status
