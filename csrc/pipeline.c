@@ -9,7 +9,8 @@
  * The staging buffers and streams are made once and kept; one call uses them
  * at a time (a second concurrent call falls back to a single staged copy).
  * CUATOMIC_PIPELINE_CHUNK sets the staging size in bytes (default 64 MiB);
- * inputs of at most two chunks are not worth pipelining.
+ * inputs of at most two chunks are not worth pipelining, and page-locked
+ * inputs (cuatomic.pinned_empty) go to the device in one DMA instead.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -77,6 +78,10 @@ int cua_pipeline_run(int ninputs, const void *const *host, size_t elem_size, int
     *used = 0;
     const size_t want = wanted_chunk();
     if ((size_t)n * elem_size <= 2 * want || ninputs < 1 || ninputs > 2) return 0;
+    /* Page-locked input needs no staging: one DMA at the bus's speed. */
+    int memory_type = 0, device = 0;
+    for (int i = 0; i < ninputs; i++)
+        if (cua_cuda_pointer_info(host[i], &memory_type, &device) == 0 && memory_type == 1) return 0;
     if (pthread_mutex_trylock(&lock) != 0) return 0; /* busy: the caller stages in one piece */
     int st = ensure(want);
     const int64_t per_chunk = (int64_t)(P.bytes / (size_t)ninputs / elem_size);

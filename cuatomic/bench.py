@@ -205,7 +205,7 @@ class _Targets:
     def __init__(self, progress):
         self.rows, self.progress = [], progress
 
-    def add(self, work, system, fn, check, nbytes, repeat, goal=None, note=""):
+    def add(self, work, system, fn, check, nbytes, repeat, goal=None, note="", warmup=2):
         """Validate fn() with check(result) first; time it only if right."""
         try:
             value = fn()
@@ -215,7 +215,7 @@ class _Targets:
             return None
         row = {"work": work, "system": system, "ok": ok, "note": note}
         if ok:
-            ms = _ms(fn, repeat)
+            ms = _ms(fn, repeat, warmup)
             row.update(median_ms=ms, gbps=nbytes / (ms * 1e-3) / 1e9)
             if goal:
                 kind, bound = goal
@@ -471,7 +471,7 @@ def _gpu_targets(t, rng, text, shrink, repeat):
     if nb is not None:
         nb.mutex_add_one(1, 1)  # compile outside the timing
         t.add(work, "tutorial numba (spin)", lambda: nb.mutex_add_one(blocks, threads),
-              lambda v: v == blocks * threads, 0, 1)
+              lambda v: v == blocks * threads, 0, 1, warmup=0)
 
 
 def _environment(be):

@@ -20,6 +20,8 @@
 //              shared memory in order and writes them out coalesced. Reads
 //              the input once. Tiles are numbered in the order blocks start,
 //              so a block only ever waits for blocks that are running.
+//              (Blocks of fewer than 32 threads look back one tile at a
+//              time with one thread.)
 //
 // The predicate is an interval test: keep x iff (lo <= x <= hi) != negate,
 // in the data's type (the Python layer turns `x <op> value` into this form
@@ -185,6 +187,25 @@ __device__ u64 look_back(volatile u64 *status, int64_t tile)
     }
 }
 
+// The same by one thread, one predecessor at a time (blocks under a warp).
+__device__ u64 look_back_serial(volatile u64 *status, int64_t tile)
+{
+    u64 prefix = 0;
+    unsigned backoff = 16;
+    for (int64_t p = tile - 1; p >= 0;) {
+        const u64 st = status[p];
+        if ((st >> 62) == 0) {  // not published yet: its block is running
+            __nanosleep(backoff);
+            backoff = backoff < 512 ? 2 * backoff : 512;
+            continue;
+        }
+        prefix += st & LB_VALUE;
+        if ((st >> 62) == 2) break;
+        p--;
+    }
+    return prefix;
+}
+
 template <class T>
 __global__ void filter_lookback_kernel(const T *__restrict__ x, int64_t n, DevPred<T> p, T *out,
                                        unsigned *tile_counter, u64 *status, int64_t ntiles, u64 *total)
@@ -193,7 +214,10 @@ __global__ void filter_lookback_kernel(const T *__restrict__ x, int64_t n, DevPr
     __shared__ u64 warp_scan[33];  // exclusive warp offsets, then the tile's count
     __shared__ u64 prefix_s;
     T *stage = reinterpret_cast<T *>(cua_smem);  // blockDim * LB_ITEMS elements
-    const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x / 32;
+    const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = (blockDim.x + 31) / 32;
+    // Lanes in this thread's warp: the last warp of a block may be partial.
+    const unsigned wsize = blockDim.x - warp * 32 < 32 ? blockDim.x - warp * 32 : 32;
+    const unsigned wmask = wsize == 32 ? 0xffffffffu : (1u << wsize) - 1;
     const int64_t tile_size = (int64_t)blockDim.x * LB_ITEMS;
     const bool wide = ((uintptr_t)x & 15) == 0;
     volatile u64 *vstatus = status;
@@ -229,10 +253,10 @@ __global__ void filter_lookback_kernel(const T *__restrict__ x, int64_t n, DevPr
         // Block-wide exclusive scan of the per-thread counts.
         unsigned incl = kept;
         for (int o = 1; o < 32; o <<= 1) {
-            unsigned up = __shfl_up_sync(0xffffffffu, incl, o);
+            unsigned up = __shfl_up_sync(wmask, incl, o);
             if ((int)lane >= o) incl += up;
         }
-        if (lane == 31) warp_scan[warp] = incl;
+        if (lane == wsize - 1) warp_scan[warp] = incl;
         __syncthreads();
         if (threadIdx.x == 0) {
             u64 run = 0;
@@ -254,7 +278,8 @@ __global__ void filter_lookback_kernel(const T *__restrict__ x, int64_t n, DevPr
                 if (lane == 0) vstatus[0] = LB_INCLUSIVE | tile_count;
             } else {
                 if (lane == 0) vstatus[tile] = LB_AGGREGATE | tile_count;
-                prefix = look_back(vstatus, tile);
+                if (blockDim.x >= 32) prefix = look_back(vstatus, tile);  // warp 0 is whole
+                else if (lane == 0) prefix = look_back_serial(vstatus, tile);
                 if (lane == 0) vstatus[tile] = LB_INCLUSIVE | (prefix + tile_count);
             }
             if (lane == 0) {
@@ -282,9 +307,6 @@ static int filter_typed(const T *x, int64_t n, const cua_pred *pred, T *out, int
         // Persistent blocks take tiles until none is left: the default grid
         // is what is resident at once (never more than there are tiles).
         if (cfg->threads <= 0) cfg->threads = 256;
-        if (cfg->threads % 32 != 0)
-            return cua_refuse(cfg, "method 'lookback' needs whole warps: threads must be a multiple of 32 (got %d)",
-                              cfg->threads);
         if (cfg->blocks <= 0) {
             st = cua_max_resident_blocks(filter_lookback_kernel<T>, cfg->threads,
                                          (size_t)cfg->threads * LB_ITEMS * sizeof(T), &cfg->blocks);
