@@ -1,4 +1,6 @@
 """DeviceArray: device memory with a shape and a dtype."""
+import math
+
 import numpy as np
 
 from . import _C, _backend
@@ -23,16 +25,18 @@ class DeviceArray:
     ndim : int
     """
 
-    __slots__ = ("_buffer", "_shape", "_dtype")
+    __slots__ = ("_buffer", "_shape", "_dtype", "_size")
 
     def __init__(self, buffer, shape, dtype):
         dtype = np.dtype(dtype)
         shape = tuple(int(s) for s in shape)
-        if int(np.prod(shape, dtype=np.int64)) * dtype.itemsize > buffer.nbytes:
+        size = math.prod(shape)
+        if size * dtype.itemsize > buffer.nbytes:
             raise ValueError("shape and dtype need more bytes than the buffer holds")
         self._buffer = buffer
         self._shape = shape
         self._dtype = dtype
+        self._size = size  # asked on every call: computed once
 
     @classmethod
     def empty(cls, shape, dtype):
@@ -55,7 +59,7 @@ class DeviceArray:
     shape = property(lambda self: self._shape)
     dtype = property(lambda self: self._dtype)
     ndim = property(lambda self: len(self._shape))
-    size = property(lambda self: int(np.prod(self._shape, dtype=np.int64)))
+    size = property(lambda self: self._size)
     nbytes = property(lambda self: self.size * self._dtype.itemsize)
 
     @property

@@ -324,13 +324,55 @@ def _integer_bins(edges, sample_dt):
     return int(e[0]), int(widths[0])
 
 
-def _edges(inp, bins, range, stream):
-    """(sample dtype, NumPy's edges, whether they are evenly spaced)."""
-    sample_dt = inp.dtype
-    if sample_dt.kind == "b":
+def _bin_plan(edges, sample_dt, uniform):
+    """What the kernels need of NumPy's edges: (edges in the comparison
+    type, evenly spaced, bins per unit, (lo, width) of integer bins or None)."""
+    edge_dt = np.result_type(edges.dtype, sample_dt)
+    if edge_dt.kind != "f":
+        edge_dt = np.dtype(np.float64)
+    if edge_dt.itemsize not in (4, 8):
+        raise TypeError(f"bin edges of dtype {edge_dt} are not supported: use float32 or float64 edges")
+    kernel_edges = np.ascontiguousarray(edges, dtype=edge_dt)
+    span = float(kernel_edges[-1]) - float(kernel_edges[0])
+    uniform = uniform and span > 0 and np.isfinite(span)
+    inv_width = (kernel_edges.size - 1) / span if uniform else 0.0
+    integer = _integer_bins(kernel_edges, sample_dt) if uniform else None
+    return kernel_edges, uniform, inv_width, integer
+
+
+@functools.lru_cache(maxsize=64)
+def _fixed_bins(count, bounds, bound_types, sample_dt):
+    """Edges and plan of `count` bins over a given range (cached: the
+    tutorial's call repeats them, and they cost more than a small kernel).
+    The bounds' types are part of the key: NumPy's edges take their dtype."""
+    edges = np.histogram_bin_edges(np.empty(0, sample_dt), count, bounds)
+    return (edges, *_bin_plan(edges, sample_dt, True))
+
+
+def _bins_for(inp, bins, range, stream):
+    """(sample dtype, edges for the caller, *_bin_plan) of a call."""
+    if inp.dtype.kind == "b":
         warnings.warn("Converting input from bool to <class 'numpy.uint8'> for compatibility.",
                       RuntimeWarning, stacklevel=3)
-        sample_dt = np.dtype(np.uint8)
+    fixed = range is not None and isinstance(bins, (int, np.integer)) and not isinstance(bins, (bool, np.bool_))
+    if fixed and bins >= 1:
+        sample_dt = np.dtype(np.uint8) if inp.dtype.kind == "b" else inp.dtype
+        try:
+            bounds = tuple(range)
+            edges, *plan = _fixed_bins(int(bins), bounds, tuple(type(v) for v in bounds), sample_dt)
+        except TypeError:  # an unhashable range: the uncached path says what is wrong
+            pass
+        else:
+            return (sample_dt, edges.copy(), *plan)
+    sample_dt, edges, uniform = _edges(inp, bins, range, stream)
+    if edges.size < 2:
+        return sample_dt, edges, None, False, 0.0, None
+    return (sample_dt, edges, *_bin_plan(edges, sample_dt, uniform))
+
+
+def _edges(inp, bins, range, stream):
+    """(sample dtype, NumPy's edges, whether they are evenly spaced)."""
+    sample_dt = np.dtype(np.uint8) if inp.dtype.kind == "b" else inp.dtype
     if isinstance(bins, str):
         if inp.device:
             raise ValueError(f"bins={bins!r} estimates edges from the data: pass host data, or bins as a "
@@ -388,20 +430,10 @@ def histogram(a, bins=10, range=None, *, density=False, method="auto", backend=N
     nb, nt = launch_config(blocks, threads)
     s = _interop.stream_handle(stream)
     inp = prepare(a, be, stream=s)
-    sample_dt, edges, uniform = _edges(inp, bins, range, s)
+    sample_dt, edges, kernel_edges, uniform, inv_width, integer = _bins_for(inp, bins, range, s)
     if edges.size < 2:
         hist = np.zeros(0, np.int64)
         return (DeviceArray.from_host(hist) if inp.device else hist), edges
-    edge_dt = np.result_type(edges.dtype, sample_dt)
-    if edge_dt.kind != "f":
-        edge_dt = np.dtype(np.float64)
-    if edge_dt.itemsize not in (4, 8):
-        raise TypeError(f"bin edges of dtype {edge_dt} are not supported: use float32 or float64 edges")
-    kernel_edges = np.ascontiguousarray(edges, dtype=edge_dt)
-    span = float(kernel_edges[-1]) - float(kernel_edges[0])
-    uniform = uniform and span > 0 and np.isfinite(span)
-    inv_width = (kernel_edges.size - 1) / span if uniform else 0.0
-    integer = _integer_bins(kernel_edges, sample_dt) if uniform else None
     ilo, iwidth = integer or (0, 1)
 
     if method == "auto":

@@ -173,12 +173,19 @@ def run(ops=OPS, sizes=None, dtypes=None, entropies=ENTROPIES, backend=None, rep
                             row.update(median_ms=ms, gbps=moved(x, _host(got)) / (ms * 1e-3) / 1e9)
                         group.append(row)
                     for name, (prepare, call) in _peers(op, be).items():
-                        inputs = [prepare(x) for _ in range(copies)]
-                        ms = benchmark(lambda: call(inputs[next(turn) % copies]), repeat=repeat, warmup=1).median
+                        try:
+                            inputs = [prepare(x) for _ in range(copies)]
+                            ms = benchmark(lambda: call(inputs[next(turn) % copies]), repeat=repeat,
+                                           warmup=1).median
+                        except Exception as e:  # e.g. torch.dot has no int32 kernel
+                            group.append({"op": op, "system": name, "dtype": np.dtype(dt).name, "n": n,
+                                          "entropy": entropy, "ok": False, "error": f"{type(e).__name__}: {e}"})
+                            continue
                         group.append({"op": op, "system": name, "dtype": np.dtype(dt).name, "n": n,
                                       "entropy": entropy, "ok": True, "median_ms": ms,
                                       "gbps": moved(x, np.asarray(ref)) / (ms * 1e-3) / 1e9})
-                    peer_times = [r["median_ms"] for r in group if not r["system"].startswith("cuatomic")]
+                    peer_times = [r["median_ms"] for r in group
+                                  if not r["system"].startswith("cuatomic") and "median_ms" in r]
                     best_peer = min(peer_times) if peer_times else None
                     for r in group:
                         if "median_ms" in r:
@@ -424,6 +431,10 @@ def _gpu_targets(t, rng, text, shrink, repeat):
     for work, data, goal in cases:
         ref = _hist_ref(data, 128, 0, 128)
         same = lambda h, ref=ref: np.array_equal(_host(h), ref)  # noqa: E731
+        # CUB and the tutorial's kernels leave the top edge (128) out; NumPy's last bin is closed
+        open_ref = ref.copy()
+        open_ref[-1] -= int(np.count_nonzero(data == 128))
+        same_open = lambda h, ref=open_ref: np.array_equal(_host(h), ref)  # noqa: E731
         d = to_device(data)
         choice = _auto.histogram("cuda", _ops.prepare(d, "cuda"), np.linspace(0, 128, 129))
         t.add(work, f"cuatomic auto ({choice.method})", lambda: _ops.histogram(d, 128, (0, 128))[0], same,
@@ -431,7 +442,7 @@ def _gpu_targets(t, rng, text, shrink, repeat):
         for m in ("warp_private", "thread_counters", "shared"):
             t.add(work, f"cuatomic {m}", lambda m=m: _ops.histogram(d, 128, (0, 128), method=m)[0], same,
                   data.nbytes, repeat)
-        t.add(work, "CUB HistogramEven", lambda: _C.cub_histogram(d.ptr, data.size, 2, 128, 0, 128, None), same,
+        t.add(work, "CUB HistogramEven", lambda: _C.cub_histogram(d.ptr, data.size, 2, 128, 0, 128, None), same_open,
               data.nbytes, repeat)
         if cp is not None:
             cd = cp.asarray(d)
@@ -440,7 +451,7 @@ def _gpu_targets(t, rng, text, shrink, repeat):
         if nb is not None:
             nd = nb.as_device(d)
             for kind in ("shared", "global"):
-                t.add(work, f"tutorial numba ({kind})", lambda kind=kind: nb.histogram(kind)(nd), same,
+                t.add(work, f"tutorial numba ({kind})", lambda kind=kind: nb.histogram(kind)(nd), same_open,
                       data.nbytes, max(3, repeat // 4))
         del d
     for work, data, bins, lo, hi, dt in [
@@ -455,8 +466,12 @@ def _gpu_targets(t, rng, text, shrink, repeat):
         choice = _auto.histogram("cuda", _ops.prepare(d, "cuda"), edges)
         t.add(work, f"cuatomic auto ({choice.method})", lambda: _ops.histogram(d, bins, (lo, hi))[0], same,
               data.nbytes, repeat, note=choice.reason)
+        # CUB bins floats by (x - lo) * scale: values within rounding of an edge may land one bin over
+        near = lambda h, ref=ref, m=m: (np.array_equal(h, ref) if dt == np.int32 else  # noqa: E731
+                                        int(np.abs(h - ref).sum()) <= max(2, m // 10_000))
         t.add(work, "CUB HistogramEven", lambda: _C.cub_histogram(d.ptr, m, 5 if dt == np.int32 else 9, bins, lo, hi,
-                                                                 None), same, data.nbytes, repeat)
+                                                                 None), near, data.nbytes, repeat,
+              note="" if dt == np.int32 else "edge rounding differs from NumPy's")
         if cp is not None:
             cd = cp.asarray(d)
             t.add(work, "cupy", lambda: cp.histogram(cd, bins, (lo, hi))[0].get(), same, data.nbytes,
@@ -517,7 +532,8 @@ def markdown(results):
              "|---|---|---|---|---|---|---|---|---|"]
     for r in results["rows"]:
         if "median_ms" not in r:
-            lines.append(f"| {r['op']} | {r['dtype']} | {r['n']} | {r['entropy']} | {r['system']} | WRONG | | | |")
+            lines.append(f"| {r['op']} | {r['dtype']} | {r['n']} | {r['entropy']} | {r['system']} | "
+                         f"{r.get('error', 'WRONG')} | | | |")
             continue
         ratio = r.get("ratio_to_best_peer")
         lines.append(f"| {r['op']} | {r['dtype']} | {r['n']} | {r['entropy']} | {r['system']} | "
@@ -584,6 +600,6 @@ def main(argv=None):
             scaling_plots(results, out)
         except ImportError:
             print("matplotlib is not installed: no scaling plots")
-    wrong = [r for r in results["rows"] if not r["ok"]]
+    wrong = [r for r in results["rows"] if not r["ok"] and r["system"].startswith("cuatomic")]
     print(f"bench: {len(results['rows'])} rows, {len(wrong)} wrong, written to {out}")
     return 1 if wrong else 0

@@ -90,15 +90,33 @@ static inline int cua_cas_config(cua_launch *cfg, int64_t n, int threads)
 
 // Blocks of `kernel` that can be resident on the device at once with
 // `threads` threads and `smem` bytes of dynamic shared memory each: the
-// largest grid for which a grid-wide wait cannot deadlock.
+// largest grid for which a grid-wide wait cannot deadlock. The occupancy
+// query costs microseconds, so answers are kept (per host thread, for the
+// last few kernel/configuration/device keys).
 template <class K>
 static inline int cua_max_resident_blocks(K kernel, int threads, size_t smem, int64_t *out)
 {
+    struct Entry {
+        const void *kernel;
+        int threads, device;
+        size_t smem;
+        int64_t blocks;
+    };
+    static thread_local Entry seen[8];
+    static thread_local unsigned next;
+    int dev;
+    CUA_CHECK(cudaGetDevice(&dev));
+    for (const Entry &e : seen)
+        if (e.kernel == (const void *)kernel && e.threads == threads && e.smem == smem && e.device == dev) {
+            *out = e.blocks;
+            return 0;
+        }
     int per_sm = 0, sms = 0;
     CUA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem));
     int st = cua_sm_count(&sms);
     if (st) return st;
     *out = (int64_t)per_sm * sms;
+    seen[next++ % 8] = Entry{(const void *)kernel, threads, dev, smem, *out};
     return 0;
 }
 

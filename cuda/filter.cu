@@ -14,14 +14,12 @@
 //  3. lookback single pass, ordered (decoupled look-back, Merrill & Garland):
 //              a block takes the next tile number from a counter, counts its
 //              keepers, publishes the count as an "aggregate", then reads its
-//              predecessors' published values backwards -- 32 at a time, one
-//              per lane of a warp -- until it meets an "inclusive" prefix;
+//              predecessors' published values backwards -- a block's worth
+//              at a time, one per thread -- until it meets an "inclusive" prefix;
 //              it publishes its own inclusive prefix, stages its keepers in
 //              shared memory in order and writes them out coalesced. Reads
 //              the input once. Tiles are numbered in the order blocks start,
 //              so a block only ever waits for blocks that are running.
-//              (Blocks of fewer than 32 threads look back one tile at a
-//              time with one thread.)
 //
 // The predicate is an interval test: keep x iff (lo <= x <= hi) != negate,
 // in the data's type (the Python layer turns `x <op> value` into this form
@@ -156,54 +154,33 @@ constexpr int LB_ITEMS = 16;  // elements per thread per tile
 #define LB_INCLUSIVE (2ULL << 62)
 #define LB_VALUE ((1ULL << 62) - 1)
 
-__device__ __forceinline__ u64 warp_sum_u64(u64 v)
-{
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    return v;
-}
-
-// Exclusive prefix of the tiles before `tile`, by warp 0 (all lanes).
-__device__ u64 look_back(volatile u64 *status, int64_t tile)
-{
-    const unsigned lane = threadIdx.x & 31;
-    u64 prefix = 0;
-    int64_t top = tile - 1;
-    unsigned backoff = 16;
-    while (true) {
-        const int64_t idx = top - lane;  // lane 0 reads the nearest predecessor
-        const u64 st = idx >= 0 ? status[idx] : LB_INCLUSIVE;  // before tile 0: an inclusive 0
-        if (__any_sync(0xffffffffu, (st >> 62) == 0)) {
-            // A predecessor has not published yet; it is running (it took
-            // its tile number before us), so this wait ends.
-            __nanosleep(backoff);
-            backoff = backoff < 512 ? 2 * backoff : 512;
-            continue;
-        }
-        const unsigned inclusive = __ballot_sync(0xffffffffu, (st >> 62) == 2);
-        const int stop = inclusive ? __ffs(inclusive) - 1 : 31;  // nearest inclusive, or the whole window
-        prefix += warp_sum_u64((int)lane <= stop ? st & LB_VALUE : 0);
-        if (inclusive) return prefix;
-        top -= 32;
-    }
-}
-
-// The same by one thread, one predecessor at a time (blocks under a warp).
-__device__ u64 look_back_serial(volatile u64 *status, int64_t tile)
+// Exclusive prefix of the tiles before `tile`, read back by the whole
+// block: each round, thread i reads the state of tile (top - i), so one
+// round trip to L2 covers blockDim predecessors. A thread whose tile has
+// not published yet waits for it: that tile took its number before us and
+// is running, so the wait ends. The nearest inclusive prefix ends the walk;
+// the aggregates after it are added. Valid in thread 0. Reuses the dynamic
+// shared memory (the stage) for the block sum, before the stage is filled.
+__device__ u64 look_back(volatile u64 *status, int64_t tile, unsigned *stop_s)
 {
     u64 prefix = 0;
-    unsigned backoff = 16;
-    for (int64_t p = tile - 1; p >= 0;) {
-        const u64 st = status[p];
-        if ((st >> 62) == 0) {  // not published yet: its block is running
+    for (int64_t top = tile - 1;; top -= blockDim.x) {
+        const int64_t idx = top - (int64_t)threadIdx.x;
+        u64 st = idx >= 0 ? status[idx] : LB_INCLUSIVE;  // before tile 0: an inclusive 0
+        unsigned backoff = 16;
+        while ((st >> 62) == 0) {  // spin: tile idx has not published yet
             __nanosleep(backoff);
-            backoff = backoff < 512 ? 2 * backoff : 512;
-            continue;
+            backoff = backoff < 256 ? 2 * backoff : 256;
+            st = status[idx];
         }
-        prefix += st & LB_VALUE;
-        if ((st >> 62) == 2) break;
-        p--;
+        if (threadIdx.x == 0) *stop_s = blockDim.x;
+        __syncthreads();
+        if ((st >> 62) == 2) atomicMin(stop_s, threadIdx.x);  // the nearest inclusive
+        __syncthreads();
+        const unsigned stop = *stop_s;
+        prefix += cua_block_tree<u64>(threadIdx.x <= stop ? st & LB_VALUE : 0);
+        if (stop < blockDim.x) return prefix;
     }
-    return prefix;
 }
 
 template <class T>
@@ -213,6 +190,7 @@ __global__ void filter_lookback_kernel(const T *__restrict__ x, int64_t n, DevPr
     __shared__ int64_t tile_s;
     __shared__ u64 warp_scan[33];  // exclusive warp offsets, then the tile's count
     __shared__ u64 prefix_s;
+    __shared__ unsigned stop_s;
     T *stage = reinterpret_cast<T *>(cua_smem);  // blockDim * LB_ITEMS elements
     const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = (blockDim.x + 31) / 32;
     // Lanes in this thread's warp: the last warp of a block may be partial.
@@ -272,28 +250,25 @@ __global__ void filter_lookback_kernel(const T *__restrict__ x, int64_t n, DevPr
         unsigned pos = (unsigned)warp_scan[warp] + incl - kept;
 
         // Publish, look back, publish the inclusive prefix.
-        if (warp == 0) {
-            u64 prefix = 0;
-            if (tile == 0) {
-                if (lane == 0) vstatus[0] = LB_INCLUSIVE | tile_count;
-            } else {
-                if (lane == 0) vstatus[tile] = LB_AGGREGATE | tile_count;
-                if (blockDim.x >= 32) prefix = look_back(vstatus, tile);  // warp 0 is whole
-                else if (lane == 0) prefix = look_back_serial(vstatus, tile);
-                if (lane == 0) vstatus[tile] = LB_INCLUSIVE | (prefix + tile_count);
-            }
-            if (lane == 0) {
-                prefix_s = prefix;
-                if (tile == ntiles - 1) *total = prefix + tile_count;
-            }
+        u64 prefix = 0;
+        if (tile == 0) {
+            if (threadIdx.x == 0) vstatus[0] = LB_INCLUSIVE | tile_count;
+        } else {
+            if (threadIdx.x == 0) vstatus[tile] = LB_AGGREGATE | tile_count;
+            prefix = look_back(vstatus, tile, &stop_s);
+            if (threadIdx.x == 0) vstatus[tile] = LB_INCLUSIVE | (prefix + tile_count);
+        }
+        if (threadIdx.x == 0) {
+            prefix_s = prefix;
+            if (tile == ntiles - 1) *total = prefix + tile_count;
         }
         // Keepers to shared memory in input order, then out coalesced.
 #pragma unroll
         for (int j = 0; j < LB_ITEMS; j++)
             if (mask & (1u << j)) stage[pos++] = v[j];
         __syncthreads();
-        const u64 prefix = prefix_s;
-        for (u64 i = threadIdx.x; i < tile_count; i += blockDim.x) out[prefix + i] = stage[i];
+        const u64 base_out = prefix_s;
+        for (u64 i = threadIdx.x; i < tile_count; i += blockDim.x) out[base_out + i] = stage[i];
         __syncthreads();  // stage, tile_s and warp_scan are reused by the next tile
     }
 }

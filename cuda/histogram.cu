@@ -130,6 +130,56 @@ __device__ __forceinline__ void unpack(uint4 r, T (&v)[16 / sizeof(T)])
     memcpy(v, &r, 16);
 }
 
+// Integer bins for 1- and 2-byte data in 32-bit arithmetic (the tutorial's
+// bytes): the general bin_of works in 64 bits and the edge type.
+struct SmallBins {
+    bool on;
+    int lo;
+    unsigned span, width, last;
+    template <class E>
+    __device__ SmallBins(const DevBins<E> &bn)
+    {
+        on = bn.integer && bn.ilo >= -(1LL << 30) && bn.ilo <= (1LL << 30) && bn.ispan < (1LL << 30);
+        lo = (int)bn.ilo;
+        span = (unsigned)bn.ispan;
+        width = (unsigned)bn.iwidth;
+        last = (unsigned)(bn.nbins - 1);
+    }
+};
+
+template <class T, class E>
+__device__ __forceinline__ int64_t wide_bin(T v, const DevBins<E> &bn, const SmallBins &sb)
+{
+    if constexpr (std::is_integral<T>::value && sizeof(T) <= 2) {
+        if (sb.on) {
+            const unsigned d = (unsigned)((int)v - sb.lo);
+            if (d > sb.span) return -1;
+            const unsigned b = sb.width == 1 ? d : d / sb.width;
+            return b < sb.last ? b : sb.last;  // the last bin is closed
+        }
+    }
+    return bin_of(v, bn);
+}
+
+// f(vector) over this thread's grid-stride share of the body, with the next
+// vector's load issued before the current one is counted.
+template <class F>
+__device__ __forceinline__ void for_vectors(const uint4 *body, int64_t nvec, F f)
+{
+    const int64_t stride = cua_grid_stride();
+    int64_t i = cua_global_id();
+    if (i >= nvec) return;
+    uint4 cur = __ldg(body + i);
+    while (true) {
+        const int64_t next = i + stride;
+        uint4 ahead = next < nvec ? __ldg(body + next) : cur;
+        f(cur);
+        if (next >= nvec) return;
+        cur = ahead;
+        i = next;
+    }
+}
+
 template <class T, class E>
 __global__ void hist_warp_private_kernel(const T *__restrict__ x, int64_t n, DevBins<E> bn, int copies,
                                          u64 *counts)
@@ -142,8 +192,9 @@ __global__ void hist_warp_private_kernel(const T *__restrict__ x, int64_t n, Dev
         __syncthreads();  // every copy is zeroed before anyone counts
     }
     unsigned *mine = local + (int64_t)((threadIdx.x >> 5) % (copies > 0 ? copies : 1)) * nb;
+    const SmallBins sb(bn);
     auto count = [&](T v) {
-        int64_t b = bin_of(v, bn);
+        int64_t b = wide_bin(v, bn, sb);
         if (b < 0) return;
         if (copies > 0) atomicAdd(&mine[b], 1u);
         else atomicAdd(&counts[b], 1ULL);
@@ -151,12 +202,12 @@ __global__ void hist_warp_private_kernel(const T *__restrict__ x, int64_t n, Dev
     Split<T> sp(x, n);
     for (int64_t i = gid; i < sp.head; i += stride) count(x[i]);
     for (int64_t i = sp.tail_begin + gid; i < n; i += stride) count(x[i]);
-    for (int64_t i = gid; i < sp.nvec; i += stride) {
+    for_vectors(sp.body, sp.nvec, [&](uint4 r) {
         T v[Split<T>::V];
-        unpack(__ldg(sp.body + i), v);
+        unpack(r, v);
 #pragma unroll
         for (int k = 0; k < Split<T>::V; k++) count(v[k]);
-    }
+    });
     if (copies == 0) return;
     __syncthreads();  // every count of this block is in before the flush
     for (int64_t j = threadIdx.x; j < nb; j += blockDim.x) {
@@ -180,8 +231,9 @@ __global__ void hist_thread_counters_kernel(const T *__restrict__ x, int64_t n, 
     for (unsigned j = t; j < (unsigned)rows * 4; j += T_) totals[j] = 0;
     __syncthreads();
 
+    const SmallBins sb(bn);
     auto count = [&](T v) {
-        int64_t b = bin_of(v, bn);
+        int64_t b = wide_bin(v, bn, sb);
         if (b >= 0) words[(b >> 2) * T_ + t] += 1u << (8 * (b & 3));  // this thread's own byte: no atomic
     };
     // Add every thread's counters into the totals and clear them. Work item
@@ -213,11 +265,14 @@ __global__ void hist_thread_counters_kernel(const T *__restrict__ x, int64_t n, 
     // Every thread of the block runs the same number of steps, so that all
     // of them reach every flush.
     const int64_t steps = cua_ceil_div(sp.nvec, stride);
+    uint4 ahead = gid < sp.nvec ? __ldg(sp.body + gid) : uint4();
     for (int64_t s = 0; s < steps; s++) {
         const int64_t i = s * stride + gid;
+        const uint4 cur = ahead;
+        if (i + stride < sp.nvec) ahead = __ldg(sp.body + i + stride);  // the next step's load, in flight
         if (i < sp.nvec) {
             T v[V];
-            unpack(__ldg(sp.body + i), v);
+            unpack(cur, v);
 #pragma unroll
             for (int k = 0; k < V; k++) count(v[k]);
         }
@@ -230,8 +285,9 @@ __global__ void hist_thread_counters_kernel(const T *__restrict__ x, int64_t n, 
 
 // Shared memory of the wide rungs, and (warp_private) how many copies fit.
 template <int R>
-static int wide_smem(int64_t nb, int threads, int optin, int *copies, size_t *smem, cua_launch *cfg)
+static int wide_smem(int64_t nb, bool defaulted, int optin, int *copies, size_t *smem, cua_launch *cfg)
 {
+    int threads = cfg->threads;
     if (R == WARP_PRIVATE) {
         const int64_t warps = (threads + 31) / 32, fit = optin / (nb * 4);
         *copies = (int)(fit < warps ? fit : warps);
@@ -243,6 +299,12 @@ static int wide_smem(int64_t nb, int threads, int optin, int *copies, size_t *sm
                           threads);
     const int64_t rows = (nb + 3) / 4;
     *smem = (size_t)rows * threads * 4 + (size_t)rows * 16;
+    // The default block shrinks (whole warps) until a byte per bin per thread fits.
+    while (defaulted && (int64_t)*smem > optin && threads > 32) {
+        threads -= 32;
+        cfg->threads = threads;
+        *smem = (size_t)rows * threads * 4 + (size_t)rows * 16;
+    }
     if ((int64_t)*smem > optin)
         return cua_refuse(cfg,
                           "method 'thread_counters' keeps a byte per bin per thread in shared memory: %lld bins x "
@@ -263,8 +325,9 @@ static int hist_typed(const T *x, int64_t n, const cua_bins *bins, u64 *counts, 
     size_t smem = 0;
     int copies = 0;
     if (wide) {
-        if (cfg->threads <= 0) cfg->threads = 256;
-        int st = wide_smem<R>(nb, cfg->threads, optin, &copies, &smem, cfg);
+        const bool defaulted = cfg->threads <= 0;
+        if (defaulted) cfg->threads = 256;
+        int st = wide_smem<R>(nb, defaulted, optin, &copies, &smem, cfg);
         if (st) return st;
         if (R == THREAD_COUNTERS && (uintptr_t)x % sizeof(T) != 0)
             return cua_refuse(cfg, "method 'thread_counters' needs input aligned to its element size");
@@ -306,9 +369,15 @@ static int hist_typed(const T *x, int64_t n, const cua_bins *bins, u64 *counts, 
     CUA_CHECK(cudaMemsetAsync(counts, 0, (size_t)nb * sizeof(u64), s));
     if (n == 0) return (int)cudaStreamSynchronize(s);
 
+    // The edges go to the device only when the kernel reads them: integer
+    // data in integer bins is binned by arithmetic alone.
     cua_scratch scratch;
-    CUA_CHECK(scratch.get((size_t)(nb + 1) * sizeof(E), s));
-    CUA_CHECK(cudaMemcpyAsync(scratch.ptr, bins->edges, (size_t)(nb + 1) * sizeof(E), cudaMemcpyHostToDevice, s));
+    const bool arithmetic = bins->integer && std::is_integral<T>::value && sizeof(T) <= 4;
+    if (!arithmetic) {
+        CUA_CHECK(scratch.get((size_t)(nb + 1) * sizeof(E), s));
+        CUA_CHECK(
+            cudaMemcpyAsync(scratch.ptr, bins->edges, (size_t)(nb + 1) * sizeof(E), cudaMemcpyHostToDevice, s));
+    }
     const E *host_edges = (const E *)bins->edges;
     DevBins<E> bn = {(const E *)scratch.ptr, nb, host_edges[0], host_edges[nb], bins->inv_width,
                      bins->uniform, bins->integer, bins->ilo, bins->iwidth, bins->iwidth * nb};
