@@ -130,7 +130,8 @@ ext = Extension(
     library_dirs=library_dirs,
     extra_compile_args=["-std=gnu11", "-O3", "-fopenmp", "-Wall", "-Wno-unused-function"],
     extra_link_args=["-fopenmp"],
-    depends=glob("csrc/*.h") + glob("csrc/cpu/*.h") + glob("cuda/*.h"),
+    # The CUDA sources too: a changed kernel must relink the extension.
+    depends=glob("csrc/*.h") + glob("csrc/cpu/*.h") + glob("cuda/*.h") + glob("cuda/*.cuh") + glob("cuda/*.cu"),
 )
 
 setup(ext_modules=[ext], cmdclass={"build_ext": BuildExt})
