@@ -6,7 +6,12 @@
 
 #ifdef CUATOMIC_WITH_CUDA
 
-CuaDeviceBuffer *cua_buffer_new(Py_ssize_t nbytes)
+/* Device memory from the stream-ordered pool, allocated in order on
+ * `stream`. With sync, the allocation is complete before this returns, so
+ * any stream may use the memory; an op's output is allocated on the op's
+ * own stream instead, which orders its kernel after the allocation. The pool
+ * keeps freed memory, so a large output costs no cudaMalloc per call. */
+CuaDeviceBuffer *cua_buffer_new_on(Py_ssize_t nbytes, void *stream, int sync)
 {
     CuaDeviceBuffer *self = PyObject_New(CuaDeviceBuffer, &CuaDeviceBufferType);
     if (!self) return NULL;
@@ -14,15 +19,19 @@ CuaDeviceBuffer *cua_buffer_new(Py_ssize_t nbytes)
     self->nbytes = nbytes;
     int st;
     Py_BEGIN_ALLOW_THREADS
-    st = cua_cuda_malloc(&self->ptr, (size_t)nbytes);
+    st = cua_cuda_malloc_async(&self->ptr, (size_t)nbytes, stream);
+    if (!st && sync) st = cua_cuda_stream_synchronize(stream);
     Py_END_ALLOW_THREADS
     if (st) {
+        if (self->ptr) cua_cuda_free_async(self->ptr, stream);
         self->ptr = NULL;
         Py_DECREF(self);
         return (CuaDeviceBuffer *)cua_raise(st, NULL);
     }
     return self;
 }
+
+CuaDeviceBuffer *cua_buffer_new(Py_ssize_t nbytes) { return cua_buffer_new_on(nbytes, NULL, 1); }
 
 static PyObject *buffer_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
@@ -39,7 +48,11 @@ static PyObject *buffer_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 
 static void buffer_dealloc(CuaDeviceBuffer *self)
 {
-    if (self->ptr) cua_cuda_free(self->ptr); /* errors at shutdown are harmless */
+    /* Back to the pool in the order of the default stream (and the blocking
+     * streams it waits for): work on a non-blocking stream that still reads
+     * the buffer must have finished before the last reference goes, as with
+     * CuPy's pool. Errors at shutdown are harmless. */
+    if (self->ptr) cua_cuda_free_async(self->ptr, NULL);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -120,12 +133,14 @@ static PyMethodDef buffer_methods[] = {
 
 #else /* no CUDA: the type exists, but cannot be created */
 
-CuaDeviceBuffer *cua_buffer_new(Py_ssize_t nbytes)
+CuaDeviceBuffer *cua_buffer_new_on(Py_ssize_t nbytes, void *stream, int sync)
 {
-    (void)nbytes;
+    (void)nbytes, (void)stream, (void)sync;
     PyErr_SetString(PyExc_RuntimeError, "cuatomic was built without CUDA: no device memory");
     return NULL;
 }
+
+CuaDeviceBuffer *cua_buffer_new(Py_ssize_t nbytes) { return cua_buffer_new_on(nbytes, NULL, 1); }
 
 static PyObject *buffer_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {

@@ -29,8 +29,10 @@ typedef struct {
     void *ptr;
     Py_ssize_t nbytes;
 } CuaDeviceBuffer;
-/* A new buffer of nbytes of device memory, or NULL with an exception set. */
+/* A new buffer of nbytes of device memory, or NULL with an exception set:
+ * usable on any stream, or (_on, sync 0) allocated in order on `stream`. */
 CuaDeviceBuffer *cua_buffer_new(Py_ssize_t nbytes);
+CuaDeviceBuffer *cua_buffer_new_on(Py_ssize_t nbytes, void *stream, int sync);
 
 /* ops.c: the operations. */
 PyObject *cua_op_sum(PyObject *self, PyObject *args);

@@ -512,7 +512,7 @@ PyObject *cua_op_histogram(PyObject *self, PyObject *args)
             PyErr_SetString(PyExc_SystemError, "cuatomic: device output needs the cuda backend");
             return NULL;
         }
-        CuaDeviceBuffer *buf = cua_buffer_new((Py_ssize_t)cbytes);
+        CuaDeviceBuffer *buf = cua_buffer_new_on((Py_ssize_t)cbytes, stream, 0);
         if (!buf) return NULL;
         out = (PyObject *)buf;
         counts = buf->ptr;
@@ -597,7 +597,7 @@ PyObject *cua_op_filter(PyObject *self, PyObject *args)
             PyErr_SetString(PyExc_SystemError, "cuatomic: device output needs the cuda backend");
             return NULL;
         }
-        CuaDeviceBuffer *buf = cua_buffer_new((Py_ssize_t)(n * size));
+        CuaDeviceBuffer *buf = cua_buffer_new_on((Py_ssize_t)(n * size), stream, 0);
         if (!buf) return NULL;
         out = (PyObject *)buf;
         dst = buf->ptr;

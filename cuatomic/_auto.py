@@ -13,7 +13,8 @@ import numpy as np
 from . import _C, _backend
 
 SAMPLE = 4096           # elements read to estimate skew
-SKEWED = 1.0 / 16       # top-bin share above which a warp's lanes often collide
+SKEWED = 0.5            # top-bin share above which most of a warp's lanes collide on one counter
+SAMPLE_FROM = 1 << 26   # smaller inputs: the sample would cost more than a choice can save
 COUNTER_BINS = 256      # thread_counters keeps a byte per bin per thread (256 threads)
 CPU_COPY_BINS = 4096    # the CPU's 8 interleaved copies stop fitting in L2 beyond this
 
@@ -115,12 +116,16 @@ def histogram(backend, inp, edges, stream=0):
         return Choice("histogram", backend, "warp_private",
                       f"more than {COUNTER_BINS} bins: too many for a byte counter per bin per thread; per-warp "
                       "copies in shared memory as far as they fit, global atomics beyond", facts)
+    if inp.n < SAMPLE_FROM:
+        return Choice("histogram", backend, "warp_private",
+                      "per-warp shared atomics: fastest on skewed text and on even data (H200 benchmark); the "
+                      "input is too small for a skew sample to pay off", facts)
     share = top_bin_share(sample(inp, stream), edges)
     facts["top_bin_share"] = round(share, 4)
     if share > SKEWED:
         return Choice("histogram", backend, "thread_counters",
-                      f"skewed data (the top bin holds {share:.0%} of a sample): lanes of a warp would collide "
-                      "on shared atomics; private byte counters cannot collide", facts)
+                      f"extreme skew (the top bin holds {share:.0%} of a sample): most lanes of a warp would "
+                      "queue on one shared counter; private byte counters cannot collide", facts)
     return Choice("histogram", backend, "warp_private",
-                  f"evenly spread data (top bin {share:.0%} of a sample): per-warp shared atomics rarely "
-                  "collide and need no flushes", facts)
+                  f"top bin {share:.0%} of a sample: per-warp shared atomics absorb this much skew (English text "
+                  "included) and need no flushes", facts)

@@ -425,7 +425,9 @@ def _gpu_targets(t, rng, text, shrink, repeat):
     # -- histograms: the tutorial's 128 bins of bytes, then more bins and floats
     big = np.resize(text, 1 << (30 - shrink))
     uniform = rng.integers(0, 256, 1 << (28 - shrink), dtype=np.uint8)
+    one = np.full(1 << (28 - shrink), ord("e"), np.uint8)
     cases = [(f"histogram 128 bins, text {big.nbytes / 2**20:.0f} MiB", big, ("gbps", tb(3.2))),
+             (f"histogram 128 bins, one value {one.nbytes / 2**20:.0f} MiB", one, None),
              (f"histogram 128 bins, uniform bytes {uniform.nbytes / 2**20:.0f} MiB", uniform, ("gbps", tb(2.5))),
              (f"histogram 128 bins, text {text.nbytes / 1e6:.1f} MB (tutorial size)", text, ("ms", 0.015))]
     for work, data, goal in cases:
@@ -580,6 +582,8 @@ def main(argv=None):
     parser.add_argument("--out", default="bench_results")
     parser.add_argument("--repeat", type=int, default=10)
     parser.add_argument("--no-plots", action="store_true")
+    parser.add_argument("--sizes", type=int, nargs="+", default=None, metavar="LOG2",
+                        help="sizes as powers of two (default 10 14 18 22 26)")
     parser.add_argument("--targets", action="store_true",
                         help="the target table: top rungs against every peer at the targets' sizes")
     args = parser.parse_args(argv)
@@ -592,7 +596,8 @@ def main(argv=None):
         wrong = [r for r in results["rows"] if not r["ok"] and r["system"].startswith("cuatomic")]
         print(f"targets: {len(results['rows'])} rows, {len(wrong)} cuatomic rows wrong, written to {out}")
         return 1 if wrong else 0
-    results = run(ops=args.ops, backend=args.backend, repeat=args.repeat, quick=args.quick)
+    sizes = [1 << k for k in args.sizes] if args.sizes else None
+    results = run(ops=args.ops, sizes=sizes, backend=args.backend, repeat=args.repeat, quick=args.quick)
     (out / "bench.json").write_text(json.dumps(results, indent=1))
     (out / "bench.md").write_text(markdown(results))
     if not args.no_plots:

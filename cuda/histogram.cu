@@ -200,14 +200,42 @@ __global__ void hist_warp_private_kernel(const T *__restrict__ x, int64_t n, Dev
         else atomicAdd(&counts[b], 1ULL);
     };
     Split<T> sp(x, n);
-    for (int64_t i = gid; i < sp.head; i += stride) count(x[i]);
-    for (int64_t i = sp.tail_begin + gid; i < n; i += stride) count(x[i]);
-    for_vectors(sp.body, sp.nvec, [&](uint4 r) {
-        T v[Split<T>::V];
-        unpack(r, v);
+    bool done = false;
+    if constexpr (std::is_integral<T>::value && sizeof(T) == 1) {
+        if (sb.on && sb.width == 1 && copies > 0) {
+            // The tutorial's case, lean: bytes of 32-bit words, 32-bit bin
+            // arithmetic, one shared atomic per counted byte.
+            const int lo = sb.lo;
+            const unsigned nb = sb.last + 1;
+            auto put = [&](unsigned byte) {
+                const unsigned d = (unsigned)((int)(T)byte - lo);
+                if (d <= nb) atomicAdd(&mine[d < nb ? d : nb - 1], 1u);  // the last bin is closed
+            };
+            for (int64_t i = gid; i < sp.head; i += stride) put((uint8_t)x[i]);
+            for (int64_t i = sp.tail_begin + gid; i < n; i += stride) put((uint8_t)x[i]);
+            for_vectors(sp.body, sp.nvec, [&](uint4 r) {
+                const unsigned w[4] = {r.x, r.y, r.z, r.w};
 #pragma unroll
-        for (int k = 0; k < Split<T>::V; k++) count(v[k]);
-    });
+                for (int k = 0; k < 4; k++) {
+                    put(w[k] & 255u);
+                    put((w[k] >> 8) & 255u);
+                    put((w[k] >> 16) & 255u);
+                    put(w[k] >> 24);
+                }
+            });
+            done = true;
+        }
+    }
+    if (!done) {
+        for (int64_t i = gid; i < sp.head; i += stride) count(x[i]);
+        for (int64_t i = sp.tail_begin + gid; i < n; i += stride) count(x[i]);
+        for_vectors(sp.body, sp.nvec, [&](uint4 r) {
+            T v[Split<T>::V];
+            unpack(r, v);
+#pragma unroll
+            for (int k = 0; k < Split<T>::V; k++) count(v[k]);
+        });
+    }
     if (copies == 0) return;
     __syncthreads();  // every count of this block is in before the flush
     for (int64_t j = threadIdx.x; j < nb; j += blockDim.x) {
@@ -232,9 +260,18 @@ __global__ void hist_thread_counters_kernel(const T *__restrict__ x, int64_t n, 
     __syncthreads();
 
     const SmallBins sb(bn);
+    const bool lean = std::is_integral<T>::value && sizeof(T) == 1 && sb.on && sb.width == 1;
+    const int lo = sb.lo;
+    const unsigned nb = sb.last + 1;
+    auto bump = [&](unsigned b) { words[(b >> 2) * T_ + t] += 1u << ((b & 3) << 3); };  // own byte: no atomic
     auto count = [&](T v) {
+        if (lean) {  // bytes in bins of width one: 32-bit arithmetic only
+            const unsigned d = (unsigned)((int)v - lo);
+            if (d <= nb) bump(d < nb ? d : nb - 1);
+            return;
+        }
         int64_t b = wide_bin(v, bn, sb);
-        if (b >= 0) words[(b >> 2) * T_ + t] += 1u << (8 * (b & 3));  // this thread's own byte: no atomic
+        if (b >= 0) bump((unsigned)b);
     };
     // Add every thread's counters into the totals and clear them. Work item
     // (row, segment) sums 32 words of one row; lanes start at different

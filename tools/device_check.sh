@@ -30,13 +30,19 @@ fi
 mkdir -p "$OUT/bench"
 if [ "${RUN_TARGETS:-0}" = 1 ]; then  # issue 5's target table, every peer, one run
     timeout "${TARGETS_TIMEOUT:-240}" python3 -m cuatomic bench --targets --out "$OUT/bench" \
-        > "$OUT/targets.txt" 2>&1 || status=1
-    tail -3 "$OUT/targets.txt"
+        > "$OUT/bench/targets.txt" 2>&1 || status=1
+    tail -3 "$OUT/bench/targets.txt"
 fi
 if [ "${RUN_SCALING:-0}" = 1 ]; then  # the full suite: every op x method x size x entropy, scaling plots
     timeout "${SCALING_TIMEOUT:-200}" python3 -m cuatomic bench ${BENCH_ARGS:-} --out "$OUT/bench" \
-        > "$OUT/scaling.txt" 2>&1 || status=1
-    tail -3 "$OUT/scaling.txt"
+        > "$OUT/bench/scaling.txt" 2>&1 || status=1
+    tail -3 "$OUT/bench/scaling.txt"
+fi
+if [ "${RUN_NCU:-0}" = 1 ]; then  # kernel-only times (Nsight Compute), cuatomic's rungs beside CUB's kernels
+    timeout "${NCU_TIMEOUT:-150}" ncu --metrics gpu__time_duration.sum \
+        -k regex:"hist_|filter_lookback|reduce_kernel|Histogram|Select|Compact|Reduce" \
+        python3 tools/profile_kernels.py ${NCU_CASES:-hist_small} > "$OUT/bench/ncu_times.txt" 2>&1 || status=1
+    grep -E "^  [a-zA-Z].*\(|gpu__time_duration" "$OUT/bench/ncu_times.txt" | cut -c1-110
 fi
 tar -C "$OUT" -czf "$OUT/bench.tgz" bench && rm -rf "$OUT/bench"
 echo "device_check exit status $status"
