@@ -410,8 +410,8 @@ def histogram(a, bins=10, range=None, *, density=False, method="auto", backend=N
     method : str, optional
         A rung of the histogram ladder (see ``methods("histogram")``):
         ``global``, ``shared`` (the tutorial's), ``warp_private``,
-        ``thread_counters``. ``"auto"`` picks by the number of bins and the
-        skew of a 4,096-element sample (:func:`explain` says which and why).
+        ``thread_counters``. ``"auto"`` picks by the number of bins
+        (:func:`explain` says which and why, with the skew of a sample).
         Integer data with integer edges of an integer width
         (``histogram(text, bins=128, range=(0, 128))``) is binned with
         integer arithmetic only.
@@ -702,7 +702,7 @@ def explain(op, *args, backend=None, stream=None, **kwargs):
         bounds = args[2] if len(args) > 2 else kwargs.get("range")
         inp = prepare(a, be, stream=s)
         _, edges, _ = _edges(inp, bins, bounds, s)
-        return _auto.histogram(be, inp, edges, s)
+        return _auto.histogram(be, inp, edges, s, measure=True)
     facts = {}
     if args and op in ("sum", "dot", "filter", "prod"):
         inp = prepare(args[0], be, stream=s)
