@@ -98,6 +98,12 @@ def top_bin_share(values, edges):
     return float(counts.max() / total) if total else 0.0
 
 
+def histogram_rung(backend, nbins):
+    """The rung histogram(method="auto") runs: the rule of :func:`histogram`
+    without building its report (a call's hot path)."""
+    return "thread_counters" if backend == "cpu" and nbins <= CPU_COPY_BINS else "warp_private"
+
+
 def histogram(backend, inp, edges, stream=0, measure=False):
     """The histogram rule: the number of bins decides; the skew of the data
     was measured to matter on no backend (see below), so it is sampled only

@@ -437,7 +437,7 @@ def histogram(a, bins=10, range=None, *, density=False, method="auto", backend=N
     ilo, iwidth = integer or (0, 1)
 
     if method == "auto":
-        name = _auto.histogram(be, inp, kernel_edges, s).method
+        name = _auto.histogram_rung(be, kernel_edges.size - 1)
     counts = _C.histogram(_backend.backend_id(be), name, inp.x, inp.n, inp.id, kernel_edges, int(uniform),
                           inv_width, int(integer is not None), ilo, iwidth, nb, nt, inp.device, s)
     if inp.device:

@@ -158,6 +158,8 @@ def test_explain_histogram_reads_bins_and_skew(backend):
     assert e.facts["top_bin_share"] == 1.0 and e.method == c.method  # skew does not change the choice
     many = cuatomic.explain("histogram", TEXT.astype(np.int32), bins=65_536, range=(0, 65_536), backend=backend)
     assert many.method == "warp_private"
+    for choice in (c, e, many):  # the hot path's rule is the report's
+        assert _auto.histogram_rung(backend, choice.facts["bins"]) == choice.method
     # auto gives NumPy's answer whatever it picks
     got, _ = cuatomic.histogram(TEXT, bins=128, range=(0, 128), backend=backend)
     assert np.array_equal(host(got), np.histogram(TEXT, 128, (0, 128))[0])
