@@ -582,6 +582,7 @@ def main(argv=None):
     parser.add_argument("--out", default="bench_results")
     parser.add_argument("--repeat", type=int, default=10)
     parser.add_argument("--no-plots", action="store_true")
+    parser.add_argument("--entropies", nargs="+", choices=ENTROPIES, default=list(ENTROPIES))
     parser.add_argument("--sizes", type=int, nargs="+", default=None, metavar="LOG2",
                         help="sizes as powers of two (default 10 14 18 22 26)")
     parser.add_argument("--targets", action="store_true",
@@ -597,7 +598,8 @@ def main(argv=None):
         print(f"targets: {len(results['rows'])} rows, {len(wrong)} cuatomic rows wrong, written to {out}")
         return 1 if wrong else 0
     sizes = [1 << k for k in args.sizes] if args.sizes else None
-    results = run(ops=args.ops, sizes=sizes, backend=args.backend, repeat=args.repeat, quick=args.quick)
+    results = run(ops=args.ops, sizes=sizes, entropies=args.entropies, backend=args.backend, repeat=args.repeat,
+                  quick=args.quick)
     (out / "bench.json").write_text(json.dumps(results, indent=1))
     (out / "bench.md").write_text(markdown(results))
     if not args.no_plots:
