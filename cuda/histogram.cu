@@ -12,18 +12,22 @@
 //             the launcher splits huge inputs so no block counts 2^32.
 //  3. warp_private  one private histogram per warp (as many copies as fit in
 //             shared memory; warps share copies round-robin beyond that),
-//             16-byte loads. Contention drops from a block's threads to a
-//             warp's lanes. Degrades with skew: lanes of a warp that hit
-//             the same bin still serialize. More bins than one copy fits
-//             fall back to global atomics (with the same wide loads).
+//             16-byte loads, the next load in flight while a vector is
+//             counted; bytes in bins of width one take a lean 32-bit path.
+//             Contention drops from a block's threads to a warp's lanes;
+//             lanes of a warp that hit one bin still queue (on an H200 this
+//             cost less than rung 4's flushes, even for a single repeated
+//             value). More bins than one copy fits fall back to global
+//             atomics (with the same wide loads).
 //  4. thread_counters  no atomics while counting: every thread owns an
 //             8-bit counter per bin in shared memory (four bins to a word,
 //             laid out so a warp's 32 counters of one bin sit in 32 banks).
 //             Skew costs nothing. Before a counter can overflow (every 255
 //             elements a thread reads) the block adds the counters into
 //             32-bit block totals -- a SWAR sum of 32 words at a time -- and
-//             clears them. Needs one byte per bin per thread: at most 256
-//             bins with 256 threads (refused beyond what fits).
+//             clears them. Needs one byte per bin per thread: the default
+//             block shrinks (whole warps, down to 32 threads) until that
+//             fits; more bins than 32 threads' counters fit are refused.
 //
 // The bin of x is the largest b with edges[b] <= x for edges[0] <= x <=
 // edges[nbins] (compared in the edge type), exactly np.histogram's rule.
