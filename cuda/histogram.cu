@@ -191,11 +191,15 @@ __global__ void hist_warp_private_kernel(const T *__restrict__ x, int64_t n, Dev
     unsigned *local = reinterpret_cast<unsigned *>(cua_smem);
     const int64_t nb = bn.nbins;
     const int64_t stride = cua_grid_stride(), gid = cua_global_id();
+    // Each copy has one counter more than there are bins: the lean byte path
+    // counts the top edge (which np.histogram puts in the last bin) there
+    // and the flush adds it to the last bin, so no byte needs a clamp.
+    const int64_t stride_c = nb + 1;
     if (copies > 0) {
-        for (int64_t j = threadIdx.x; j < nb * copies; j += blockDim.x) local[j] = 0;
+        for (int64_t j = threadIdx.x; j < stride_c * copies; j += blockDim.x) local[j] = 0;
         __syncthreads();  // every copy is zeroed before anyone counts
     }
-    unsigned *mine = local + (int64_t)((threadIdx.x >> 5) % (copies > 0 ? copies : 1)) * nb;
+    unsigned *mine = local + (int64_t)((threadIdx.x >> 5) % (copies > 0 ? copies : 1)) * stride_c;
     const SmallBins sb(bn);
     auto count = [&](T v) {
         int64_t b = wide_bin(v, bn, sb);
@@ -210,10 +214,10 @@ __global__ void hist_warp_private_kernel(const T *__restrict__ x, int64_t n, Dev
             // The tutorial's case, lean: bytes of 32-bit words, 32-bit bin
             // arithmetic, one shared atomic per counted byte.
             const int lo = sb.lo;
-            const unsigned nb = sb.last + 1;
-            auto put = [&](unsigned byte) {
-                const unsigned d = (unsigned)((int)(T)byte - lo);
-                if (d <= nb) atomicAdd(&mine[d < nb ? d : nb - 1], 1u);  // the last bin is closed
+            const unsigned top = sb.last + 1;  // d == top is the closed top edge: its own counter
+            auto put = [&](unsigned byte) {  // byte: 0..255
+                const unsigned d = std::is_signed<T>::value ? (unsigned)((int)(T)byte - lo) : byte - (unsigned)lo;
+                if (d <= top) atomicAdd(&mine[d], 1u);
             };
             for (int64_t i = gid; i < sp.head; i += stride) put((uint8_t)x[i]);
             for (int64_t i = sp.tail_begin + gid; i < n; i += stride) put((uint8_t)x[i]);
@@ -221,10 +225,8 @@ __global__ void hist_warp_private_kernel(const T *__restrict__ x, int64_t n, Dev
                 const unsigned w[4] = {r.x, r.y, r.z, r.w};
 #pragma unroll
                 for (int k = 0; k < 4; k++) {
-                    put(w[k] & 255u);
-                    put((w[k] >> 8) & 255u);
-                    put((w[k] >> 16) & 255u);
-                    put(w[k] >> 24);
+#pragma unroll
+                    for (int b = 0; b < 4; b++) put(__byte_perm(w[k], 0, 0x4440 + b));  // byte b, zero-extended
                 }
             });
             done = true;
@@ -244,7 +246,10 @@ __global__ void hist_warp_private_kernel(const T *__restrict__ x, int64_t n, Dev
     __syncthreads();  // every count of this block is in before the flush
     for (int64_t j = threadIdx.x; j < nb; j += blockDim.x) {
         u64 total = 0;
-        for (int c = 0; c < copies; c++) total += local[(int64_t)c * nb + j];
+        for (int c = 0; c < copies; c++) {
+            total += local[(int64_t)c * stride_c + j];
+            if (j == nb - 1) total += local[(int64_t)c * stride_c + nb];  // the closed top edge
+        }
         if (total) atomicAdd(&counts[j], total);
     }
 }
@@ -330,9 +335,9 @@ static int wide_smem(int64_t nb, bool defaulted, int optin, int *copies, size_t 
 {
     int threads = cfg->threads;
     if (R == WARP_PRIVATE) {
-        const int64_t warps = (threads + 31) / 32, fit = optin / (nb * 4);
+        const int64_t warps = (threads + 31) / 32, fit = optin / ((nb + 1) * 4);
         *copies = (int)(fit < warps ? fit : warps);
-        *smem = (size_t)*copies * nb * 4;
+        *smem = (size_t)*copies * (nb + 1) * 4;
         return 0;
     }
     if (threads % 32 != 0)
