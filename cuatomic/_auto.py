@@ -98,35 +98,39 @@ def top_bin_share(values, edges):
     return float(counts.max() / total) if total else 0.0
 
 
+# Why each (backend, rung) of the histogram rule is the choice.
+_HISTOGRAM_REASONS = {
+    ("cpu", "thread_counters"): "eight interleaved private copies per thread, branch-free: fastest on a CPU for "
+                                "any skew while the copies fit in cache",
+    ("cpu", "warp_private"): "one private histogram per thread: too many bins for eight copies each",
+    ("cuda", "warp_private"): "per-warp histograms in shared memory (as many copies as fit, global atomics "
+                              "beyond): fastest on the H200 for uniform data, English text and one repeated "
+                              "value alike",
+}
+
+
 def histogram_rung(backend, nbins):
-    """The rung histogram(method="auto") runs: the rule of :func:`histogram`
-    without building its report (a call's hot path)."""
-    return "thread_counters" if backend == "cpu" and nbins <= CPU_COPY_BINS else "warp_private"
-
-
-def histogram(backend, inp, edges, stream=0, measure=False):
-    """The histogram rule: the number of bins decides; the skew of the data
-    was measured to matter on no backend (see below), so it is sampled only
-    when ``measure`` asks for it (:func:`explain` reports it).
+    """The rung histogram(method="auto") runs (the rule of :func:`histogram`,
+    without building its report: a call's hot path).
 
     On the H200 benchmark (docs/benchmarks.md) ``warp_private`` beat
     ``thread_counters`` on English text (top bin 24%), on uniform bytes and
     on a single repeated value (top bin 100%): the GPU absorbs same-address
     shared atomics within a warp better than the counters' flushes cost. On
     the CPU ``thread_counters`` (eight interleaved copies, branch-free) wins
-    at every skew while its copies fit in cache.
+    at every skew while its copies fit in cache. So the number of bins
+    decides, and skew does not.
     """
+    return "thread_counters" if backend == "cpu" and nbins <= CPU_COPY_BINS else "warp_private"
+
+
+def histogram(backend, inp, edges, stream=0, measure=False):
+    """The histogram rule with its report: :func:`histogram_rung`'s choice,
+    why, and what it looked at; the skew of a sample only when ``measure``
+    asks for it (:func:`explain` reports it)."""
     nbins = len(edges) - 1
     facts = {"n": inp.n, "dtype": str(inp.dtype), "bins": nbins}
     if measure:
         facts["top_bin_share"] = round(top_bin_share(sample(inp, stream), edges), 4)
-    if backend == "cpu":
-        if nbins <= CPU_COPY_BINS:
-            return Choice("histogram", backend, "thread_counters",
-                          "eight interleaved private copies per thread, branch-free: fastest on a CPU for any "
-                          "skew while the copies fit in cache", facts)
-        return Choice("histogram", backend, "warp_private",
-                      "one private histogram per thread: too many bins for eight copies each", facts)
-    return Choice("histogram", backend, "warp_private",
-                  "per-warp histograms in shared memory (as many copies as fit, global atomics beyond): "
-                  "fastest on the H200 for uniform data, English text and one repeated value alike", facts)
+    method = histogram_rung(backend, nbins)
+    return Choice("histogram", backend, method, _HISTOGRAM_REASONS[backend, method], facts)

@@ -453,7 +453,8 @@ def _gpu_targets(t, rng, text, shrink, repeat):
         if nb is not None:
             nd = nb.as_device(d)
             for kind in ("shared", "global"):
-                t.add(work, f"tutorial numba ({kind})", lambda kind=kind: nb.histogram(kind)(nd), same_open,
+                run_kind = nb.histogram(kind)
+                t.add(work, f"tutorial numba ({kind})", lambda run_kind=run_kind: run_kind(nd), same_open,
                       data.nbytes, max(3, repeat // 4))
         del d
     for work, data, bins, lo, hi, dt in [
