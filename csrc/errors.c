@@ -54,3 +54,9 @@ PyObject *cua_raise(int status, const cua_launch *cfg)
     PyErr_Format(PyExc_SystemError, "cuatomic: unknown status %d", status);
     return NULL;
 }
+
+PyObject *cua_no_cuda(void)
+{
+    PyErr_SetString(PyExc_RuntimeError, "cuatomic was built without CUDA");
+    return NULL;
+}

@@ -3,20 +3,11 @@
 #include "glue.h"
 
 #ifdef CUATOMIC_WITH_CUDA
-#define CALL(expr)                     \
-    do {                               \
-        int st_;                       \
-        Py_BEGIN_ALLOW_THREADS         \
-        st_ = (expr);                  \
-        Py_END_ALLOW_THREADS           \
-        if (st_) return cua_raise(st_, NULL); \
-    } while (0)
-
 PyObject *cua_event_create(PyObject *self, PyObject *noargs)
 {
     (void)self, (void)noargs;
     void *ev = NULL;
-    CALL(cua_cuda_event_create(&ev));
+    CUA_CALL(cua_cuda_event_create(&ev));
     return PyLong_FromVoidPtr(ev);
 }
 
@@ -25,7 +16,7 @@ PyObject *cua_event_destroy(PyObject *self, PyObject *arg)
     (void)self;
     void *ev = PyLong_AsVoidPtr(arg);
     if (!ev && PyErr_Occurred()) return NULL;
-    CALL(cua_cuda_event_destroy(ev));
+    CUA_CALL(cua_cuda_event_destroy(ev));
     Py_RETURN_NONE;
 }
 
@@ -36,7 +27,7 @@ PyObject *cua_event_record(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "OO", &evobj, &sobj)) return NULL;
     void *ev = PyLong_AsVoidPtr(evobj), *stream = PyLong_AsVoidPtr(sobj);
     if (PyErr_Occurred()) return NULL;
-    CALL(cua_cuda_event_record(ev, stream));
+    CUA_CALL(cua_cuda_event_record(ev, stream));
     Py_RETURN_NONE;
 }
 
@@ -48,28 +39,23 @@ PyObject *cua_event_elapsed(PyObject *self, PyObject *args)
     void *start = PyLong_AsVoidPtr(a), *stop = PyLong_AsVoidPtr(b);
     if (PyErr_Occurred()) return NULL;
     float ms = 0;
-    CALL(cua_cuda_event_elapsed(start, stop, &ms));
+    CUA_CALL(cua_cuda_event_elapsed(start, stop, &ms));
     return PyFloat_FromDouble(ms);
 }
 
 PyObject *cua_synchronize(PyObject *self, PyObject *noargs)
 {
     (void)self, (void)noargs;
-    CALL(cua_cuda_synchronize());
+    CUA_CALL(cua_cuda_synchronize());
     Py_RETURN_NONE;
 }
 
 #else
 
-static PyObject *no_cuda(void)
-{
-    PyErr_SetString(PyExc_RuntimeError, "cuatomic was built without CUDA");
-    return NULL;
-}
-PyObject *cua_event_create(PyObject *self, PyObject *noargs) { (void)self, (void)noargs; return no_cuda(); }
-PyObject *cua_event_destroy(PyObject *self, PyObject *arg) { (void)self, (void)arg; return no_cuda(); }
-PyObject *cua_event_record(PyObject *self, PyObject *args) { (void)self, (void)args; return no_cuda(); }
-PyObject *cua_event_elapsed(PyObject *self, PyObject *args) { (void)self, (void)args; return no_cuda(); }
-PyObject *cua_synchronize(PyObject *self, PyObject *noargs) { (void)self, (void)noargs; return no_cuda(); }
+PyObject *cua_event_create(PyObject *self, PyObject *noargs) { (void)self, (void)noargs; return cua_no_cuda(); }
+PyObject *cua_event_destroy(PyObject *self, PyObject *arg) { (void)self, (void)arg; return cua_no_cuda(); }
+PyObject *cua_event_record(PyObject *self, PyObject *args) { (void)self, (void)args; return cua_no_cuda(); }
+PyObject *cua_event_elapsed(PyObject *self, PyObject *args) { (void)self, (void)args; return cua_no_cuda(); }
+PyObject *cua_synchronize(PyObject *self, PyObject *noargs) { (void)self, (void)noargs; return cua_no_cuda(); }
 
 #endif

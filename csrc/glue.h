@@ -20,6 +20,27 @@ enum { BACKEND_CPU = 0, BACKEND_CUDA = 1 };
 /* errors.c: turn a backend status into a Python exception (returns NULL). */
 PyObject *cua_raise(int status, const cua_launch *cfg);
 PyObject *cua_set_cuda_error_class(PyObject *self, PyObject *cls);
+/* RuntimeError "built without CUDA" (returns NULL): the body of every
+ * CUDA-only entry point in a CPU-only build. */
+PyObject *cua_no_cuda(void);
+
+/* A pointer or handle from a Python int (None: NULL); -1 with an exception. */
+static inline int cua_as_ptr(PyObject *obj, void **ptr)
+{
+    *ptr = obj == Py_None ? NULL : PyLong_AsVoidPtr(obj);
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+/* Run a backend call without the GIL; return its status as an exception
+ * from the enclosing function. */
+#define CUA_CALL(expr)                            \
+    do {                                          \
+        int cua_st_;                              \
+        Py_BEGIN_ALLOW_THREADS                    \
+        cua_st_ = (expr);                         \
+        Py_END_ALLOW_THREADS                      \
+        if (cua_st_) return cua_raise(cua_st_, NULL); \
+    } while (0)
 
 /* buffer.c: device memory owned by a Python object. */
 extern PyTypeObject CuaDeviceBufferType;

@@ -7,26 +7,11 @@
 #include "glue.h"
 
 #ifdef CUATOMIC_WITH_CUDA
-#define CALL(expr)                            \
-    do {                                      \
-        int st_;                              \
-        Py_BEGIN_ALLOW_THREADS                \
-        st_ = (expr);                         \
-        Py_END_ALLOW_THREADS                  \
-        if (st_) return cua_raise(st_, NULL); \
-    } while (0)
-
-static int as_ptr(PyObject *obj, void **ptr)
-{
-    *ptr = obj == Py_None ? NULL : PyLong_AsVoidPtr(obj);
-    return PyErr_Occurred() ? -1 : 0;
-}
-
 PyObject *cua_stream_create(PyObject *self, PyObject *noargs)
 {
     (void)self, (void)noargs;
     void *s = NULL;
-    CALL(cua_cuda_stream_create(&s));
+    CUA_CALL(cua_cuda_stream_create(&s));
     return PyLong_FromVoidPtr(s);
 }
 
@@ -34,8 +19,8 @@ PyObject *cua_stream_destroy(PyObject *self, PyObject *arg)
 {
     (void)self;
     void *s;
-    if (as_ptr(arg, &s) < 0) return NULL;
-    CALL(cua_cuda_stream_destroy(s));
+    if (cua_as_ptr(arg, &s) < 0) return NULL;
+    CUA_CALL(cua_cuda_stream_destroy(s));
     Py_RETURN_NONE;
 }
 
@@ -43,8 +28,8 @@ PyObject *cua_stream_synchronize(PyObject *self, PyObject *arg)
 {
     (void)self;
     void *s;
-    if (as_ptr(arg, &s) < 0) return NULL;
-    CALL(cua_cuda_stream_synchronize(s));
+    if (cua_as_ptr(arg, &s) < 0) return NULL;
+    CUA_CALL(cua_cuda_stream_synchronize(s));
     Py_RETURN_NONE;
 }
 
@@ -53,8 +38,8 @@ PyObject *cua_stream_wait(PyObject *self, PyObject *args)
     (void)self;
     PyObject *a, *b;
     void *waiter, *producer;
-    if (!PyArg_ParseTuple(args, "OO", &a, &b) || as_ptr(a, &waiter) < 0 || as_ptr(b, &producer) < 0) return NULL;
-    CALL(cua_cuda_stream_wait(waiter, producer));
+    if (!PyArg_ParseTuple(args, "OO", &a, &b) || cua_as_ptr(a, &waiter) < 0 || cua_as_ptr(b, &producer) < 0) return NULL;
+    CUA_CALL(cua_cuda_stream_wait(waiter, producer));
     Py_RETURN_NONE;
 }
 
@@ -62,10 +47,10 @@ PyObject *cua_pointer_info(PyObject *self, PyObject *arg)
 {
     (void)self;
     void *p;
-    if (as_ptr(arg, &p) < 0) return NULL;
+    if (cua_as_ptr(arg, &p) < 0) return NULL;
     int type = 0, device = -1, current = -1;
-    CALL(cua_cuda_pointer_info(p, &type, &device));
-    CALL(cua_cuda_current_device(&current));
+    CUA_CALL(cua_cuda_pointer_info(p, &type, &device));
+    CUA_CALL(cua_cuda_current_device(&current));
     return Py_BuildValue("(iii)", type, device, current);
 }
 
@@ -78,7 +63,7 @@ PyObject *cua_gather(PyObject *self, PyObject *args)
     int itemsize;
     if (!PyArg_ParseTuple(args, "OOLiOOO", &srco, &dsto, &n, &itemsize, &shapeo, &stridso, &so)) return NULL;
     void *src, *dst, *stream;
-    if (as_ptr(srco, &src) < 0 || as_ptr(dsto, &dst) < 0 || as_ptr(so, &stream) < 0) return NULL;
+    if (cua_as_ptr(srco, &src) < 0 || cua_as_ptr(dsto, &dst) < 0 || cua_as_ptr(so, &stream) < 0) return NULL;
     int64_t shape[16], strides[16];
     Py_ssize_t nd = PySequence_Size(shapeo);
     if (nd < 0 || nd > 16 || PySequence_Size(stridso) != nd) {
@@ -93,23 +78,18 @@ PyObject *cua_gather(PyObject *self, PyObject *args)
         Py_XDECREF(b);
         if (PyErr_Occurred()) return NULL;
     }
-    CALL(cua_cuda_gather(src, dst, n, itemsize, (int)nd, shape, strides, stream));
+    CUA_CALL(cua_cuda_gather(src, dst, n, itemsize, (int)nd, shape, strides, stream));
     Py_RETURN_NONE;
 }
 
 #else
 
-static PyObject *no_cuda(void)
-{
-    PyErr_SetString(PyExc_RuntimeError, "cuatomic was built without CUDA");
-    return NULL;
-}
-PyObject *cua_stream_create(PyObject *self, PyObject *a) { (void)self, (void)a; return no_cuda(); }
-PyObject *cua_stream_destroy(PyObject *self, PyObject *a) { (void)self, (void)a; return no_cuda(); }
-PyObject *cua_stream_synchronize(PyObject *self, PyObject *a) { (void)self, (void)a; return no_cuda(); }
-PyObject *cua_stream_wait(PyObject *self, PyObject *a) { (void)self, (void)a; return no_cuda(); }
-PyObject *cua_pointer_info(PyObject *self, PyObject *a) { (void)self, (void)a; return no_cuda(); }
-PyObject *cua_gather(PyObject *self, PyObject *a) { (void)self, (void)a; return no_cuda(); }
+PyObject *cua_stream_create(PyObject *self, PyObject *a) { (void)self, (void)a; return cua_no_cuda(); }
+PyObject *cua_stream_destroy(PyObject *self, PyObject *a) { (void)self, (void)a; return cua_no_cuda(); }
+PyObject *cua_stream_synchronize(PyObject *self, PyObject *a) { (void)self, (void)a; return cua_no_cuda(); }
+PyObject *cua_stream_wait(PyObject *self, PyObject *a) { (void)self, (void)a; return cua_no_cuda(); }
+PyObject *cua_pointer_info(PyObject *self, PyObject *a) { (void)self, (void)a; return cua_no_cuda(); }
+PyObject *cua_gather(PyObject *self, PyObject *a) { (void)self, (void)a; return cua_no_cuda(); }
 
 #endif
 
@@ -270,8 +250,8 @@ PyObject *cua_dlpack_export(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "OOO(ii)iip", &owner, &ptro, &shapeo, &code, &bits, &device_type, &device_id,
                           &versioned))
         return NULL;
-    void *ptr = ptro == Py_None ? NULL : PyLong_AsVoidPtr(ptro);
-    if (PyErr_Occurred()) return NULL;
+    void *ptr;
+    if (cua_as_ptr(ptro, &ptr) < 0) return NULL;
     Py_ssize_t nd = PySequence_Size(shapeo);
     if (nd < 0 || nd > 16) {
         PyErr_SetString(PyExc_ValueError, "dlpack_export: at most 16 dimensions");

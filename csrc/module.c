@@ -50,15 +50,10 @@ static PyObject *debug_trap(PyObject *self, PyObject *noargs)
 {
     (void)self, (void)noargs;
 #ifdef CUATOMIC_WITH_CUDA
-    int st;
-    Py_BEGIN_ALLOW_THREADS
-    st = cua_cuda_debug_trap(NULL);
-    Py_END_ALLOW_THREADS
-    if (st) return cua_raise(st, NULL);
+    CUA_CALL(cua_cuda_debug_trap(NULL));
     Py_RETURN_NONE;
 #else
-    PyErr_SetString(PyExc_RuntimeError, "cuatomic was built without CUDA");
-    return NULL;
+    return cua_no_cuda();
 #endif
 }
 

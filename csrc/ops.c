@@ -155,13 +155,6 @@ static int copy_to_host(void *dst, const void *src, size_t nbytes, void *stream)
 #endif
 }
 
-/* A stream handle from an int (0: the legacy default stream). */
-static int parse_stream(PyObject *obj, void **stream)
-{
-    *stream = obj == Py_None ? NULL : PyLong_AsVoidPtr(obj);
-    return PyErr_Occurred() ? -1 : 0;
-}
-
 static cua_launch launch_config(long long blocks, int threads, void *stream)
 {
     cua_launch cfg;
@@ -315,6 +308,27 @@ static void slot_give(slot_t *sl)
     sl->id = -1;
 }
 
+/* Without the GIL: one sum/prod (b == NULL) or dot rung on inputs held in
+ * a call slot or staged on the device, its 8 result bytes into *result. */
+static int run_reduction(int backend, const cua_variant *v, input_t *a, input_t *b, int64_t n, int dtype, int acc,
+                         cua_launch *cfg, uint64_t *result)
+{
+    slot_t sl;
+    slot_take(backend, &sl);
+    slot_inputs(&sl, a, b);
+    void *res = slot_result(&sl, cfg, result);
+    int st = stage(a);
+    if (!st && b) st = stage(b);
+    if (!st)
+        st = b ? ((cua_dot_fn)v->fn)(a->ptr, b->ptr, n, dtype, acc, res, cfg)
+               : ((cua_sum_fn)v->fn)(a->ptr, n, dtype, acc, res, cfg);
+    if (!st && res != result) memcpy(result, res, sizeof *result);
+    unstage(a);
+    if (b) unstage(b);
+    slot_give(&sl);
+    return st;
+}
+
 /* The 8 bytes of an accumulator as a NumPy scalar of type `typenum`:
  * integer results are the low bits of the 64-bit sum (NumPy's wrap-around),
  * bool is "any bit set", floats are converted from the accumulator. */
@@ -376,7 +390,7 @@ static PyObject *reduce(PyObject *args, int op)
     void *stream;
     if (!PyArg_ParseTuple(args, "isOLiiLiOi", &backend, &method, &x, &n, &dtype, &acc, &blocks, &threads, &sobj,
                           &out_type) ||
-        parse_stream(sobj, &stream) < 0)
+        cua_as_ptr(sobj, &stream) < 0)
         return NULL;
     const cua_variant *v = find_variant(backend, op, method);
     input_t in;
@@ -391,17 +405,7 @@ static PyObject *reduce(PyObject *args, int op)
         st = cua_pipeline_run(1, &in.host, cua_dtype_size(dtype), n, &cfg, reduce_chunk, &rc, &chunked);
         result = rc.total;
     }
-    if (!chunked) {
-        slot_t sl;
-        slot_take(backend, &sl);
-        slot_inputs(&sl, &in, NULL);
-        void *res = slot_result(&sl, &cfg, &result);
-        st = stage(&in);
-        if (!st) st = ((cua_sum_fn)v->fn)(in.ptr, n, dtype, acc, res, &cfg);
-        if (!st && res != &result) memcpy(&result, res, sizeof result);
-        unstage(&in);
-        slot_give(&sl);
-    }
+    if (!chunked) st = run_reduction(backend, v, &in, NULL, n, dtype, acc, &cfg, &result);
     Py_END_ALLOW_THREADS
     if (st) return cua_raise(st, &cfg);
     return scalar_of(result, acc, out_type);
@@ -429,7 +433,7 @@ PyObject *cua_op_dot(PyObject *self, PyObject *args)
     void *stream;
     if (!PyArg_ParseTuple(args, "isOOLiiLiOi", &backend, &method, &a, &b, &n, &dtype, &acc, &blocks, &threads,
                           &sobj, &out_type) ||
-        parse_stream(sobj, &stream) < 0)
+        cua_as_ptr(sobj, &stream) < 0)
         return NULL;
     const cua_variant *v = find_variant(backend, CUA_OP_DOT, method);
     input_t ia, ib;
@@ -446,19 +450,7 @@ PyObject *cua_op_dot(PyObject *self, PyObject *args)
         st = cua_pipeline_run(2, hosts, cua_dtype_size(dtype), n, &cfg, dot_chunk, &rc, &chunked);
         result = rc.total;
     }
-    if (!chunked) {
-        slot_t sl;
-        slot_take(backend, &sl);
-        slot_inputs(&sl, &ia, &ib);
-        void *res = slot_result(&sl, &cfg, &result);
-        st = stage(&ia);
-        if (!st) st = stage(&ib);
-        if (!st) st = ((cua_dot_fn)v->fn)(ia.ptr, ib.ptr, n, dtype, acc, res, &cfg);
-        if (!st && res != &result) memcpy(&result, res, sizeof result);
-        unstage(&ia);
-        unstage(&ib);
-        slot_give(&sl);
-    }
+    if (!chunked) st = run_reduction(backend, v, &ia, &ib, n, dtype, acc, &cfg, &result);
     Py_END_ALLOW_THREADS
     if (st) return cua_raise(st, &cfg);
     return scalar_of(result, acc, out_type);
@@ -479,7 +471,7 @@ PyObject *cua_op_histogram(PyObject *self, PyObject *args)
     long long ilo, iwidth;
     if (!PyArg_ParseTuple(args, "isOLiOidiLLLipO", &backend, &method, &x, &n, &dtype, &edges_obj, &bins.uniform,
                           &bins.inv_width, &bins.integer, &ilo, &iwidth, &blocks, &threads, &device_out, &sobj) ||
-        parse_stream(sobj, &stream) < 0)
+        cua_as_ptr(sobj, &stream) < 0)
         return NULL;
     const cua_variant *v = find_variant(backend, CUA_OP_HISTOGRAM, method);
     input_t in;
@@ -582,7 +574,7 @@ PyObject *cua_op_filter(PyObject *self, PyObject *args)
     memset(&pred, 0, sizeof pred);
     if (!PyArg_ParseTuple(args, "isOLipOOLipO", &backend, &method, &x, &n, &dtype, &pred.negate, &lo, &hi, &blocks,
                           &threads, &device_out, &sobj) ||
-        parse_stream(sobj, &stream) < 0)
+        cua_as_ptr(sobj, &stream) < 0)
         return NULL;
     const cua_variant *v = find_variant(backend, CUA_OP_FILTER, method);
     input_t in;
@@ -637,7 +629,7 @@ PyObject *cua_op_counter(PyObject *self, PyObject *args)
     PyObject *sobj;
     void *stream;
     if (!PyArg_ParseTuple(args, "iisLiO", &backend, &op, &method, &blocks, &threads, &sobj) ||
-        parse_stream(sobj, &stream) < 0)
+        cua_as_ptr(sobj, &stream) < 0)
         return NULL;
     if (op != CUA_OP_ADD_ONE && op != CUA_OP_MUTEX_ADD_ONE) {
         PyErr_SetString(PyExc_SystemError, "cuatomic: not a counter op");
@@ -665,7 +657,7 @@ PyObject *cua_op_minmax(PyObject *self, PyObject *args)
     long long n;
     int dtype;
     void *stream;
-    if (!PyArg_ParseTuple(args, "OLiO", &x, &n, &dtype, &sobj) || parse_stream(sobj, &stream) < 0) return NULL;
+    if (!PyArg_ParseTuple(args, "OLiO", &x, &n, &dtype, &sobj) || cua_as_ptr(sobj, &stream) < 0) return NULL;
     input_t in;
     if (parse_input(BACKEND_CUDA, x, n, dtype, stream, &in) < 0) return NULL;
     if (n <= 0 || !in.ptr) {
@@ -682,7 +674,6 @@ PyObject *cua_op_minmax(PyObject *self, PyObject *args)
                          nan ? Py_True : Py_False);
 #else
     (void)args;
-    PyErr_SetString(PyExc_RuntimeError, "cuatomic was built without CUDA");
-    return NULL;
+    return cua_no_cuda();
 #endif
 }

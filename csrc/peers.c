@@ -6,10 +6,13 @@
 #include "glue.h"
 
 #ifdef CUATOMIC_WITH_CUDA
-static int unsupported(int st, const char *what)
+/* A failed CUB call as an exception (returns NULL): CUA_EINVAL is a dtype
+ * the peer was not built for. */
+static PyObject *failed(int st, const char *what)
 {
-    if (st == CUA_EINVAL) PyErr_Format(PyExc_TypeError, "cub %s is built for other dtypes only", what);
-    return st;
+    if (st != CUA_EINVAL) return cua_raise(st, NULL);
+    PyErr_Format(PyExc_TypeError, "cub %s is built for other dtypes only", what);
+    return NULL;
 }
 
 PyObject *cua_cub_sum_py(PyObject *self, PyObject *args)
@@ -19,13 +22,13 @@ PyObject *cua_cub_sum_py(PyObject *self, PyObject *args)
     long long n;
     int dtype, st;
     if (!PyArg_ParseTuple(args, "OLiO", &ptr, &n, &dtype, &sobj)) return NULL;
-    void *x = PyLong_AsVoidPtr(ptr), *stream = sobj == Py_None ? NULL : PyLong_AsVoidPtr(sobj);
-    if (PyErr_Occurred()) return NULL;
+    void *x = PyLong_AsVoidPtr(ptr), *stream;
+    if (PyErr_Occurred() || cua_as_ptr(sobj, &stream) < 0) return NULL;
     uint64_t bits = 0;
     Py_BEGIN_ALLOW_THREADS
     st = cua_cub_sum(x, n, dtype, &bits, stream);
     Py_END_ALLOW_THREADS
-    if (st) return unsupported(st, "sum") == CUA_EINVAL ? NULL : cua_raise(st, NULL);
+    if (st) return failed(st, "sum");
     if (dtype == CUA_FLOAT32) {
         float f;
         memcpy(&f, &bits, sizeof f);
@@ -42,8 +45,8 @@ PyObject *cua_cub_histogram_py(PyObject *self, PyObject *args)
     int dtype, nbins, st;
     double lo, hi;
     if (!PyArg_ParseTuple(args, "OLiiddO", &ptr, &n, &dtype, &nbins, &lo, &hi, &sobj)) return NULL;
-    void *x = PyLong_AsVoidPtr(ptr), *stream = sobj == Py_None ? NULL : PyLong_AsVoidPtr(sobj);
-    if (PyErr_Occurred()) return NULL;
+    void *x = PyLong_AsVoidPtr(ptr), *stream;
+    if (PyErr_Occurred() || cua_as_ptr(sobj, &stream) < 0) return NULL;
     if (nbins < 1) {
         PyErr_SetString(PyExc_ValueError, "nbins must be >= 1");
         return NULL;
@@ -57,7 +60,7 @@ PyObject *cua_cub_histogram_py(PyObject *self, PyObject *args)
     Py_END_ALLOW_THREADS
     if (st) {
         Py_DECREF(out);
-        return unsupported(st, "histogram") == CUA_EINVAL ? NULL : cua_raise(st, NULL);
+        return failed(st, "histogram");
     }
     return out;
 }
@@ -70,23 +73,17 @@ PyObject *cua_cub_select_py(PyObject *self, PyObject *args)
     int dtype, st;
     double value;
     if (!PyArg_ParseTuple(args, "OLidOO", &ptr, &n, &dtype, &value, &optr, &sobj)) return NULL;
-    void *x = PyLong_AsVoidPtr(ptr), *out = PyLong_AsVoidPtr(optr);
-    void *stream = sobj == Py_None ? NULL : PyLong_AsVoidPtr(sobj);
-    if (PyErr_Occurred()) return NULL;
+    void *x = PyLong_AsVoidPtr(ptr), *out = PyLong_AsVoidPtr(optr), *stream;
+    if (PyErr_Occurred() || cua_as_ptr(sobj, &stream) < 0) return NULL;
     int64_t count = 0;
     Py_BEGIN_ALLOW_THREADS
     st = cua_cub_select_at_least(x, n, dtype, value, out, &count, stream);
     Py_END_ALLOW_THREADS
-    if (st) return unsupported(st, "select") == CUA_EINVAL ? NULL : cua_raise(st, NULL);
+    if (st) return failed(st, "select");
     return PyLong_FromLongLong(count);
 }
 #else
-static PyObject *no_cuda(void)
-{
-    PyErr_SetString(PyExc_RuntimeError, "cuatomic was built without CUDA: no CUB");
-    return NULL;
-}
-PyObject *cua_cub_sum_py(PyObject *self, PyObject *args) { (void)self, (void)args; return no_cuda(); }
-PyObject *cua_cub_histogram_py(PyObject *self, PyObject *args) { (void)self, (void)args; return no_cuda(); }
-PyObject *cua_cub_select_py(PyObject *self, PyObject *args) { (void)self, (void)args; return no_cuda(); }
+PyObject *cua_cub_sum_py(PyObject *self, PyObject *args) { (void)self, (void)args; return cua_no_cuda(); }
+PyObject *cua_cub_histogram_py(PyObject *self, PyObject *args) { (void)self, (void)args; return cua_no_cuda(); }
+PyObject *cua_cub_select_py(PyObject *self, PyObject *args) { (void)self, (void)args; return cua_no_cuda(); }
 #endif

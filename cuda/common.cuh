@@ -54,10 +54,10 @@ static inline int cua_sm_count(int *sms)
     return 0;
 }
 
-// Fill in the method's defaults: `threads` as given, and for a grid-stride
-// kernel 32 blocks per SM (the tutorial's sizing), never more blocks than
-// there are threads' worth of elements.
-static inline int cua_default_config(cua_launch *cfg, int64_t n, int threads)
+// Fill in a grid-stride method's defaults: `threads` as given, and
+// `per_sm` blocks per SM, never more blocks than there are threads' worth of
+// elements. Writes what will run into used_*.
+static inline int cua_grid_config(cua_launch *cfg, int64_t n, int threads, int per_sm)
 {
     if (cfg->threads <= 0) cfg->threads = threads;
     if (cfg->blocks <= 0) {
@@ -65,11 +65,17 @@ static inline int cua_default_config(cua_launch *cfg, int64_t n, int threads)
         int st = cua_sm_count(&sms);
         if (st) return st;
         int64_t want = cua_ceil_div(n > 0 ? n : 1, cfg->threads);
-        cfg->blocks = want < 32LL * sms ? want : 32LL * sms;
+        cfg->blocks = want < (int64_t)per_sm * sms ? want : (int64_t)per_sm * sms;
     }
     cfg->used_blocks = cfg->blocks;
     cfg->used_threads = cfg->threads;
     return 0;
+}
+
+// The tutorial's sizing: 32 blocks per SM.
+static inline int cua_default_config(cua_launch *cfg, int64_t n, int threads)
+{
+    return cua_grid_config(cfg, n, threads, 32);
 }
 
 // Defaults for a rung whose every thread does one CAS on a single word:
@@ -77,15 +83,7 @@ static inline int cua_default_config(cua_launch *cfg, int64_t n, int threads)
 // per SM rather than 32.
 static inline int cua_cas_config(cua_launch *cfg, int64_t n, int threads)
 {
-    if (cfg->threads <= 0) cfg->threads = threads;
-    if (cfg->blocks <= 0) {
-        int sms;
-        int st = cua_sm_count(&sms);
-        if (st) return st;
-        int64_t want = cua_ceil_div(n > 0 ? n : 1, cfg->threads);
-        cfg->blocks = want < sms ? want : sms;
-    }
-    return cua_default_config(cfg, n, cfg->threads);
+    return cua_grid_config(cfg, n, threads, 1);
 }
 
 // Blocks of `kernel` that can be resident on the device at once with

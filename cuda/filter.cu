@@ -293,10 +293,9 @@ static int filter_typed(const T *x, int64_t n, const cua_pred *pred, T *out, int
         // Persistent blocks take tiles until none is left: the default grid
         // is what is resident at once (never more than there are tiles).
         if (cfg->threads <= 0) cfg->threads = 256;
-        const int items = LB_ITEMS;
-        auto k = filter_lookback_kernel<T>;
         if (cfg->blocks <= 0) {
-            st = cua_max_resident_blocks(k, cfg->threads, (size_t)cfg->threads * items * sizeof(T), &cfg->blocks);
+            st = cua_max_resident_blocks(filter_lookback_kernel<T>, cfg->threads,
+                                         (size_t)cfg->threads * LB_ITEMS * sizeof(T), &cfg->blocks);
             if (st) return st;
             if (cfg->blocks < 1) return cua_refuse(cfg, "no block of %d threads fits on this device", cfg->threads);
         }
@@ -321,11 +320,11 @@ static int filter_typed(const T *x, int64_t n, const cua_pred *pred, T *out, int
         CUA_CHECK_LAUNCH();
         CUA_CHECK(cudaMemcpyAsync(&total, counter, sizeof(u64), cudaMemcpyDeviceToHost, s));
     } else if constexpr (R == LOOKBACK) {
-        const int items = LB_ITEMS;
-        auto k = filter_lookback_kernel<T>;
-        const int64_t ntiles = cua_ceil_div(n, (int64_t)threads * items);
-        const size_t smem = (size_t)threads * items * sizeof(T);
-        if (smem > 48 * 1024) CUA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        const int64_t ntiles = cua_ceil_div(n, (int64_t)threads * LB_ITEMS);
+        const size_t smem = (size_t)threads * LB_ITEMS * sizeof(T);
+        if (smem > 48 * 1024)
+            CUA_CHECK(cudaFuncSetAttribute(filter_lookback_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           (int)smem));
         // Scratch: total, tile counter, then one status word per tile, all zero.
         const size_t bytes = 16 + (size_t)ntiles * sizeof(u64);
         CUA_CHECK(scratch.get(bytes, s));
@@ -335,7 +334,7 @@ static int filter_typed(const T *x, int64_t n, const cua_pred *pred, T *out, int
         CUA_CHECK(cudaMemsetAsync(scratch.ptr, 0, bytes, s));
         const unsigned grid = (unsigned)(cfg->blocks < ntiles ? cfg->blocks : ntiles);
         cfg->used_blocks = grid;
-        k<<<grid, threads, smem, s>>>(x, n, p, out, counter, status, ntiles, total_dev);
+        filter_lookback_kernel<T><<<grid, threads, smem, s>>>(x, n, p, out, counter, status, ntiles, total_dev);
         CUA_CHECK_LAUNCH();
         CUA_CHECK(cudaMemcpyAsync(&total, total_dev, sizeof(u64), cudaMemcpyDeviceToHost, s));
     } else {
