@@ -128,7 +128,7 @@ ext = Extension(
     define_macros=define_macros,
     libraries=libraries,
     library_dirs=library_dirs,
-    extra_compile_args=["-std=gnu11", "-O3", "-fopenmp", "-Wall", "-Wno-unused-function"],
+    extra_compile_args=["-std=gnu11", "-O3", "-fopenmp", "-ffp-contract=off", "-Wall", "-Wno-unused-function"],
     extra_link_args=["-fopenmp"],
     # The CUDA sources too: a changed kernel must relink the extension.
     depends=glob("csrc/*.h") + glob("csrc/cpu/*.h") + glob("cuda/*.h") + glob("cuda/*.cuh") + glob("cuda/*.cu"),

@@ -24,7 +24,15 @@ PyObject *cua_raise(int status, const cua_launch *cfg)
         PyErr_SetString(PyExc_ValueError, cfg && cfg->msg[0] ? cfg->msg : "invalid argument");
         return NULL;
     case CUA_ENOMEM:
-        return PyErr_NoMemory();
+        PyErr_SetString(PyExc_MemoryError, cfg && cfg->msg[0] ? cfg->msg
+                                                              : "cuatomic: not enough host memory for this call's "
+                                                                "buffers (fewer blocks or a smaller input need less)");
+        return NULL;
+    case CUA_EINTR:
+        /* poll() left the exception its signal handler raised (usually
+         * KeyboardInterrupt); keep it. */
+        if (!PyErr_Occurred()) PyErr_SetNone(PyExc_KeyboardInterrupt);
+        return NULL;
     case CUA_EINTERNAL:
         PyErr_SetString(PyExc_SystemError, "cuatomic: an unknown type or op id reached a backend (a bug)");
         return NULL;
@@ -59,4 +67,17 @@ PyObject *cua_no_cuda(void)
 {
     PyErr_SetString(PyExc_RuntimeError, "cuatomic was built without CUDA");
     return NULL;
+}
+
+/* cua_launch.poll for calls made without the GIL: take the GIL back for a
+ * moment and run Python's signal handlers. Only the main thread runs them
+ * (PyErr_CheckSignals is a no-op elsewhere), and only the calling thread
+ * polls, so a handler that raises (SIGINT -> KeyboardInterrupt) leaves its
+ * exception on the thread that will return it. */
+int cua_poll_signals(void)
+{
+    PyGILState_STATE g = PyGILState_Ensure();
+    int stop = PyErr_CheckSignals() < 0;
+    PyGILState_Release(g);
+    return stop;
 }

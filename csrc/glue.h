@@ -23,6 +23,9 @@ PyObject *cua_set_cuda_error_class(PyObject *self, PyObject *cls);
 /* RuntimeError "built without CUDA" (returns NULL): the body of every
  * CUDA-only entry point in a CPU-only build. */
 PyObject *cua_no_cuda(void);
+/* The cua_launch.poll of every call: runs Python's signal handlers with the
+ * GIL taken back for a moment; nonzero (an exception set) means stop. */
+int cua_poll_signals(void);
 
 /* A pointer or handle from a Python int (None: NULL); -1 with an exception. */
 static inline int cua_as_ptr(PyObject *obj, void **ptr)

@@ -109,7 +109,8 @@ PyMODINIT_FUNC PyInit__C(void)
         PyModule_AddIntConstant(m, "BACKEND_CUDA", BACKEND_CUDA) < 0 ||
         PyModule_AddIntConstant(m, "F_ORDERED", CUA_F_ORDERED) < 0 ||
         PyModule_AddIntConstant(m, "F_RESIDENT", CUA_F_RESIDENT) < 0 ||
-        PyModule_AddIntConstant(m, "F_DEFAULT", CUA_F_DEFAULT) < 0) {
+        PyModule_AddIntConstant(m, "F_DEFAULT", CUA_F_DEFAULT) < 0 ||
+        PyModule_AddIntConstant(m, "F_WIDE", CUA_F_WIDE) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -155,14 +155,28 @@ static int copy_to_host(void *dst, const void *src, size_t nbytes, void *stream)
 #endif
 }
 
-static cua_launch launch_config(long long blocks, int threads, void *stream)
+/* The launch configuration of a call, checked here because a backend
+ * trusts it (the CPU's block tree keeps 1024 lanes on the stack): blocks in
+ * [1, 2^31 - 1] and threads in [1, 1024], or -1 for the method's default.
+ * -1 with a ValueError otherwise. */
+#define CUA_MAX_BLOCKS 2147483647LL
+#define CUA_MAX_THREADS 1024
+static int launch_config(long long blocks, int threads, void *stream, cua_launch *cfg)
 {
-    cua_launch cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.blocks = blocks;
-    cfg.threads = threads;
-    cfg.stream = stream;
-    return cfg;
+    memset(cfg, 0, sizeof *cfg);
+    if (blocks != -1 && (blocks < 1 || blocks > CUA_MAX_BLOCKS)) {
+        PyErr_Format(PyExc_ValueError, "blocks must be between 1 and %lld (got %lld)", CUA_MAX_BLOCKS, blocks);
+        return -1;
+    }
+    if (threads != -1 && (threads < 1 || threads > CUA_MAX_THREADS)) {
+        PyErr_Format(PyExc_ValueError, "threads must be between 1 and %d (got %d)", CUA_MAX_THREADS, threads);
+        return -1;
+    }
+    cfg->blocks = blocks;
+    cfg->threads = threads;
+    cfg->stream = stream;
+    cfg->poll = cua_poll_signals;
+    return 0;
 }
 
 /* --------------------------------------------------------------- sum / dot */
@@ -208,14 +222,42 @@ typedef struct {
     cua_fn fn;
     int dtype, acc, mul;
     uint64_t total;
+    double comp; /* float64 sums: the rounding errors of adding the chunks (TwoSum) */
 } reduce_ctx;
+
+static void chunk_combine(reduce_ctx *c, uint64_t part)
+{
+    if (c->acc != CUA_ACC_FLOAT64 || c->mul) {
+        acc_combine(c->acc, c->mul, &c->total, part);
+        return;
+    }
+    double s, x, t;
+    memcpy(&s, &c->total, sizeof s);
+    memcpy(&x, &part, sizeof x);
+    t = s + x;
+    const double z = t - s;
+    c->comp += (s - (t - z)) + (x - z);
+    memcpy(&c->total, &t, sizeof t);
+}
+
+/* The combined chunks' result bits. */
+static uint64_t chunk_total(const reduce_ctx *c)
+{
+    if (c->acc != CUA_ACC_FLOAT64 || c->mul) return c->total;
+    double s;
+    memcpy(&s, &c->total, sizeof s);
+    if (s - s == 0) s += c->comp; /* finite: the error terms mean something */
+    uint64_t bits;
+    memcpy(&bits, &s, sizeof bits);
+    return bits;
+}
 
 static int reduce_chunk(const void *const *dev, int64_t m, cua_launch *cfg, void *vctx)
 {
     reduce_ctx *c = vctx;
     uint64_t part = 0;
     int st = ((cua_sum_fn)c->fn)(dev[0], m, c->dtype, c->acc, &part, cfg);
-    if (!st) acc_combine(c->acc, c->mul, &c->total, part);
+    if (!st) chunk_combine(c, part);
     return st;
 }
 
@@ -224,7 +266,7 @@ static int dot_chunk(const void *const *dev, int64_t m, cua_launch *cfg, void *v
     reduce_ctx *c = vctx;
     uint64_t part = 0;
     int st = ((cua_dot_fn)c->fn)(dev[0], dev[1], m, c->dtype, c->acc, &part, cfg);
-    if (!st) acc_combine(c->acc, 0, &c->total, part);
+    if (!st) chunk_combine(c, part);
     return st;
 }
 
@@ -395,15 +437,16 @@ static PyObject *reduce(PyObject *args, int op)
     const cua_variant *v = find_variant(backend, op, method);
     input_t in;
     if (!v || parse_input(backend, x, n, dtype, stream, &in) < 0) return NULL;
-    cua_launch cfg = launch_config(blocks, threads, stream);
+    cua_launch cfg;
+    if (launch_config(blocks, threads, stream, &cfg) < 0) return NULL;
     uint64_t result = 0;
     int st = 0;
     Py_BEGIN_ALLOW_THREADS
     int chunked = 0;
     if (in.host) { /* a host array for the GPU: streamed in chunks when large */
-        reduce_ctx rc = {v->fn, dtype, acc, op == CUA_OP_PROD, acc_identity(acc, op == CUA_OP_PROD)};
+        reduce_ctx rc = {v->fn, dtype, acc, op == CUA_OP_PROD, acc_identity(acc, op == CUA_OP_PROD), 0};
         st = cua_pipeline_run(1, &in.host, cua_dtype_size(dtype), n, &cfg, reduce_chunk, &rc, &chunked);
-        result = rc.total;
+        result = chunk_total(&rc);
     }
     if (!chunked) st = run_reduction(backend, v, &in, NULL, n, dtype, acc, &cfg, &result);
     Py_END_ALLOW_THREADS
@@ -439,16 +482,17 @@ PyObject *cua_op_dot(PyObject *self, PyObject *args)
     input_t ia, ib;
     if (!v || parse_input(backend, a, n, dtype, stream, &ia) < 0 || parse_input(backend, b, n, dtype, stream, &ib) < 0)
         return NULL;
-    cua_launch cfg = launch_config(blocks, threads, stream);
+    cua_launch cfg;
+    if (launch_config(blocks, threads, stream, &cfg) < 0) return NULL;
     uint64_t result = 0;
     int st = 0;
     Py_BEGIN_ALLOW_THREADS
     int chunked = 0;
     if (ia.host && ib.host) {
         const void *hosts[2] = {ia.host, ib.host};
-        reduce_ctx rc = {v->fn, dtype, acc, 0, 0};
+        reduce_ctx rc = {v->fn, dtype, acc, 0, 0, 0};
         st = cua_pipeline_run(2, hosts, cua_dtype_size(dtype), n, &cfg, dot_chunk, &rc, &chunked);
-        result = rc.total;
+        result = chunk_total(&rc);
     }
     if (!chunked) st = run_reduction(backend, v, &ia, &ib, n, dtype, acc, &cfg, &result);
     Py_END_ALLOW_THREADS
@@ -496,6 +540,8 @@ PyObject *cua_op_histogram(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_SystemError, "cuatomic: integer bins need a width >= 1");
         return NULL;
     }
+    cua_launch cfg;
+    if (launch_config(blocks, threads, stream, &cfg) < 0) return NULL;
     const size_t cbytes = (size_t)bins.nbins * sizeof(uint64_t);
     PyObject *out;
     void *counts; /* where the backend writes */
@@ -514,7 +560,6 @@ PyObject *cua_op_histogram(PyObject *self, PyObject *args)
         if (!out) return NULL;
         counts = PyArray_DATA((PyArrayObject *)out);
     }
-    cua_launch cfg = launch_config(blocks, threads, stream);
     int st;
     Py_BEGIN_ALLOW_THREADS
     void *dev = NULL;
@@ -581,6 +626,8 @@ PyObject *cua_op_filter(PyObject *self, PyObject *args)
     if (!v || parse_input(backend, x, n, dtype, stream, &in) < 0 || read_bound(lo, &pred.lo) < 0 ||
         read_bound(hi, &pred.hi) < 0)
         return NULL;
+    cua_launch cfg;
+    if (launch_config(blocks, threads, stream, &cfg) < 0) return NULL;
     const size_t size = cua_dtype_size(dtype);
     PyObject *out;
     void *dst;
@@ -599,7 +646,6 @@ PyObject *cua_op_filter(PyObject *self, PyObject *args)
         if (!out) return NULL;
         dst = PyArray_DATA((PyArrayObject *)out);
     }
-    cua_launch cfg = launch_config(blocks, threads, stream);
     int64_t count = 0;
     int st;
     Py_BEGIN_ALLOW_THREADS
@@ -614,6 +660,19 @@ PyObject *cua_op_filter(PyObject *self, PyObject *args)
     if (st) {
         Py_DECREF(out);
         return cua_raise(st, &cfg);
+    }
+    if (!device_out && count < n) {
+        /* The host output was made for every element to pass; give back
+         * what was not used (realloc: the untouched pages were never
+         * resident, and now they are not reserved either). */
+        npy_intp dims[1] = {(npy_intp)count};
+        PyArray_Dims shape = {dims, 1};
+        PyObject *none = PyArray_Resize((PyArrayObject *)out, &shape, 0, NPY_CORDER);
+        if (!none) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        Py_DECREF(none);
     }
     return Py_BuildValue("(NL)", out, (long long)count);
 }
@@ -637,7 +696,8 @@ PyObject *cua_op_counter(PyObject *self, PyObject *args)
     }
     const cua_variant *v = find_variant(backend, op, method);
     if (!v) return NULL;
-    cua_launch cfg = launch_config(blocks, threads, stream);
+    cua_launch cfg;
+    if (launch_config(blocks, threads, stream, &cfg) < 0) return NULL;
     int64_t result = 0;
     int st;
     Py_BEGIN_ALLOW_THREADS

@@ -114,6 +114,7 @@ int cua_pipeline_run(int ninputs, const void *const *host, size_t elem_size, int
         c.stream = P.stream[k % 2];
         st = fn((const void *const *)dev[k % 2], m, &c, ctx);
         if (st) memcpy(cfg->msg, c.msg, sizeof cfg->msg);
+        if (!st && cfg->poll && cfg->poll()) st = CUA_EINTR; /* Ctrl-C between chunks */
         cfg->used_blocks = c.used_blocks;
         cfg->used_threads = c.used_threads;
     }

@@ -105,9 +105,12 @@ def _host_input(arr, owner):
     return Input(flat, flat.size, flat.dtype, False, arr.ndim, owner)
 
 
-def _acc_of(dt):
+def _acc_of(dt, flags):
+    """The accumulator for a result of dtype dt: 64-bit integers, floats in
+    their own precision -- or always float64 for a rung flagged F_WIDE,
+    which sums float32 in float64 and float64 with compensation."""
     if dt.kind == "f":
-        return ACC_FLOAT32 if dt.itemsize == 4 else ACC_FLOAT64
+        return ACC_FLOAT64 if dt.itemsize == 8 or flags & _C.F_WIDE else ACC_FLOAT32
     return ACC_INT64
 
 
@@ -218,7 +221,7 @@ def _reduce(op, a, dtype, method, backend, blocks, threads, stream):
             call, be_id, name, ident, acc, num = plan
             return call(be_id, name, a.ptr if kind is DeviceArray else a, a.size, ident, acc, -1, -1, None, num)
     be = _backend.resolve(backend)
-    name, _ = _backend.choose(op, be, method)
+    name, flags = _backend.choose(op, be, method)
     b, t = launch_config(blocks, threads)
     s = _interop.stream_handle(stream)
     inp = prepare(a, be, stream=s)
@@ -237,7 +240,7 @@ def _reduce(op, a, dtype, method, backend, blocks, threads, stream):
         inp = inp.cast(out_dt, f"{op}(dtype={out_dt})")
     elif out_dt.kind == "f" and inp.dtype.kind != "f":
         inp = inp.cast(out_dt, f"{op}(dtype={out_dt})")
-    acc = _acc_of(out_dt)
+    acc = _acc_of(out_dt, flags)
     call = _C.sum if op == "sum" else _C.prod
     result = call(_backend.backend_id(be), name, inp.x, inp.n, inp.id, acc, b, t, s, out_dt.num)
     if fast and inp.x is (a.ptr if kind is DeviceArray else a) and (kind is np.ndarray or be == "cuda"):
@@ -275,7 +278,7 @@ def dot(a, b, *, method="auto", backend=None, blocks=None, threads=None, stream=
         Unsupported dtypes.
     """
     be = _backend.resolve(backend)
-    name, _ = _backend.choose("dot", be, method)
+    name, flags = _backend.choose("dot", be, method)
     nb, nt = launch_config(blocks, threads)
     s = _interop.stream_handle(stream)
     ia, ib = prepare(a, be, "a", s), prepare(b, be, "b", s)
@@ -289,7 +292,7 @@ def dot(a, b, *, method="auto", backend=None, blocks=None, threads=None, stream=
         ia = ia.cast(out_dt, f"dot of {ia.dtype} and {ib.dtype}")
     if ib.dtype != out_dt:
         ib = ib.cast(out_dt, f"dot of {ia.dtype} and {ib.dtype}")
-    acc = _acc_of(out_dt)
+    acc = _acc_of(out_dt, flags)
     return _C.dot(_backend.backend_id(be), name, ia.x, ib.x, ia.n, ia.id, acc, nb, nt, s, out_dt.num)
 
 

@@ -55,14 +55,18 @@ enum cua_status {
     CUA_OK = 0,
     CUA_EINVAL = -1,   /* an argument the method cannot take; see cfg->msg */
     CUA_ENOMEM = -2,   /* host allocation failed */
-    CUA_EINTERNAL = -3 /* a bug: an id outside its enum reached a backend */
+    CUA_EINTERNAL = -3, /* a bug: an id outside its enum reached a backend */
+    CUA_EINTR = -4      /* cua_launch.poll asked the call to stop (Ctrl-C) */
 };
 
 /* Variant flags. */
 enum cua_flags {
     CUA_F_ORDERED = 1u << 0,   /* filter: output keeps input order */
     CUA_F_RESIDENT = 1u << 1,  /* waits across blocks: all blocks must be resident */
-    CUA_F_DEFAULT = 1u << 2    /* the rung "auto" picks (per op, see docs) */
+    CUA_F_DEFAULT = 1u << 2,   /* the rung "auto" picks (per op, see docs) */
+    CUA_F_WIDE = 1u << 3       /* sum/dot/prod: float32 accumulated in float64,
+                                * float64 compensated (the caller passes
+                                * CUA_ACC_FLOAT64 for every float result) */
 };
 
 /* Launch configuration. blocks/threads <= 0 mean "the method's default".
@@ -79,6 +83,12 @@ typedef struct {
     int64_t used_blocks;
     int used_threads;
     char msg[256];
+    /* Ctrl-C. A call that can run long asks poll() (may be NULL) now and
+     * then, from the calling thread only; nonzero means stop: the backend
+     * sets `interrupted`, winds down what it launched, and returns
+     * CUA_EINTR. poll() itself records why (a pending Python exception). */
+    int (*poll)(void);
+    int interrupted;
 } cua_launch;
 
 /* Histogram bins. The bin of x is the largest b in [0, nbins) with

@@ -30,6 +30,40 @@ typedef union {
     double d;
 } cua_acc_t;
 
+/* A float64 value and the accumulated rounding errors of the additions that
+ * made it: the compensated sums of the CUA_F_WIDE rungs. The value is s + c. */
+typedef struct {
+    double s, c;
+} cua_dd;
+/* a + b, the rounding error of adding the values kept in c. */
+cua_dd cua_dd_add(cua_dd a, cua_dd b);
+/* The value, rounded once. Once s is infinite or NaN the error terms are
+ * NaN (inf - inf) and mean nothing: s alone is the answer, as in NumPy. */
+static inline double cua_dd_value(cua_dd d) { return d.s - d.s == 0 ? d.s + d.c : d.s; }
+/* Sum (b == NULL) or dot of float data over [lo, hi) as the CUA_F_WIDE rungs
+ * compute it: float32 in float64 lanes, float64 compensated (TwoSum, and
+ * TwoProduct for dot). */
+cua_dd cua_cpu_chunk_dd(const void *a, const void *b, int dtype, int64_t lo, int64_t hi);
+
+/* How many of W logical workers sharing n elements get any: the others have
+ * empty shares and are never run, so a huge grid on a small input costs
+ * nothing. */
+int64_t cua_cpu_busy(int64_t n, int64_t W);
+
+/* Ctrl-C: nonzero once the call should stop. OpenMP thread 0 (the caller's
+ * thread) asks cfg->poll at most every 20 ms; every worker calls this before
+ * each piece of work and skips the rest once it says stop. The launcher then
+ * returns CUA_EINTR. */
+int cua_cpu_stop(cua_launch *cfg);
+#define CUA_CPU_DONE(cfg) ((cfg)->interrupted ? CUA_EINTR : CUA_OK)
+/* A worker's share walked in pieces of at most CUA_CPU_PIECE elements,
+ * [a, b), asking cua_cpu_stop between pieces: a launch of one logical thread
+ * over 2^31 elements still answers Ctrl-C within a piece's time. */
+#define CUA_CPU_PIECE ((int64_t)1 << 22)
+#define CUA_CPU_PIECES(cfg, lo, hi, a, b)                                                   \
+    for (int64_t a = (lo), b = (lo) + CUA_CPU_PIECE < (hi) ? (lo) + CUA_CPU_PIECE : (hi); \
+         a < (hi) && !cua_cpu_stop(cfg); a = b, b = b + CUA_CPU_PIECE < (hi) ? b + CUA_CPU_PIECE : (hi))
+
 /* Fill in defaults: threads (32 lanes) and blocks (4 per OpenMP thread, no
  * more than there are elements for). */
 void cua_cpu_default_config(cua_launch *cfg, int64_t n);

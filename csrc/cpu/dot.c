@@ -7,8 +7,10 @@
  *  3. atomic   each block's value added atomically (fetch_add for integers;
  *              floats have no atomic add on the CPU, so a CAS loop).
  *  4. cas      each block's value added by a compare-exchange loop.
- *  5. vector   a chunk per thread in 16 SIMD lanes, chunk values added in
- *              order (shared with sum.c).
+ *  5. vector   a chunk per thread in SIMD lanes, chunk values added in
+ *              order (shared with sum.c); float32 products summed in
+ *              float64, float64 products made exact with an FMA and summed
+ *              with compensation (CUA_F_WIDE).
  */
 #include <stdlib.h>
 
@@ -20,19 +22,21 @@ static int dot_run(int rung, const void *a, const void *b, int64_t n, int dtype,
                    cua_launch *cfg)
 {
     cua_cpu_default_config(cfg, n);
-    const int64_t B = cfg->blocks;
+    const int64_t T = cfg->threads, B = (cua_cpu_busy(n, cfg->blocks * T) + T - 1) / T; /* blocks with elements */
     cua_acc_t total = {0};
     if (rung == PARTIAL) {
-        cua_acc_t *partials = malloc((size_t)B * sizeof *partials);
+        cua_acc_t *partials = calloc((size_t)(B > 0 ? B : 1), sizeof *partials);
         if (!partials) return CUA_ENOMEM;
 #pragma omp parallel for schedule(static)
-        for (int64_t k = 0; k < B; k++) partials[k] = cua_cpu_block_value(a, b, n, dtype, acc, cfg, k);
+        for (int64_t k = 0; k < B; k++)
+            if (!cua_cpu_stop(cfg)) partials[k] = cua_cpu_block_value(a, b, n, dtype, acc, cfg, k);
         for (int64_t k = 0; k < B; k++) cua_acc_add(acc, &total, partials[k]);
         free(partials);
     } else if (rung == MUTEX) {
         atomic_int mutex = 0;
 #pragma omp parallel for schedule(static)
         for (int64_t k = 0; k < B; k++) {
+            if (cua_cpu_stop(cfg)) continue;
             cua_acc_t v = cua_cpu_block_value(a, b, n, dtype, acc, cfg, k);
             cua_cpu_lock(&mutex);
             cua_acc_add(acc, &total, v); /* plain read-modify-write: the lock makes it safe */
@@ -42,6 +46,7 @@ static int dot_run(int rung, const void *a, const void *b, int64_t n, int dtype,
         _Atomic uint64_t cell = 0;
 #pragma omp parallel for schedule(static)
         for (int64_t k = 0; k < B; k++) {
+            if (cua_cpu_stop(cfg)) continue;
             cua_acc_t v = cua_cpu_block_value(a, b, n, dtype, acc, cfg, k);
             if (rung == ATOMIC) cua_cpu_atomic_add(acc, &cell, v);
             else cua_cpu_cas_add(acc, &cell, v);
@@ -49,7 +54,7 @@ static int dot_run(int rung, const void *a, const void *b, int64_t n, int dtype,
         total = cua_cpu_cell_value(acc, atomic_load(&cell));
     }
     cua_cpu_store_result(acc, total, result);
-    return CUA_OK;
+    return CUA_CPU_DONE(cfg);
 }
 
 #define DOT(R)                                                                                       \
@@ -73,7 +78,7 @@ const cua_variant cua_cpu_dot_variants[] = {
     {"mutex", 2, "block value added under the CAS spin lock, with fences", 0, (cua_fn)dot_MUTEX},
     {"atomic", 3, "block value added atomically (fetch_add; CAS loop for floats)", 0, (cua_fn)dot_ATOMIC},
     {"cas", 4, "block value added by a compare-exchange loop on the bit pattern", 0, (cua_fn)dot_CAS},
-    {"vector", 5, "a chunk per thread in 16 SIMD lanes, chunk values added in order: deterministic", CUA_F_DEFAULT,
-     (cua_fn)dot_vector},
+    {"vector", 5, "a chunk per thread in SIMD lanes (float32 in float64, float64 compensated with exact products), "
+     "chunks added in order: deterministic", CUA_F_DEFAULT | CUA_F_WIDE, (cua_fn)dot_vector},
 };
 const int cua_cpu_dot_nvariants = sizeof cua_cpu_dot_variants / sizeof cua_cpu_dot_variants[0];

@@ -5,8 +5,10 @@
  * by CUA_CPU_TYPES, so the loops the rungs spend their time in are plain
  * typed loops the compiler vectorizes.
  */
+#include <math.h>
 #include <sched.h>
 #include <string.h>
+#include <time.h>
 
 #include "cpu.h"
 
@@ -47,6 +49,35 @@ void cua_cpu_default_config(cua_launch *cfg, int64_t n)
     }
     cfg->used_blocks = cfg->blocks;
     cfg->used_threads = cfg->threads;
+}
+
+int64_t cua_cpu_busy(int64_t n, int64_t W)
+{
+    if (n <= 0 || W <= 0) return 0;
+    const int64_t chunk = (n + W - 1) / W;
+    return (n + chunk - 1) / chunk;
+}
+
+/* Polled at most this often (the caller's thread takes the GIL back for a
+ * moment each time). */
+#define POLL_NS 20000000LL
+
+int cua_cpu_stop(cua_launch *cfg)
+{
+    if (__atomic_load_n(&cfg->interrupted, __ATOMIC_RELAXED)) return 1;
+#ifdef _OPENMP
+    if (omp_get_thread_num() != 0 || omp_get_level() > 1) return 0;
+#endif
+    if (!cfg->poll) return 0;
+    static _Thread_local int64_t last;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    const int64_t now = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+    if (now - last < POLL_NS) return 0;
+    last = now;
+    if (!cfg->poll()) return 0;
+    __atomic_store_n(&cfg->interrupted, 1, __ATOMIC_RELAXED);
+    return 1;
 }
 
 void cua_cpu_share(int64_t n, int64_t W, int64_t w, int64_t *lo, int64_t *hi)
@@ -164,10 +195,11 @@ cua_acc_t cua_cpu_chunk_dot(const void *a, const void *b, int dtype, int acc, in
 /* The `vector` rungs' inner loop: LANES independent accumulators, which the
  * compiler keeps in SIMD registers (floats too: the lanes are separate sums,
  * so no reassociation is needed), added up in lane order at the end. On
- * x86-64 with GCC an AVX2 clone is chosen at load time where the CPU has it. */
+ * x86-64 with GCC an x86-64-v3 clone (AVX2 and FMA) is chosen at load time
+ * where the CPU has it. */
 #define LANES 16
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-#define WIDE_CLONES __attribute__((target_clones("avx2", "default")))
+#define WIDE_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
 #define WIDE_CLONES
 #endif
@@ -187,59 +219,123 @@ cua_acc_t cua_cpu_chunk_dot(const void *a, const void *b, int dtype, int acc, in
         memcpy(&r, &s, sizeof s);                                              \
     } while (0)
 
-/* Floats in their own precision: explicit 16-byte vectors (GCC/Clang vector
- * extensions), four accumulators. Written out because GCC otherwise
- * vectorizes the lane loop across iterations with shuffles, at half the
- * speed. The reduction order is fixed by the code: deterministic. */
-#define WIDE_FLOAT(NAME, T, W)                                                                   \
-    static T NAME(const T *p, const T *q, int64_t lo, int64_t hi)                                \
-    {                                                                                            \
-        typedef T vec __attribute__((vector_size(16)));                                          \
-        vec acc[4] = {{0}};                                                                      \
-        int64_t i = lo;                                                                          \
-        for (; i + 4 * W <= hi; i += 4 * W)                                                      \
-            for (int k = 0; k < 4; k++) {                                                        \
-                vec a, b;                                                                        \
-                memcpy(&a, p + i + k * W, 16);                                                   \
-                if (q) {                                                                         \
-                    memcpy(&b, q + i + k * W, 16);                                               \
-                    acc[k] += a * b;                                                             \
-                } else {                                                                         \
-                    acc[k] += a;                                                                 \
-                }                                                                                \
-            }                                                                                    \
-        T s = 0;                                                                                 \
-        for (int k = 0; k < 4; k++)                                                              \
-            for (int l = 0; l < W; l++) s += acc[k][l];                                          \
-        for (; i < hi; i++) s += q ? p[i] * q[i] : p[i];                                         \
-        return s;                                                                                \
-    }
-WIDE_FLOAT(wide_f32, float, 4)
-WIDE_FLOAT(wide_f64, double, 2)
+/* The `vector` rungs' float arithmetic (CUA_F_WIDE), as accurate as NumPy's
+ * pairwise sum or better:
+ *  - float32 is accumulated in float64 lanes. Products of two float32 are
+ *    exact in float64, and a double sum of n terms errs by at most about
+ *    n * 2^-53 of sum(|x|): far below one float32 ulp of the result.
+ *  - float64 is accumulated with compensation: TwoSum (Knuth) recovers the
+ *    exact rounding error of every addition, and for dot TwoProduct (an
+ *    FMA) that of every product; the errors are summed beside the sum and
+ *    added once at the end. The result errs by about one ulp plus
+ *    n * eps^2 * sum(|x|), whatever the cancellation. */
+#define TWO_SUM(s, c, x)                                 \
+    do {                                                 \
+        const __typeof__(s) t_ = (s) + (x), z_ = t_ - (s); \
+        (c) += ((s) - (t_ - z_)) + ((x) - z_);           \
+        (s) = t_;                                        \
+    } while (0)
 
+cua_dd cua_dd_add(cua_dd a, cua_dd b)
+{
+    TWO_SUM(a.s, a.c, b.s);
+    a.c += b.c;
+    return a;
+}
+
+/* Explicit vectors (GCC/Clang vector extensions): four 4-wide
+ * accumulators, so that the compiler neither serializes the lanes nor
+ * shuffles them (the Haswell clone runs them as AVX2 registers, the default
+ * one as pairs of SSE2 registers). */
+typedef double d4 __attribute__((vector_size(32)));
+typedef float f4 __attribute__((vector_size(16)));
+#define DD_U 4 /* accumulators */
+#define DD_STEP (4 * DD_U)
+
+static inline d4 load_d4(const double *p)
+{
+    d4 v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+static inline d4 load_f4(const float *p)
+{
+    f4 v;
+    memcpy(&v, p, sizeof v);
+    return __builtin_convertvector(v, d4);
+}
+/* a * b - fl(a * b), exactly: lane by lane FMAs (vector FMAs where the
+ * clone has them). */
+static inline d4 product_error(d4 a, d4 b, d4 p)
+{
+    d4 e;
+    for (int l = 0; l < 4; l++) e[l] = __builtin_fma(a[l], b[l], -p[l]);
+    return e;
+}
+
+WIDE_CLONES
+static cua_dd wide_dd(const void *a, const void *b, int dtype, int64_t lo, int64_t hi)
+{
+    d4 s[DD_U] = {{0}}, c[DD_U] = {{0}};
+    int64_t i = lo;
+    if (dtype == CUA_FLOAT32) { /* float64 lanes: no compensation needed */
+        const float *p = a, *q = b;
+        if (q)
+            for (; i + DD_STEP <= hi; i += DD_STEP)
+                for (int u = 0; u < DD_U; u++) s[u] += load_f4(p + i + 4 * u) * load_f4(q + i + 4 * u);
+        else
+            for (; i + DD_STEP <= hi; i += DD_STEP)
+                for (int u = 0; u < DD_U; u++) s[u] += load_f4(p + i + 4 * u);
+        for (; i < hi; i++) s[0][0] += q ? (double)p[i] * (double)q[i] : (double)p[i];
+    } else {
+        const double *p = a, *q = b;
+        if (q)
+            for (; i + DD_STEP <= hi; i += DD_STEP)
+                for (int u = 0; u < DD_U; u++) {
+                    const d4 x = load_d4(p + i + 4 * u), y = load_d4(q + i + 4 * u), xy = x * y;
+                    c[u] += product_error(x, y, xy);
+                    TWO_SUM(s[u], c[u], xy);
+                }
+        else
+            for (; i + DD_STEP <= hi; i += DD_STEP)
+                for (int u = 0; u < DD_U; u++) {
+                    const d4 x = load_d4(p + i + 4 * u);
+                    TWO_SUM(s[u], c[u], x);
+                }
+        for (; i < hi; i++) {
+            const double x = q ? p[i] * q[i] : p[i];
+            if (q) c[0][0] += __builtin_fma(p[i], q[i], -x);
+            TWO_SUM(s[0][0], c[0][0], x);
+        }
+    }
+    cua_dd r = {0, 0};
+    for (int u = 0; u < DD_U; u++)
+        for (int l = 0; l < 4; l++) r = cua_dd_add(r, (cua_dd){s[u][l], c[u][l]});
+    return r;
+}
+
+cua_dd cua_cpu_chunk_dd(const void *a, const void *b, int dtype, int64_t lo, int64_t hi)
+{
+    if (dtype == CUA_FLOAT32 || dtype == CUA_FLOAT64) return wide_dd(a, b, dtype, lo, hi);
+    cua_acc_t r = cua_cpu_chunk_wide(a, b, dtype, CUA_ACC_FLOAT64, lo, hi); /* integers: exact enough */
+    return (cua_dd){r.d, 0};
+}
+
+/* Integers (acc CUA_ACC_INT64) and integers converted to float64: the float
+ * data of the `vector` rungs goes through cua_cpu_chunk_dd. */
 WIDE_CLONES
 cua_acc_t cua_cpu_chunk_wide(const void *a, const void *b, int dtype, int acc, int64_t lo, int64_t hi)
 {
     cua_acc_t r = {0};
-    if (dtype == CUA_FLOAT32 && acc == CUA_ACC_FLOAT32) {
-        r.f = wide_f32(a, b, lo, hi);
-        return r;
-    }
-    if (dtype == CUA_FLOAT64 && acc == CUA_ACC_FLOAT64) {
-        r.d = wide_f64(a, b, lo, hi);
-        return r;
-    }
     switch (dtype) {
 #define WIDE_CASE(ID, T, K)                                                                         \
     case ID: {                                                                                      \
         const T *p = (const T *)a, *q = (const T *)b;                                               \
         if (b) {                                                                                    \
             if (acc == CUA_ACC_INT64) WIDE_LOOP(uint64_t, (uint64_t)p[j] * (uint64_t)q[j]);         \
-            else if (acc == CUA_ACC_FLOAT32) WIDE_LOOP(float, (float)p[j] * (float)q[j]);           \
             else WIDE_LOOP(double, (double)p[j] * (double)q[j]);                                    \
         } else {                                                                                    \
             if (acc == CUA_ACC_INT64) WIDE_LOOP(uint64_t, (uint64_t)p[j]);                          \
-            else if (acc == CUA_ACC_FLOAT32) WIDE_LOOP(float, (float)p[j]);                         \
             else WIDE_LOOP(double, (double)p[j]);                                                   \
         }                                                                                           \
         break;                                                                                      \

@@ -25,35 +25,38 @@ static int filter_atomic(const void *x, int64_t n, int dtype, const cua_pred *pr
                          cua_launch *cfg)
 {
     cua_cpu_default_config(cfg, n);
-    const int64_t W = cfg->blocks * cfg->threads;
+    const int64_t W = cfg->blocks * cfg->threads, busy = cua_cpu_busy(n, W);
     const size_t size = cua_dtype_size(dtype);
     _Atomic int64_t next = 0;
 #pragma omp parallel for schedule(static)
-    for (int64_t w = 0; w < W; w++) {
+    for (int64_t w = 0; w < busy; w++) {
+        if (cua_cpu_stop(cfg)) continue;
         int64_t lo, hi;
         cua_cpu_share(n, W, w, &lo, &hi);
-        for (int64_t i = lo; i < hi; i++)
+        CUA_CPU_PIECES(cfg, lo, hi, a, b)
+        for (int64_t i = a; i < b; i++)
             if (cua_cpu_keep(x, dtype, pred, i)) {
                 int64_t slot = atomic_fetch_add_explicit(&next, 1, memory_order_relaxed);
                 memcpy((char *)out + slot * size, (const char *)x + i * size, size);
             }
     }
     *count = atomic_load(&next);
-    return CUA_OK;
+    return CUA_CPU_DONE(cfg);
 }
 
 static int filter_ordered(const void *x, int64_t n, int dtype, const cua_pred *pred, void *out, int64_t *count,
                           cua_launch *cfg)
 {
     cua_cpu_default_config(cfg, n);
-    const int64_t B = cfg->blocks;
+    const int64_t B = cua_cpu_busy(n, cfg->blocks); /* blocks with elements; shares as for cfg->blocks */
     const size_t size = cua_dtype_size(dtype);
-    int64_t *offsets = malloc((size_t)B * sizeof *offsets);
+    int64_t *offsets = calloc((size_t)(B > 0 ? B : 1), sizeof *offsets);
     if (!offsets) return CUA_ENOMEM;
 #pragma omp parallel for schedule(static)
     for (int64_t b = 0; b < B; b++) {
+        if (cua_cpu_stop(cfg)) continue;
         int64_t lo, hi;
-        cua_cpu_share(n, B, b, &lo, &hi);
+        cua_cpu_share(n, cfg->blocks, b, &lo, &hi);
         offsets[b] = cua_cpu_chunk_count(x, dtype, pred, lo, hi);
     }
     int64_t total = 0;
@@ -64,37 +67,45 @@ static int filter_ordered(const void *x, int64_t n, int dtype, const cua_pred *p
     }
 #pragma omp parallel for schedule(static)
     for (int64_t b = 0; b < B; b++) {
+        if (cua_cpu_stop(cfg)) continue;
         int64_t lo, hi;
-        cua_cpu_share(n, B, b, &lo, &hi);
+        cua_cpu_share(n, cfg->blocks, b, &lo, &hi);
         cua_cpu_chunk_compact(x, dtype, pred, lo, hi, (char *)out + offsets[b] * size);
     }
     free(offsets);
     *count = total;
-    return CUA_OK;
+    return CUA_CPU_DONE(cfg);
 }
 
 static int filter_lookback(const void *x, int64_t n, int dtype, const cua_pred *pred, void *out, int64_t *count,
                            cua_launch *cfg)
 {
     const int64_t ntiles = (n + TILE - 1) / TILE;
-    if (cfg->blocks <= 0) cfg->blocks = ntiles < cua_cpu_threads() ? (ntiles > 0 ? ntiles : 1) : cua_cpu_threads();
+    if (cfg->blocks <= 0) cfg->blocks = cua_cpu_threads();
     cfg->threads = 1;
     cfg->used_blocks = cfg->blocks;
     cfg->used_threads = 1;
+    /* blocks are the logical workers taking tiles; the OS threads that run
+     * them are never more than the OpenMP team (OMP_NUM_THREADS, by default
+     * the cores) nor than there are tiles. */
+    int64_t team = cfg->blocks < cua_cpu_threads() ? cfg->blocks : cua_cpu_threads();
+    if (team > ntiles) team = ntiles > 0 ? ntiles : 1;
     const size_t size = cua_dtype_size(dtype);
     _Atomic uint64_t *status = calloc((size_t)(ntiles > 0 ? ntiles : 1), sizeof *status);
     if (!status) return CUA_ENOMEM;
     _Atomic int64_t next_tile = 0;
     int failed = 0;
     uint64_t total = 0;
-#pragma omp parallel num_threads((int)cfg->blocks)
+#pragma omp parallel num_threads((int)team)
     {
         char *buf = malloc((size_t)TILE * size);
         if (!buf) {
 #pragma omp atomic write
             failed = 1;
         }
-        while (buf) {
+        /* Stop only between tiles: a tile number once taken is always
+         * published, or its successors would wait for it forever. */
+        while (buf && !cua_cpu_stop(cfg)) {
             const int64_t t = atomic_fetch_add_explicit(&next_tile, 1, memory_order_relaxed);
             if (t >= ntiles) break;
             const int64_t lo = t * TILE, hi = lo + TILE < n ? lo + TILE : n;
@@ -125,7 +136,7 @@ static int filter_lookback(const void *x, int64_t n, int dtype, const cua_pred *
     }
     free(status);
     *count = (int64_t)total;
-    return failed ? CUA_ENOMEM : CUA_OK;
+    return failed ? CUA_ENOMEM : CUA_CPU_DONE(cfg);
 }
 
 const cua_variant cua_cpu_filter_variants[] = {

@@ -7,18 +7,24 @@
  *             OpenMP thread, reused across its blocks), then adds each bin
  *             to the shared counts with one atomic add per bin per block.
  *  3. warp_private  one private histogram per OpenMP thread (the CPU's
- *             warp) for its whole contiguous share; merged at the end
- *             without atomics.
+ *             warp) for the shares of all its logical blocks; merged at
+ *             the end without atomics.
  *  4. thread_counters  as warp_private, counted into eight interleaved
  *             32-bit copies so that runs of one value (skewed text) do not
  *             serialize on one counter, branch-free (bytes: 8 per load and
  *             a bin table); copies flushed into the 64-bit result every
- *             2^30 elements, before they can overflow.
+ *             2^22 elements, long before they can overflow.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "cpu.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+#else
+static int omp_get_thread_num(void) { return 0; }
+#endif
 
 _Static_assert(sizeof(_Atomic uint64_t) == sizeof(uint64_t), "atomic counters must overlay plain ones");
 
@@ -26,26 +32,28 @@ static int hist_global(const void *x, int64_t n, int dtype, const cua_bins *bins
                        cua_launch *cfg)
 {
     cua_cpu_default_config(cfg, n);
-    const int64_t W = cfg->blocks * cfg->threads;
+    const int64_t W = cfg->blocks * cfg->threads, busy = cua_cpu_busy(n, W);
     _Atomic uint64_t *shared = (_Atomic uint64_t *)counts;
     memset(counts, 0, (size_t)bins->nbins * sizeof *counts);
 #pragma omp parallel for schedule(static)
-    for (int64_t w = 0; w < W; w++) {
+    for (int64_t w = 0; w < busy; w++) {
+        if (cua_cpu_stop(cfg)) continue;
         int64_t lo, hi;
         cua_cpu_share(n, W, w, &lo, &hi);
-        for (int64_t i = lo; i < hi; i++) {
+        CUA_CPU_PIECES(cfg, lo, hi, a, b)
+        for (int64_t i = a; i < b; i++) {
             int64_t k = cua_cpu_bin(x, dtype, bins, i);
             if (k >= 0) atomic_fetch_add_explicit(&shared[k], 1, memory_order_relaxed);
         }
     }
-    return CUA_OK;
+    return CUA_CPU_DONE(cfg);
 }
 
 static int hist_shared(const void *x, int64_t n, int dtype, const cua_bins *bins, uint64_t *counts,
                        cua_launch *cfg)
 {
     cua_cpu_default_config(cfg, n);
-    const int64_t B = cfg->blocks, nb = bins->nbins;
+    const int64_t B = cua_cpu_busy(n, cfg->blocks), nb = bins->nbins; /* blocks with elements */
     _Atomic uint64_t *shared = (_Atomic uint64_t *)counts;
     int failed = 0;
     memset(counts, 0, (size_t)nb * sizeof *counts);
@@ -58,9 +66,9 @@ static int hist_shared(const void *x, int64_t n, int dtype, const cua_bins *bins
         }
 #pragma omp for schedule(static)
         for (int64_t b = 0; b < B; b++) {
-            if (!local) continue;
+            if (!local || cua_cpu_stop(cfg)) continue;
             int64_t lo, hi;
-            cua_cpu_share(n, B, b, &lo, &hi); /* the block's logical threads' shares, together */
+            cua_cpu_share(n, cfg->blocks, b, &lo, &hi); /* the block's logical threads' shares, together */
             memset(local, 0, (size_t)nb * sizeof *local);
             cua_cpu_chunk_hist(x, dtype, bins, lo, hi, local);
             for (int64_t k = 0; k < nb; k++)
@@ -68,11 +76,13 @@ static int hist_shared(const void *x, int64_t n, int dtype, const cua_bins *bins
         }
         free(local);
     }
-    return failed ? CUA_ENOMEM : CUA_OK;
+    return failed ? CUA_ENOMEM : CUA_CPU_DONE(cfg);
 }
 
-/* Rungs 3 and 4: thread t counts share t into its own buffer; the buffers
- * are added into counts in thread order after the team has finished. */
+/* Rungs 3 and 4: each OpenMP thread counts the shares of its logical blocks
+ * into its own buffer (memory: one histogram per OS thread, however many
+ * logical blocks); the buffers are added into counts in thread order after
+ * the team has finished. */
 static int hist_private(int interleaved, const void *x, int64_t n, int dtype, const cua_bins *bins,
                         uint64_t *counts, cua_launch *cfg)
 {
@@ -80,39 +90,44 @@ static int hist_private(int interleaved, const void *x, int64_t n, int dtype, co
     cfg->threads = 1;
     cfg->used_blocks = cfg->blocks;
     cfg->used_threads = 1;
-    const int64_t B = cfg->blocks, nb = bins->nbins;
-    uint64_t *local = calloc((size_t)(B * nb), sizeof *local);
+    const int64_t B = cua_cpu_busy(n, cfg->blocks), nb = bins->nbins;
+    const int P = cua_cpu_threads();
+    uint64_t *local = calloc((size_t)P * (size_t)nb, sizeof *local);
     if (!local) return CUA_ENOMEM;
     int failed = 0;
-#pragma omp parallel for schedule(static)
-    for (int64_t b = 0; b < B; b++) {
-        int64_t lo, hi;
-        cua_cpu_share(n, B, b, &lo, &hi);
-        uint64_t *mine = local + b * nb;
-        if (!interleaved) {
-            cua_cpu_chunk_hist(x, dtype, bins, lo, hi, mine);
-            continue;
-        }
-        uint32_t *eight = malloc((size_t)(8 * (nb + 1)) * sizeof *eight);
-        if (!eight) {
+#pragma omp parallel num_threads(P)
+    {
+        uint64_t *mine = local + (size_t)omp_get_thread_num() * (size_t)nb;
+        uint32_t *eight = interleaved ? malloc((size_t)(8 * (nb + 1)) * sizeof *eight) : NULL;
+        if (interleaved && !eight) {
 #pragma omp atomic write
             failed = 1;
-            continue;
         }
-        for (int64_t start = lo; start < hi; start += (int64_t)1 << 30) {
-            const int64_t stop = hi - start < ((int64_t)1 << 30) ? hi : start + ((int64_t)1 << 30);
-            memset(eight, 0, (size_t)(8 * (nb + 1)) * sizeof *eight);
-            cua_cpu_chunk_hist8(x, dtype, bins, start, stop, eight);
-            for (int64_t k = 0; k < nb; k++)
-                for (int c = 0; c < 8; c++) mine[k] += eight[8 * k + c];
+#pragma omp for schedule(static)
+        for (int64_t b = 0; b < B; b++) {
+            if ((interleaved && !eight) || cua_cpu_stop(cfg)) continue;
+            int64_t lo, hi;
+            cua_cpu_share(n, cfg->blocks, b, &lo, &hi);
+            /* The 32-bit copies are flushed after every piece (2^22
+             * elements), long before they could overflow. */
+            CUA_CPU_PIECES(cfg, lo, hi, start, stop) {
+                if (!interleaved) {
+                    cua_cpu_chunk_hist(x, dtype, bins, start, stop, mine);
+                    continue;
+                }
+                memset(eight, 0, (size_t)(8 * (nb + 1)) * sizeof *eight);
+                cua_cpu_chunk_hist8(x, dtype, bins, start, stop, eight);
+                for (int64_t k = 0; k < nb; k++)
+                    for (int c = 0; c < 8; c++) mine[k] += eight[8 * k + c];
+            }
         }
         free(eight);
     }
     memset(counts, 0, (size_t)nb * sizeof *counts);
-    for (int64_t b = 0; b < B; b++)
-        for (int64_t k = 0; k < nb; k++) counts[k] += local[b * nb + k];
+    for (int t = 0; t < P; t++)
+        for (int64_t k = 0; k < nb; k++) counts[k] += local[(size_t)t * (size_t)nb + k];
     free(local);
-    return failed ? CUA_ENOMEM : CUA_OK;
+    return failed ? CUA_ENOMEM : CUA_CPU_DONE(cfg);
 }
 
 static int hist_warp_private(const void *x, int64_t n, int d, const cua_bins *b, uint64_t *c, cua_launch *cfg)

@@ -14,8 +14,11 @@
  *  7. cooperative  the same barrier as `#pragma omp barrier`.
  *  8. last_block   block partials and an acq_rel ticket; whoever takes the
  *                  last ticket adds the partials.
- *  9. vector       one contiguous chunk per thread, summed in 16 independent
+ *  9. vector       one contiguous chunk per thread, summed in independent
  *                  lanes the compiler vectorizes; chunk sums added in order.
+ *                  Floats are summed as accurately as NumPy's pairwise sum
+ *                  or better (CUA_F_WIDE: float32 in float64 lanes, float64
+ *                  with TwoSum compensation; see elements.c).
  * All team threads of OpenMP run at once, so the barrier rungs have no
  * residency limit here: any number of logical blocks works.
  */
@@ -35,19 +38,23 @@ enum { ATOMIC, CAS, THREAD_LOCAL, BLOCK_TREE, GRID_LOCK, GRID_FLAGS, COOPERATIVE
 static int sum_accumulate(int rung, const void *x, int64_t n, int dtype, int acc, void *result, cua_launch *cfg)
 {
     cua_cpu_default_config(cfg, n);
-    const int64_t B = cfg->blocks, T = cfg->threads, W = B * T;
+    const int64_t T = cfg->threads, W = cfg->blocks * T;
+    const int64_t busy = cua_cpu_busy(n, W), busy_blocks = (busy + T - 1) / T;
     _Atomic uint64_t cell = 0;
     if (rung == BLOCK_TREE) {
 #pragma omp parallel for schedule(static)
-        for (int64_t b = 0; b < B; b++)
-            cua_cpu_atomic_add(acc, &cell, cua_cpu_block_value(x, NULL, n, dtype, acc, cfg, b));
+        for (int64_t b = 0; b < busy_blocks; b++)
+            if (!cua_cpu_stop(cfg))
+                cua_cpu_atomic_add(acc, &cell, cua_cpu_block_value(x, NULL, n, dtype, acc, cfg, b));
     } else {
 #pragma omp parallel for schedule(static)
-        for (int64_t w = 0; w < W; w++) {
+        for (int64_t w = 0; w < busy; w++) {
+            if (cua_cpu_stop(cfg)) continue;
             int64_t lo, hi;
             cua_cpu_share(n, W, w, &lo, &hi);
             if (rung == ATOMIC) {
-                for (int64_t i = lo; i < hi; i++) cua_cpu_atomic_add(acc, &cell, cua_cpu_load(x, dtype, acc, i));
+                CUA_CPU_PIECES(cfg, lo, hi, a, b)
+                for (int64_t i = a; i < b; i++) cua_cpu_atomic_add(acc, &cell, cua_cpu_load(x, dtype, acc, i));
             } else if (lo < hi) {
                 cua_acc_t local = cua_cpu_chunk_sum(x, dtype, acc, lo, hi);
                 if (rung == CAS) cua_cpu_cas_add(acc, &cell, local);
@@ -56,7 +63,7 @@ static int sum_accumulate(int rung, const void *x, int64_t n, int dtype, int acc
         }
     }
     cua_cpu_store_result(acc, cua_cpu_cell_value(acc, atomic_load(&cell)), result);
-    return CUA_OK;
+    return CUA_CPU_DONE(cfg);
 }
 
 static cua_acc_t add_in_order(const cua_acc_t *partials, int64_t B, int acc)
@@ -66,12 +73,19 @@ static cua_acc_t add_in_order(const cua_acc_t *partials, int64_t B, int acc)
     return total;
 }
 
+/* Logical blocks with at least one element: the others add nothing. */
+static int64_t busy_blocks(const cua_launch *cfg, int64_t n)
+{
+    const int64_t T = cfg->threads;
+    return (cua_cpu_busy(n, cfg->blocks * T) + T - 1) / T;
+}
+
 static int sum_barrier(int rung, const void *x, int64_t n, int dtype, int acc, void *result, cua_launch *cfg)
 {
     cua_cpu_default_config(cfg, n);
-    const int64_t B = cfg->blocks;
+    const int64_t B = busy_blocks(cfg, n);
     const int P = cua_cpu_threads();
-    cua_acc_t *partials = malloc((size_t)B * sizeof *partials);
+    cua_acc_t *partials = malloc((size_t)(B > 0 ? B : 1) * sizeof *partials);
     atomic_int *flags = calloc(2 * (size_t)P, sizeof *flags); /* arrive[P], release[P] */
     if (!partials || !flags) {
         free(partials);
@@ -83,7 +97,8 @@ static int sum_barrier(int rung, const void *x, int64_t n, int dtype, int acc, v
 #pragma omp parallel num_threads(P)
     {
         const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-        for (int64_t b = t; b < B; b += nt) partials[b] = cua_cpu_block_value(x, NULL, n, dtype, acc, cfg, b);
+        for (int64_t b = t; b < B; b += nt)
+            if (!cua_cpu_stop(cfg)) partials[b] = cua_cpu_block_value(x, NULL, n, dtype, acc, cfg, b);
         if (rung == GRID_LOCK) {
             /* Release: our partials are published before our arrival is
              * counted. Acquire: once all arrived, everyone's partials are
@@ -107,24 +122,25 @@ static int sum_barrier(int rung, const void *x, int64_t n, int dtype, int acc, v
         } else {
 #pragma omp barrier
         }
-        if (t == 0) total = add_in_order(partials, B, acc);
+        if (t == 0 && !cfg->interrupted) total = add_in_order(partials, B, acc);
     }
     free(partials);
     free(flags);
     cua_cpu_store_result(acc, total, result);
-    return CUA_OK;
+    return CUA_CPU_DONE(cfg);
 }
 
 static int sum_last_block(const void *x, int64_t n, int dtype, int acc, void *result, cua_launch *cfg)
 {
     cua_cpu_default_config(cfg, n);
-    const int64_t B = cfg->blocks;
-    cua_acc_t *partials = malloc((size_t)B * sizeof *partials);
+    const int64_t B = busy_blocks(cfg, n);
+    cua_acc_t *partials = malloc((size_t)(B > 0 ? B : 1) * sizeof *partials);
     if (!partials) return CUA_ENOMEM;
     _Atomic int64_t ticket = 0;
     cua_acc_t total = {0};
 #pragma omp parallel for schedule(static)
     for (int64_t b = 0; b < B; b++) {
+        if (cua_cpu_stop(cfg)) continue;
         partials[b] = cua_cpu_block_value(x, NULL, n, dtype, acc, cfg, b);
         /* acq_rel: the release publishes this partial with the ticket; the
          * acquire makes every earlier ticket-holder's partial visible to
@@ -134,34 +150,52 @@ static int sum_last_block(const void *x, int64_t n, int dtype, int acc, void *re
     }
     free(partials);
     cua_cpu_store_result(acc, total, result);
-    return CUA_OK;
+    return CUA_CPU_DONE(cfg);
 }
 
-/* Shared with dot.c's `vector` rung. */
+/* Shared with dot.c's `vector` rung. Integers in 16 SIMD lanes of 64 bits;
+ * floats as cua_cpu_chunk_dd computes them (CUA_F_WIDE), the chunks' values
+ * and error terms added in chunk order, rounded once at the end. */
 int cua_cpu_vector_reduce(const void *a, const void *b, int64_t n, int dtype, int acc, void *result,
                           cua_launch *cfg)
 {
     if (cfg->blocks <= 0) cfg->blocks = n < (1 << 15) ? 1 : cua_cpu_threads();
     cfg->used_blocks = cfg->blocks;
     cfg->used_threads = cfg->threads = 16; /* the lanes of cua_cpu_chunk_wide */
-    const int64_t B = cfg->blocks;
+    const int64_t B = cfg->blocks, busy = cua_cpu_busy(n, B);
+    const int wide = acc != CUA_ACC_INT64;
     cua_acc_t total = {0};
-    if (B == 1) {
-        total = cua_cpu_chunk_wide(a, b, dtype, acc, 0, n);
+    cua_dd dd = {0, 0};
+    if (busy <= 1) {
+        if (wide) dd = cua_cpu_chunk_dd(a, b, dtype, 0, n);
+        else total = cua_cpu_chunk_wide(a, b, dtype, acc, 0, n);
     } else {
-        cua_acc_t *partials = malloc((size_t)B * sizeof *partials);
-        if (!partials) return CUA_ENOMEM;
+        cua_acc_t *partials = malloc((size_t)busy * sizeof *partials);
+        cua_dd *dds = malloc((size_t)busy * sizeof *dds);
+        if (!partials || !dds) {
+            free(partials);
+            free(dds);
+            return CUA_ENOMEM;
+        }
 #pragma omp parallel for schedule(static)
-        for (int64_t k = 0; k < B; k++) {
+        for (int64_t k = 0; k < busy; k++) {
+            if (cua_cpu_stop(cfg)) continue;
             int64_t lo, hi;
             cua_cpu_share(n, B, k, &lo, &hi);
-            partials[k] = cua_cpu_chunk_wide(a, b, dtype, acc, lo, hi);
+            if (wide) dds[k] = cua_cpu_chunk_dd(a, b, dtype, lo, hi);
+            else partials[k] = cua_cpu_chunk_wide(a, b, dtype, acc, lo, hi);
         }
-        total = add_in_order(partials, B, acc);
+        if (wide)
+            for (int64_t k = 0; k < busy; k++) dd = cua_dd_add(dd, dds[k]);
+        else
+            total = add_in_order(partials, busy, acc);
         free(partials);
+        free(dds);
     }
+    if (acc == CUA_ACC_FLOAT32) total.f = (float)cua_dd_value(dd);
+    else if (acc == CUA_ACC_FLOAT64) total.d = cua_dd_value(dd);
     cua_cpu_store_result(acc, total, result);
-    return CUA_OK;
+    return CUA_CPU_DONE(cfg);
 }
 
 static int sum_vector(const void *x, int64_t n, int d, int a, void *r, cua_launch *c)
@@ -193,7 +227,7 @@ const cua_variant cua_cpu_sum_variants[] = {
      (cua_fn)sum_GRID_FLAGS},
     {"cooperative", 7, "the same barrier as an OpenMP barrier", CUA_F_RESIDENT, (cua_fn)sum_COOPERATIVE},
     {"last_block", 8, "acq_rel ticket: whoever finishes last adds the partials", 0, (cua_fn)sum_last_block},
-    {"vector", 9, "a chunk per thread summed in 16 SIMD lanes, chunk sums added in order: deterministic",
-     CUA_F_DEFAULT, (cua_fn)sum_vector},
+    {"vector", 9, "a chunk per thread in SIMD lanes (floats in float64, float64 compensated), chunks added in "
+     "order: deterministic, as accurate as NumPy or better", CUA_F_DEFAULT | CUA_F_WIDE, (cua_fn)sum_vector},
 };
 const int cua_cpu_sum_nvariants = sizeof cua_cpu_sum_variants / sizeof cua_cpu_sum_variants[0];
