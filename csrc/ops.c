@@ -526,13 +526,18 @@ PyObject *cua_op_histogram(PyObject *self, PyObject *args)
     }
     PyArrayObject *edges = (PyArrayObject *)edges_obj;
     int et = PyArray_TYPE(edges);
+    /* Integer edges only for 64-bit integer data of the same signedness. */
+    const int int_edges = (et == NPY_INT64 && dtype == CUA_INT64) || (et == NPY_UINT64 && dtype == CUA_UINT64);
     if (!PyArray_IS_C_CONTIGUOUS(edges) || !PyArray_ISNOTSWAPPED(edges) || PyArray_NDIM(edges) != 1 ||
-        PyArray_SIZE(edges) < 2 || (et != NPY_FLOAT32 && et != NPY_FLOAT64)) {
-        PyErr_SetString(PyExc_SystemError, "cuatomic: edges must be 1-D contiguous float32/float64, >= 2");
+        PyArray_SIZE(edges) < 2 || (et != NPY_FLOAT32 && et != NPY_FLOAT64 && !int_edges)) {
+        PyErr_SetString(PyExc_SystemError,
+                        "cuatomic: edges must be 1-D contiguous float32/float64 (or int64/uint64 for that "
+                        "data), >= 2");
         return NULL;
     }
     bins.nbins = PyArray_SIZE(edges) - 1;
-    bins.edge_dtype = et == NPY_FLOAT32 ? CUA_FLOAT32 : CUA_FLOAT64;
+    bins.edge_dtype = et == NPY_FLOAT32 ? CUA_FLOAT32 : et == NPY_FLOAT64 ? CUA_FLOAT64 : dtype;
+    if (int_edges) bins.uniform = bins.integer = 0; /* searched, compared exactly */
     bins.edges = PyArray_DATA(edges);
     bins.ilo = ilo;
     bins.iwidth = iwidth;

@@ -331,13 +331,16 @@ def _bin_plan(edges, sample_dt, uniform):
     """What the kernels need of NumPy's edges: (edges in the comparison
     type, evenly spaced, bins per unit, (lo, width) of integer bins or None)."""
     edge_dt = np.result_type(edges.dtype, sample_dt)
-    if edge_dt.kind != "f":
+    if edge_dt.kind != "f" and not (edge_dt == sample_dt and sample_dt.itemsize == 8):
+        # Data of at most 32 bits compares exactly with float64 edges; 64-bit
+        # integers keep integer edges of their own type (NumPy compares in
+        # that type too) and are binned by exact search.
         edge_dt = np.dtype(np.float64)
     if edge_dt.itemsize not in (4, 8):
         raise TypeError(f"bin edges of dtype {edge_dt} are not supported: use float32 or float64 edges")
     kernel_edges = np.ascontiguousarray(edges, dtype=edge_dt)
     span = float(kernel_edges[-1]) - float(kernel_edges[0])
-    uniform = uniform and span > 0 and np.isfinite(span)
+    uniform = uniform and span > 0 and np.isfinite(span) and edge_dt.kind == "f"
     inv_width = (kernel_edges.size - 1) / span if uniform else 0.0
     integer = _integer_bins(kernel_edges, sample_dt) if uniform else None
     return kernel_edges, uniform, inv_width, integer

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cuda_runtime.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -30,6 +31,46 @@
 
 typedef unsigned long long u64;
 
+// Wait for everything queued on the call's stream -- the one wait of every
+// launcher. Not cudaStreamSynchronize, which cannot be interrupted: the
+// stream is queried in a loop (as the runtime's own spin-wait would), with
+// a yield of the CPU after the first millisecond, and every 20 ms
+// cfg->poll is asked whether the caller wants to stop (Ctrl-C). On a stop
+// the abort flag the call's spin kernels read (`abort`, may be null) is
+// raised, the stream is drained -- kernels that read the flag give up at
+// once, the others end on their own -- and CUA_EINTR is returned.
+static inline int cua_wait(cua_launch *cfg, volatile int *abort = nullptr)
+{
+    cudaStream_t s = (cudaStream_t)cfg->stream;
+    timespec start, now;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    int64_t next_poll = 1000000;  // ns since start: the first poll after 1 ms
+    for (;;) {
+        cudaError_t e = cudaStreamQuery(s);
+        if (e == cudaSuccess) return cfg->interrupted ? CUA_EINTR : 0;
+        if (e != cudaErrorNotReady) {
+            cudaGetLastError();
+            return (int)e;
+        }
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        const int64_t ns = (int64_t)(now.tv_sec - start.tv_sec) * 1000000000LL + (now.tv_nsec - start.tv_nsec);
+        if (ns < 1000000) continue;  // spin: most calls end within a millisecond
+        sched_yield();
+        if (ns >= next_poll && !cfg->interrupted) {
+            next_poll = ns + 20000000;
+            if (cfg->poll && cfg->poll()) {
+                cfg->interrupted = 1;
+                if (abort) *abort = 1;
+            }
+        }
+    }
+}
+#define CUA_WAIT(cfg)                        \
+    do {                                     \
+        int cua_wst_ = cua_wait(cfg);        \
+        if (cua_wst_) return cua_wst_;       \
+    } while (0)
+
 __host__ __device__ static inline int64_t cua_ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 static inline cudaStream_t cua_stream(const cua_launch *cfg)
@@ -54,19 +95,29 @@ static inline int cua_sm_count(int *sms)
     return 0;
 }
 
+// Blocks past the ones a grid-stride kernel has elements for would find
+// nothing to do; they are not launched, so a grid of 2^31 - 1 blocks over
+// ten elements ends at once instead of scheduling every empty block.
+static inline void cua_clamp_grid(cua_launch *cfg, int64_t useful)
+{
+    if (useful < 1) useful = 1;
+    if (cfg->blocks > useful) cfg->blocks = useful;
+}
+
 // Fill in a grid-stride method's defaults: `threads` as given, and
 // `per_sm` blocks per SM, never more blocks than there are threads' worth of
-// elements. Writes what will run into used_*.
+// elements (given or not). Writes what will run into used_*.
 static inline int cua_grid_config(cua_launch *cfg, int64_t n, int threads, int per_sm)
 {
     if (cfg->threads <= 0) cfg->threads = threads;
+    const int64_t want = cua_ceil_div(n > 0 ? n : 1, cfg->threads);
     if (cfg->blocks <= 0) {
         int sms;
         int st = cua_sm_count(&sms);
         if (st) return st;
-        int64_t want = cua_ceil_div(n > 0 ? n : 1, cfg->threads);
         cfg->blocks = want < (int64_t)per_sm * sms ? want : (int64_t)per_sm * sms;
     }
+    cua_clamp_grid(cfg, want);
     cfg->used_blocks = cfg->blocks;
     cfg->used_threads = cfg->threads;
     return 0;

@@ -96,7 +96,8 @@ typedef struct {
  * other values (and NaN) are dropped. This is np.histogram's definition. */
 typedef struct {
     int64_t nbins;
-    int edge_dtype;      /* CUA_FLOAT32 or CUA_FLOAT64 */
+    int edge_dtype;      /* CUA_FLOAT32 or CUA_FLOAT64; CUA_INT64 / CUA_UINT64
+                          * for data of that type (compared exactly, searched) */
     const void *edges;   /* nbins + 1 monotonic edges, host memory */
     int uniform;         /* evenly spaced: guess arithmetically, then correct */
     double inv_width;    /* nbins / (last - first), for the uniform guess */

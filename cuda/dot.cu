@@ -79,16 +79,16 @@ static int dot_typed(const T *a, const T *b, int64_t n, Acc *result, cua_launch 
     if constexpr (R == PARTIAL) {
         Acc *host = (Acc *)malloc(blocks * sizeof(Acc));
         if (!host) return CUA_ENOMEM;
-        cudaError_t e = cudaMemcpyAsync(host, partials, blocks * sizeof(Acc), cudaMemcpyDeviceToHost, s);
-        if (e == cudaSuccess) e = cudaStreamSynchronize(s);
+        int e = (int)cudaMemcpyAsync(host, partials, blocks * sizeof(Acc), cudaMemcpyDeviceToHost, s);
+        if (e == 0) e = cua_wait(cfg);
         Acc sum = 0;
         for (unsigned i = 0; i < blocks; i++) sum += host[i];
         free(host);
-        CUA_CHECK(e);
+        if (e) return e;
         *result = sum;
     } else {
         CUA_CHECK(cudaMemcpyAsync(result, total, sizeof(Acc), cudaMemcpyDeviceToHost, s));
-        CUA_CHECK(cudaStreamSynchronize(s));
+        CUA_WAIT(cfg);
     }
     return 0;
 }

@@ -350,7 +350,7 @@ static int filter_typed(const T *x, int64_t n, const cua_pred *pred, T *out, int
         CUA_CHECK_LAUNCH();
         CUA_CHECK(cudaMemcpyAsync(&total, offsets + blocks, sizeof(u64), cudaMemcpyDeviceToHost, s));
     }
-    CUA_CHECK(cudaStreamSynchronize(s));
+    CUA_WAIT(cfg);
     *count = (int64_t)total;
     return 0;
 }

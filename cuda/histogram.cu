@@ -395,6 +395,7 @@ static int hist_typed(const T *x, int64_t n, const cua_bins *bins, u64 *counts, 
             cfg->blocks = want < resident ? want : resident;
             if (cfg->blocks < 1) cfg->blocks = 1;
         }
+        cua_clamp_grid(cfg, cua_ceil_div(n, (int64_t)cfg->threads * (16 / sizeof(T))));
         cfg->used_blocks = cfg->blocks;
         cfg->used_threads = cfg->threads;
     } else {
@@ -413,7 +414,10 @@ static int hist_typed(const T *x, int64_t n, const cua_bins *bins, u64 *counts, 
                                            (int)smem));
     }
     CUA_CHECK(cudaMemsetAsync(counts, 0, (size_t)nb * sizeof(u64), s));
-    if (n == 0) return (int)cudaStreamSynchronize(s);
+    if (n == 0) {
+        CUA_WAIT(cfg);
+        return 0;
+    }
 
     // The edges go to the device only when the kernel reads them: integer
     // data in integer bins is binned by arithmetic alone.
@@ -442,7 +446,7 @@ static int hist_typed(const T *x, int64_t n, const cua_bins *bins, u64 *counts, 
         else hist_thread_counters_kernel<T, E><<<blocks, threads, smem, s>>>(x + off, m, bn, counts);
         CUA_CHECK_LAUNCH();
     }
-    CUA_CHECK(cudaStreamSynchronize(s));
+    CUA_WAIT(cfg);
     return 0;
 }
 
@@ -453,6 +457,13 @@ static int hist_run(const void *x, int64_t n, int dtype, const cua_bins *bins, u
         using T = decltype(t);
         if (bins->edge_dtype == CUA_FLOAT32) return hist_typed<R, T, float>((const T *)x, n, bins, (u64 *)counts, cfg);
         if (bins->edge_dtype == CUA_FLOAT64) return hist_typed<R, T, double>((const T *)x, n, bins, (u64 *)counts, cfg);
+        // 64-bit integers against integer edges, compared exactly (float64
+        // edges would round both above 2^53). Narrower data is exact against
+        // float64 edges already.
+        if constexpr (std::is_same<T, int64_t>::value)
+            if (bins->edge_dtype == CUA_INT64) return hist_typed<R, T, int64_t>((const T *)x, n, bins, (u64 *)counts, cfg);
+        if constexpr (std::is_same<T, uint64_t>::value)
+            if (bins->edge_dtype == CUA_UINT64) return hist_typed<R, T, uint64_t>((const T *)x, n, bins, (u64 *)counts, cfg);
         return CUA_EINTERNAL;
     });
 }

@@ -20,27 +20,96 @@
 //             lane order, each adding its own one to the value the previous
 //             lane passed along, and the last lane stores it. Lock handoffs
 //             drop 32x; every increment is still made under the lock.
+//
+// Ctrl-C: a spin kernel can run for minutes (2^31 blocks of 1024 threads
+// queue on one lock), and a running kernel cannot be stopped from the host.
+// So every thread reads an abort flag -- page-locked host memory mapped into
+// the device, raised by cua_wait when the caller is interrupted -- before it
+// takes its turn and while it waits for the lock, and gives up when it is
+// set; and a grid is launched in pieces of at most PIECE blocks, with the
+// host waiting (and polling) between pieces, so what is left to drain after
+// an abort is one piece of threads that each read one flag and return.
+#include <atomic>
+#include <mutex>
+
 #include "common.cuh"
+
+constexpr int64_t PIECE = 1 << 16;
+
+// The abort flags: one per concurrent call, from a pool of 64 mapped ints
+// (slot 64 is never raised: the flag of a call that found the pool empty).
+constexpr int FLAGS = 64;
+static int *flags_host, *flags_dev;
+static std::atomic<u64> flags_busy{0};
+static std::once_flag flags_once;
+static cudaError_t flags_error = cudaSuccess;
+
+static int flag_take(int *slot)
+{
+    std::call_once(flags_once, [] {
+        flags_error = cudaHostAlloc((void **)&flags_host, (FLAGS + 1) * sizeof(int), cudaHostAllocMapped);
+        if (flags_error == cudaSuccess) {
+            memset(flags_host, 0, (FLAGS + 1) * sizeof(int));
+            flags_error = cudaHostGetDevicePointer((void **)&flags_dev, flags_host, 0);
+        }
+        if (flags_error != cudaSuccess) cudaGetLastError();
+    });
+    if (flags_error != cudaSuccess) return (int)flags_error;
+    u64 busy = flags_busy.load();
+    do {
+        if (busy == ~0ULL) {
+            *slot = FLAGS;
+            return 0;
+        }
+        *slot = __builtin_ctzll(~busy);
+    } while (!flags_busy.compare_exchange_weak(busy, busy | (1ULL << *slot)));
+    return 0;
+}
+
+static void flag_give(int slot)
+{
+    if (slot >= FLAGS) return;
+    flags_host[slot] = 0;  // the stream has drained: no kernel reads it any more
+    flags_busy.fetch_and(~(1ULL << slot));
+}
 
 enum CounterRung { RACY, ATOMIC, MUTEX, WARP_LOCK };
 
 // Test-and-test-and-set: waiting threads only read the lock word (served
 // from L2, no write traffic) and try the CAS when it reads free, sleeping
 // longer after each failed try.
-__device__ __forceinline__ void lock_ttas(int *mutex)
+// Returns false, without the lock, once the call is aborted.
+__device__ __forceinline__ bool lock_ttas(int *mutex, const volatile int *abort)
 {
     unsigned backoff = 32;
     while (true) {
-        while (*(volatile int *)mutex != 0) __nanosleep(backoff);  // spin: the lock is held
+        while (*(volatile int *)mutex != 0) {  // spin: the lock is held
+            if (*abort) return false;
+            __nanosleep(backoff);
+        }
         if (atomicCAS(mutex, 0, 1) == 0) break;
         __nanosleep(backoff);  // another waiter won the race: back off
         backoff = backoff < 256 ? 2 * backoff : 256;
     }
     __threadfence();  // reads of the protected counter come after the acquire
+    return true;
+}
+
+// The tutorial's lock (cua_lock) with a way out: false, without the lock,
+// once the call is aborted. The flag is read every 32 failed tries: it is
+// host memory, a bus round trip away.
+__device__ __forceinline__ bool lock_or_abort(int *mutex, const volatile int *abort)
+{
+    for (unsigned tries = 1; atomicCAS(mutex, 0, 1) != 0; tries++) {
+        // spin: another thread owns the critical section
+        if (tries % 32 == 0 && *abort) return false;
+    }
+    __threadfence();  // as cua_lock: our reads of the counter come after the acquire
+    return true;
 }
 
 template <int R>
-__global__ void add_one_kernel(u64 *counter, int *mutex)
+__global__ void add_one_kernel(u64 *counter, int *mutex, const volatile int *abort)
 {
     // Volatile: the load and the store really go to memory, so the race is
     // the hardware's, not something the compiler folded away.
@@ -50,14 +119,18 @@ __global__ void add_one_kernel(u64 *counter, int *mutex)
     } else if constexpr (R == ATOMIC) {
         atomicAdd(counter, 1ULL);
     } else if constexpr (R == MUTEX) {
-        cua_lock(mutex);
+        if (*abort || !lock_or_abort(mutex, abort)) return;  // Ctrl-C: this thread's turn never comes
         *c = *c + 1;
         cua_unlock(mutex);
     } else {
         const unsigned active = __activemask(), lane = threadIdx.x & 31;
         const int leader = __ffs(active) - 1, last = 31 - __clz(active);
-        if ((int)lane == leader) lock_ttas(mutex);
-        __syncwarp(active);  // nobody reads the counter before the leader holds the lock
+        int locked = 0;
+        if ((int)lane == leader) locked = !*abort && lock_ttas(mutex, abort);
+        // The leader's answer is the warp's; this also orders every lane
+        // after the acquire: nobody reads the counter before the leader holds
+        // the lock.
+        if (!__shfl_sync(active, locked, leader)) return;  // aborted: the whole warp leaves
         u64 v = (int)lane == leader ? *c : 0;
         v = __shfl_sync(active, v, leader);
         for (int l = 0; l < 32; l++) {  // the same trip count in every lane
@@ -87,13 +160,22 @@ static int add_one_run(int64_t *result, cua_launch *cfg)
     u64 *counter = (u64 *)scratch.ptr;
     int *mutex = (int *)((char *)scratch.ptr + 8);
     CUA_CHECK(cudaMemsetAsync(scratch.ptr, 0, 16, s));  // counter = 0, lock free
-    add_one_kernel<R><<<(unsigned)cfg->blocks, cfg->threads, 0, s>>>(counter, mutex);
-    CUA_CHECK_LAUNCH();
+    int slot, st = flag_take(&slot);
+    if (st) return st;
+    // The grid in pieces, each waited for: the wait polls for Ctrl-C and
+    // raises this call's abort flag, which ends the piece in flight early.
+    for (int64_t done = 0; !st && done < cfg->blocks; done += PIECE) {
+        const int64_t piece = cfg->blocks - done < PIECE ? cfg->blocks - done : PIECE;
+        add_one_kernel<R><<<(unsigned)piece, cfg->threads, 0, s>>>(counter, mutex, flags_dev + slot);
+        st = (int)cudaGetLastError();
+        if (!st) st = cua_wait(cfg, flags_host + slot);
+    }
     u64 host = 0;
-    CUA_CHECK(cudaMemcpyAsync(&host, counter, sizeof host, cudaMemcpyDeviceToHost, s));
-    CUA_CHECK(cudaStreamSynchronize(s));
+    if (!st) st = (int)cudaMemcpyAsync(&host, counter, sizeof host, cudaMemcpyDeviceToHost, s);
+    if (!st) st = cua_wait(cfg);
+    flag_give(slot);
     *result = (int64_t)host;
-    return 0;
+    return st;
 }
 
 static int add_one_RACY(int64_t *r, cua_launch *c) { return add_one_run<RACY>(r, c); }

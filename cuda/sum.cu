@@ -243,7 +243,7 @@ static int sum_typed(const T *x, int64_t n, Acc *result, cua_launch *cfg)
     }
     CUA_CHECK_LAUNCH();
     CUA_CHECK(cudaMemcpyAsync(result, total, sizeof(Acc), cudaMemcpyDeviceToHost, s));
-    CUA_CHECK(cudaStreamSynchronize(s));
+    CUA_WAIT(cfg);
     return 0;
 }
 

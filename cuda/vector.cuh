@@ -12,6 +12,14 @@
 //  - The last block to take a ticket adds the block partials in block
 //    order. The grid depends only on n and the device, so float results are
 //    bit-identical from run to run.
+//  - Floats are summed as accurately as NumPy's pairwise sum or better
+//    (CUA_F_WIDE): the caller passes a double accumulator for float32,
+//    which is summed in double (products of two floats are exact there),
+//    and float64 is summed with compensation -- every thread carries the
+//    exact rounding errors of its additions (TwoSum) and, for dot, of its
+//    products (an FMA), and the partials are combined the same way. The
+//    extra arithmetic is a few FP64 instructions per 8 bytes read: hidden
+//    behind the loads on a chip with full-rate FP64 (H100, H200).
 //  - Inputs of at most ONE_BLOCK_BYTES run as one block that writes the
 //    result itself -- into the caller's page-locked slot when there is one
 //    (cua_launch.result_device): one launch, no memset, no copy.
@@ -29,44 +37,127 @@ constexpr int UNROLL = 4;
 constexpr int THREADS = 256;
 constexpr int64_t ONE_BLOCK_BYTES = 64 << 10;
 
-template <class Acc>
-__device__ __forceinline__ Acc warp_sum(Acc v)
+// A float64 value and the summed rounding errors of the additions that made
+// it (the value is s + c). Explicit _rn intrinsics: the compiler may not
+// fuse or reorder them, which would break the error terms.
+struct Comp {
+    double s, c;
+};
+
+__device__ __forceinline__ Comp comp_add(Comp a, double x)
 {
-    for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_down_sync(0xffffffffu, v, offset);
+    const double t = __dadd_rn(a.s, x), z = __dsub_rn(t, a.s);
+    a.c = __dadd_rn(a.c, __dadd_rn(__dsub_rn(a.s, __dsub_rn(t, z)), __dsub_rn(x, z)));
+    a.s = t;
+    return a;
+}
+__device__ __forceinline__ Comp comp_add(Comp a, Comp b)
+{
+    a = comp_add(a, b.s);
+    a.c = __dadd_rn(a.c, b.c);
+    return a;
+}
+
+// How a thread accumulates: in Acc, except float64 data in a double
+// accumulator, which is compensated.
+template <class T, class Acc>
+struct Lane {
+    using type = Acc;
+};
+template <>
+struct Lane<double, double> {
+    using type = Comp;
+};
+
+__device__ __forceinline__ void zero(Comp &v) { v = Comp{0.0, 0.0}; }
+template <class A>
+__device__ __forceinline__ void zero(A &v) { v = A(0); }
+
+template <class A, class X>
+__device__ __forceinline__ A plus(A v, X x) { return v + (A)x; }
+__device__ __forceinline__ Comp plus(Comp v, double x) { return comp_add(v, x); }
+__device__ __forceinline__ Comp plus(Comp v, Comp x) { return comp_add(v, x); }
+
+// One term of a dot product: x*y, and for a compensated lane the product's
+// rounding error too (exact, from an FMA).
+template <class A, class T>
+__device__ __forceinline__ A plus_product(A v, T x, T y) { return v + (A)x * (A)y; }
+__device__ __forceinline__ Comp plus_product(Comp v, double x, double y)
+{
+    const double p = __dmul_rn(x, y);
+    v.c = __dadd_rn(v.c, __fma_rn(x, y, -p));
+    return comp_add(v, p);
+}
+
+// The final value, rounded once. Once s is infinite or NaN the error terms
+// are NaN (inf - inf) and mean nothing: s alone is the answer, as in NumPy.
+template <class A>
+__device__ __forceinline__ A value(A v) { return v; }
+__device__ __forceinline__ double value(Comp v) { return isfinite(v.s) ? __dadd_rn(v.s, v.c) : v.s; }
+
+__device__ __forceinline__ Comp shfl_down(Comp v, int offset)
+{
+    return Comp{__shfl_down_sync(0xffffffffu, v.s, offset), __shfl_down_sync(0xffffffffu, v.c, offset)};
+}
+template <class A>
+__device__ __forceinline__ A shfl_down(A v, int offset) { return __shfl_down_sync(0xffffffffu, v, offset); }
+
+template <class A>
+__device__ __forceinline__ A warp_sum(A v)
+{
+    for (int offset = 16; offset > 0; offset >>= 1) v = plus(v, shfl_down(v, offset));
     return v;
 }
 
-// The block's total, valid in thread 0; the same order every time.
-template <class Acc>
-__device__ Acc block_sum(Acc v)
+// The block's total, valid in thread 0; the same order every time. A block
+// that is not whole warps reduces in a shared-memory tree.
+template <class A>
+__device__ A block_sum(A v)
 {
-    if (blockDim.x % 32 != 0) return cua_block_tree(v);  // uniform per block
-    __shared__ Acc warp_sums[32];
+    if (blockDim.x % 32 != 0) {  // uniform per block
+        A *cache = reinterpret_cast<A *>(cua_smem);
+        cache[threadIdx.x] = v;
+        __syncthreads();
+        unsigned s = 1;
+        while (s * 2 < blockDim.x) s *= 2;
+        for (; s > 0; s >>= 1) {
+            if (threadIdx.x < s && threadIdx.x + s < blockDim.x) cache[threadIdx.x] = plus(cache[threadIdx.x], cache[threadIdx.x + s]);
+            __syncthreads();
+        }
+        A total = cache[0];
+        __syncthreads();
+        return total;
+    }
+    __shared__ A warp_sums[32];
     const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     v = warp_sum(v);
     if (lane == 0) warp_sums[warp] = v;
     __syncthreads();
-    if (warp == 0) v = warp_sum(lane < blockDim.x / 32 ? warp_sums[lane] : Acc(0));
+    if (warp == 0) {
+        A w;
+        zero(w);
+        v = warp_sum(lane < blockDim.x / 32 ? warp_sums[lane] : w);
+    }
     __syncthreads();  // warp_sums may be refilled by the caller's next call
     return v;
 }
 
 // Add the lanes of one 16-byte vector of x (times the same lanes of y).
-template <class T, class Acc, bool DOT>
-__device__ __forceinline__ Acc add_lanes(Acc v, uint4 xs, uint4 ys)
+template <class T, class A, bool DOT>
+__device__ __forceinline__ A add_lanes(A v, uint4 xs, uint4 ys)
 {
     constexpr int V = 16 / sizeof(T);
     T a[V], b[V];
     memcpy(a, &xs, 16);
     memcpy(b, &ys, 16);
 #pragma unroll
-    for (int k = 0; k < V; k++) v += DOT ? (Acc)a[k] * (Acc)b[k] : (Acc)a[k];
+    for (int k = 0; k < V; k++) v = DOT ? plus_product(v, a[k], b[k]) : plus(v, a[k]);
     return v;
 }
 
 // This thread's grid-stride share of sum(x) or sum(x*y), 16 bytes a load.
-template <class T, class Acc, bool DOT>
-__device__ Acc thread_share(const T *__restrict__ x, const T *__restrict__ y, int64_t n)
+template <class T, class A, bool DOT>
+__device__ A thread_share(const T *__restrict__ x, const T *__restrict__ y, int64_t n)
 {
     constexpr int V = 16 / sizeof(T);
     const int64_t gid = cua_global_id(), stride = cua_grid_stride();
@@ -76,9 +167,10 @@ __device__ Acc thread_share(const T *__restrict__ x, const T *__restrict__ y, in
     head = head < n ? head : n;
     const int64_t nvec = (n - head) / V, tail = head + nvec * V;
 
-    Acc v = 0;
-    for (int64_t i = gid; i < head; i += stride) v += DOT ? (Acc)x[i] * (Acc)y[i] : (Acc)x[i];
-    for (int64_t i = tail + gid; i < n; i += stride) v += DOT ? (Acc)x[i] * (Acc)y[i] : (Acc)x[i];
+    A v;
+    zero(v);
+    for (int64_t i = gid; i < head; i += stride) v = DOT ? plus_product(v, x[i], y[i]) : plus(v, x[i]);
+    for (int64_t i = tail + gid; i < n; i += stride) v = DOT ? plus_product(v, x[i], y[i]) : plus(v, x[i]);
 
     const uint4 *xv = reinterpret_cast<const uint4 *>(x + head);
     const uint4 *yv = DOT ? reinterpret_cast<const uint4 *>(y + head) : nullptr;
@@ -91,22 +183,26 @@ __device__ Acc thread_share(const T *__restrict__ x, const T *__restrict__ y, in
             b[u] = DOT ? __ldg(yv + i + u * stride) : a[u];
         }
 #pragma unroll
-        for (int u = 0; u < UNROLL; u++) v = add_lanes<T, Acc, DOT>(v, a[u], b[u]);
+        for (int u = 0; u < UNROLL; u++) v = add_lanes<T, A, DOT>(v, a[u], b[u]);
     }
-    for (; i < nvec; i += stride) v = add_lanes<T, Acc, DOT>(v, __ldg(xv + i), DOT ? __ldg(yv + i) : uint4());
+    for (; i < nvec; i += stride) v = add_lanes<T, A, DOT>(v, __ldg(xv + i), DOT ? __ldg(yv + i) : uint4());
     return v;
 }
 
+template <class A>
+__device__ __forceinline__ A load_volatile(const volatile A *p) { return *p; }
+__device__ __forceinline__ Comp load_volatile(const volatile Comp *p) { return Comp{p->s, p->c}; }
+
 // partials/ticket are unused (may be null) for a one-block grid. The ticket
 // is zero at launch (the launcher clears it).
-template <class T, class Acc, bool DOT>
-__global__ void reduce_kernel(const T *__restrict__ x, const T *__restrict__ y, int64_t n, Acc *partials,
+template <class T, class Acc, bool DOT, class A = typename Lane<T, Acc>::type>
+__global__ void reduce_kernel(const T *__restrict__ x, const T *__restrict__ y, int64_t n, A *partials,
                               unsigned *ticket, Acc *out)
 {
     __shared__ bool last;
-    Acc v = block_sum(thread_share<T, Acc, DOT>(x, y, n));
+    A v = block_sum(thread_share<T, A, DOT>(x, y, n));
     if (gridDim.x == 1) {
-        if (threadIdx.x == 0) *out = v;
+        if (threadIdx.x == 0) *out = value(v);
         return;
     }
     if (threadIdx.x == 0) {
@@ -119,22 +215,26 @@ __global__ void reduce_kernel(const T *__restrict__ x, const T *__restrict__ y, 
     __syncthreads();
     if (!last) return;
     __threadfence();  // the reads of the partials come after the ticket
-    const volatile Acc *p = partials;
-    Acc s = 0;
-    for (unsigned b = threadIdx.x; b < gridDim.x; b += blockDim.x) s += p[b];
+    // Volatile: the partials were written by other blocks; read them from
+    // L2, not from a stale L1 line.
+    const volatile A *p = partials;
+    A s;
+    zero(s);
+    for (unsigned b = threadIdx.x; b < gridDim.x; b += blockDim.x) s = plus(s, load_volatile(p + b));
     s = block_sum(s);
-    if (threadIdx.x == 0) *out = s;
+    if (threadIdx.x == 0) *out = value(s);
 }
 
 // The launcher of both rungs: y is null for sum.
 template <class T, class Acc, bool DOT>
 static int launch(const T *x, const T *y, int64_t n, Acc *result, cua_launch *cfg)
 {
+    using A = typename Lane<T, Acc>::type;
     cudaStream_t s = cua_stream(cfg);
     auto kernel = reduce_kernel<T, Acc, DOT>;
     if (cfg->threads <= 0) cfg->threads = THREADS;
     const int threads = cfg->threads;
-    const size_t smem = threads % 32 ? (size_t)threads * sizeof(Acc) : 0;
+    const size_t smem = threads % 32 ? (size_t)threads * sizeof(A) : 0;
     if (cfg->blocks <= 0) {
         const int64_t bytes = n * (int64_t)sizeof(T) * (DOT ? 2 : 1);
         cfg->blocks = 1;
@@ -147,6 +247,7 @@ static int launch(const T *x, const T *y, int64_t n, Acc *result, cua_launch *cf
             if (cfg->blocks < 1) cfg->blocks = 1;
         }
     }
+    cua_clamp_grid(cfg, cua_ceil_div(n, (int64_t)threads * (16 / sizeof(T))));
     cfg->used_blocks = cfg->blocks;
     cfg->used_threads = threads;
     if (n == 0) {
@@ -155,21 +256,21 @@ static int launch(const T *x, const T *y, int64_t n, Acc *result, cua_launch *cf
     }
     const unsigned blocks = (unsigned)cfg->blocks;
     Acc *out = (Acc *)cfg->result_device;
-    Acc *partials = nullptr;
+    A *partials = nullptr;
     unsigned *ticket = nullptr;
     cua_scratch scratch;
     if (blocks > 1 || !out) {
         // Scratch: the ticket, the total (when there is no slot), the partials.
-        CUA_CHECK(scratch.get(16 + (size_t)blocks * sizeof(Acc), s));
+        CUA_CHECK(scratch.get(16 + (size_t)blocks * sizeof(A), s));
         ticket = (unsigned *)scratch.ptr;
-        partials = (Acc *)((char *)scratch.ptr + 16);
+        partials = (A *)((char *)scratch.ptr + 16);
         if (!out) out = (Acc *)((char *)scratch.ptr + 8);
         CUA_CHECK(cudaMemsetAsync(ticket, 0, sizeof(unsigned), s));
     }
     kernel<<<blocks, threads, smem, s>>>(x, y, n, partials, ticket, out);
     CUA_CHECK_LAUNCH();
     if (out != cfg->result_device) CUA_CHECK(cudaMemcpyAsync(result, out, sizeof(Acc), cudaMemcpyDeviceToHost, s));
-    CUA_CHECK(cudaStreamSynchronize(s));
+    CUA_WAIT(cfg);
     return 0;
 }
 

@@ -452,11 +452,15 @@ static inline int64_t bin_int(int64_t x, const cua_bins *b)
     }
 DEFINE_BIN(bin_f32, float)
 DEFINE_BIN(bin_f64, double)
+DEFINE_BIN(bin_i64, int64_t) /* 64-bit integer data against integer edges: exact (never uniform) */
+DEFINE_BIN(bin_u64, uint64_t)
 
 /* Integer data of at most 32 bits converts to int64 exactly; only those take
  * the integer path (the host sets bins->integer only for them). */
 #define BIN_OF(T, v, b)                                                                      \
     ((b)->integer && sizeof(T) <= 4 && (T)0.5 == 0 ? bin_int((int64_t)(v), (b))              \
+     : (b)->edge_dtype == CUA_INT64              ? bin_i64((int64_t)(v), (b))                \
+     : (b)->edge_dtype == CUA_UINT64             ? bin_u64((uint64_t)(v), (b))               \
      : (b)->edge_dtype == CUA_FLOAT32            ? bin_f32((float)(v), (b))                  \
                                                  : bin_f64((double)(v), (b)))
 
