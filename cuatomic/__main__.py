@@ -7,11 +7,14 @@ Options: --backend cpu|cuda, --size N (elements of the random arrays).
 cuatomic.bench).
 """
 import argparse
+import math
 import time
 
 import numpy as np
 
 import cuatomic
+from cuatomic._backend import is_wide
+from cuatomic._exact import float_result_ok
 from cuatomic.datasets import english_like_text, text_to_array
 
 
@@ -65,16 +68,16 @@ def main(argv=None):
     for m, _, _ in cuatomic.methods("sum", be):
         run("sum int32", m, lambda: cuatomic.sum(d_ints, method=m, backend=be), lambda: np.sum(ints), exact)
         run("sum float32", m, lambda: cuatomic.sum(d_floats, method=m, backend=be), lambda: np.sum(floats),
-            lambda a, b: abs(float(a) - float(b)) <= (n + 1) * 2**-23 * float(np.abs(floats).sum()))
+            lambda a, b, m=m: float_result_ok("sum", a, floats, wide=is_wide("sum", be, m)))
     near_one = (1 + rng.uniform(-1e-4, 1e-4, n)).astype(np.float64)
     d_near_one = cuatomic.to_device(near_one, backend=be)
     for m, _, _ in cuatomic.methods("prod", be):
         run("prod float64 (multiply from CAS)", m, lambda: cuatomic.prod(d_near_one, method=m, backend=be),
-            lambda: np.prod(near_one), lambda a, b: abs(float(a) - float(b)) <= 2 * n * 2**-52 * abs(float(b)))
+            lambda: np.prod(near_one), lambda a, b: abs(float(a) - float(b)) <= 2 * math.sqrt(n) * 2**-52 * abs(float(b)))
     for m, _, _ in cuatomic.methods("dot", be):
         run("dot float32", m, lambda: cuatomic.dot(d_floats, d_other, method=m, backend=be),
             lambda: np.dot(floats, other),
-            lambda a, b: abs(float(a) - float(b)) <= (n + 1) * 2**-23 * float(np.abs(floats * other).sum()))
+            lambda a, b, m=m: float_result_ok("dot", a, floats, other, wide=is_wide("dot", be, m)))
     for m, _, _ in cuatomic.methods("histogram", be):
         run("histogram text 128", m, lambda: cuatomic.histogram(d_text, bins=128, range=(0, 128), method=m,
                                                                 backend=be),

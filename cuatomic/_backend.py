@@ -74,6 +74,12 @@ def table(op, backend):
     return tuple(sorted(_C.variants(_BACKEND_IDS[backend], op_number), key=lambda row: row[1]))
 
 
+def is_wide(op, backend, method):
+    """Whether a rung accumulates floats wider than the result (F_WIDE:
+    compensated float64 for float32 and float64)."""
+    return bool(choose(op, backend, method)[1] & _C.F_WIDE)
+
+
 @functools.lru_cache(maxsize=256)
 def choose(op, backend, method, *, require=0):
     """Resolve `method` against the table: "auto" picks the row flagged as

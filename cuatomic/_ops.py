@@ -602,10 +602,9 @@ def filter(a, op, value, *, ordered=True, method="auto", backend=None, blocks=No
     negate, lo, hi = predicate(inp.dtype, op, value)
     out, count = _C.filter(_backend.backend_id(be), name, inp.x, inp.n, inp.id, negate, lo, hi, nb, nt,
                            inp.device, s)
-    sparse = 2 * count < inp.n
     if not inp.device:
-        return out[:count].copy() if sparse else out[:count]
-    if sparse:  # do not keep a capacity-n buffer alive for a few elements
+        return out  # already cut to the count in C
+    if 2 * count < inp.n:  # do not keep a capacity-n buffer alive for a few elements
         exact = DeviceArray.empty(count, inp.dtype)
         if count:
             exact._buffer.copy_from_device(out.ptr, count * inp.dtype.itemsize)

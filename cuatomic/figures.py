@@ -18,7 +18,7 @@ import warnings
 
 import numpy as np
 
-from . import _ops, datasets
+from . import _backend, _exact, _ops, datasets
 from ._device import to_device
 from ._backend import resolve
 from .timing import benchmark, sweep
@@ -101,13 +101,11 @@ def dot_ladder(n=1 << 24, backend=None, repeat=5, seed=0):
     rng = np.random.default_rng(seed)
     a, b = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
     da, db = to_device(a, backend=be), to_device(b, backend=be)
-    ref = float(np.dot(a.astype(np.float64), b.astype(np.float64)))
-    bound = (n + 1) * np.finfo(np.float32).eps * float(np.abs(a.astype(np.float64) * b).sum())
     rows = [{"method": "np.dot", "ms": _ms(np.dot, a, b, repeat=repeat), "matches": True}]
     for m, _, _ in _ops.methods("dot", be):
         got = float(_ops.dot(da, db, method=m, backend=be))
         rows.append({"method": m, "ms": _ms(_ops.dot, da, db, method=m, backend=be, repeat=repeat),
-                     "matches": bool(abs(got - ref) <= bound)})
+                     "matches": _exact.float_result_ok("dot", got, a, b, wide=_backend.is_wide("dot", be, m))})
     return {"n": n, "rows": rows}
 
 

@@ -64,8 +64,8 @@ enum cua_flags {
     CUA_F_ORDERED = 1u << 0,   /* filter: output keeps input order */
     CUA_F_RESIDENT = 1u << 1,  /* waits across blocks: all blocks must be resident */
     CUA_F_DEFAULT = 1u << 2,   /* the rung "auto" picks (per op, see docs) */
-    CUA_F_WIDE = 1u << 3       /* sum/dot/prod: float32 accumulated in float64,
-                                * float64 compensated (the caller passes
+    CUA_F_WIDE = 1u << 3       /* sum/dot/prod: floats accumulated in float64
+                                * with compensation (the caller passes
                                 * CUA_ACC_FLOAT64 for every float result) */
 };
 

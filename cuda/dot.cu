@@ -131,7 +131,7 @@ extern "C" const cua_variant cua_cuda_dot_variants[] = {
      (cua_fn)dot_ATOMIC},
     {"cas", 4, "block result added by an atomicCAS loop on the bit pattern (NaN-safe integer compare)", 0,
      (cua_fn)dot_CAS},
-    {"vector", 5, "16-byte loads of both inputs, warp shuffles, last block adds in order: one pass, deterministic",
-     CUA_F_DEFAULT, (cua_fn)dot_VECTOR},
+    {"vector", 5, "16-byte loads of both inputs, exact products in compensated double, last block adds in order: "
+     "deterministic", CUA_F_DEFAULT | CUA_F_WIDE, (cua_fn)dot_VECTOR},
 };
 extern "C" const int cua_cuda_dot_nvariants = sizeof cua_cuda_dot_variants / sizeof cua_cuda_dot_variants[0];

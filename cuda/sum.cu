@@ -295,7 +295,7 @@ extern "C" const cua_variant cua_cuda_sum_variants[] = {
      (cua_fn)sum_COOPERATIVE},
     {"last_block", 8, "threadfence + ticket: the last block to finish adds the partials, any grid size",
      0, (cua_fn)sum_LAST_BLOCK},
-    {"vector", 9, "16-byte loads in flight, warp shuffles, resident grid, last-block finish: deterministic",
-     CUA_F_DEFAULT, (cua_fn)sum_VECTOR},
+    {"vector", 9, "16-byte loads in flight, floats in compensated double, warp shuffles, last-block finish: "
+     "deterministic, as accurate as NumPy or better", CUA_F_DEFAULT | CUA_F_WIDE, (cua_fn)sum_VECTOR},
 };
 extern "C" const int cua_cuda_sum_nvariants = sizeof cua_cuda_sum_variants / sizeof cua_cuda_sum_variants[0];

@@ -13,13 +13,14 @@
 //    order. The grid depends only on n and the device, so float results are
 //    bit-identical from run to run.
 //  - Floats are summed as accurately as NumPy's pairwise sum or better
-//    (CUA_F_WIDE): the caller passes a double accumulator for float32,
-//    which is summed in double (products of two floats are exact there),
-//    and float64 is summed with compensation -- every thread carries the
-//    exact rounding errors of its additions (TwoSum) and, for dot, of its
-//    products (an FMA), and the partials are combined the same way. The
-//    extra arithmetic is a few FP64 instructions per 8 bytes read: hidden
-//    behind the loads on a chip with full-rate FP64 (H100, H200).
+//    (CUA_F_WIDE): the caller passes a double accumulator for float32 and
+//    float64, and every thread sums in double with compensation -- it
+//    carries the exact rounding errors of its additions (TwoSum) and, for a
+//    float64 dot, of its products (an FMA; products of two floats are exact
+//    in double), and the partials are combined the same way. The result is
+//    rounded once. The extra arithmetic is a few FP64 instructions per
+//    element: hidden behind the loads on a chip with full-rate FP64 (H100,
+//    H200).
 //  - Inputs of at most ONE_BLOCK_BYTES run as one block that writes the
 //    result itself -- into the caller's page-locked slot when there is one
 //    (cua_launch.result_device): one launch, no memset, no copy.
@@ -58,7 +59,7 @@ __device__ __forceinline__ Comp comp_add(Comp a, Comp b)
     return a;
 }
 
-// How a thread accumulates: in Acc, except float64 data in a double
+// How a thread accumulates: in Acc, except float data in a double
 // accumulator, which is compensated.
 template <class T, class Acc>
 struct Lane {
@@ -66,6 +67,10 @@ struct Lane {
 };
 template <>
 struct Lane<double, double> {
+    using type = Comp;
+};
+template <>
+struct Lane<float, double> {
     using type = Comp;
 };
 
@@ -76,6 +81,7 @@ __device__ __forceinline__ void zero(A &v) { v = A(0); }
 template <class A, class X>
 __device__ __forceinline__ A plus(A v, X x) { return v + (A)x; }
 __device__ __forceinline__ Comp plus(Comp v, double x) { return comp_add(v, x); }
+__device__ __forceinline__ Comp plus(Comp v, float x) { return comp_add(v, (double)x); }
 __device__ __forceinline__ Comp plus(Comp v, Comp x) { return comp_add(v, x); }
 
 // One term of a dot product: x*y, and for a compensated lane the product's
@@ -87,6 +93,11 @@ __device__ __forceinline__ Comp plus_product(Comp v, double x, double y)
     const double p = __dmul_rn(x, y);
     v.c = __dadd_rn(v.c, __fma_rn(x, y, -p));
     return comp_add(v, p);
+}
+// Two floats multiply exactly in double: no product error to keep.
+__device__ __forceinline__ Comp plus_product(Comp v, float x, float y)
+{
+    return comp_add(v, __dmul_rn((double)x, (double)y));
 }
 
 // The final value, rounded once. Once s is infinite or NaN the error terms

@@ -4,6 +4,8 @@ import numpy as np
 import pytest
 
 import cuatomic
+from cuatomic import _backend
+from cuatomic._exact import error_bound
 
 BACKENDS = cuatomic.backends()
 CUDA = "cuda" in BACKENDS
@@ -55,8 +57,15 @@ def make(dtype, n, kind="uniform", seed=0):
     return rng.integers(info.min, info.max, size=n, dtype=dt, endpoint=True)
 
 
-def assert_float_close(got, exact, absolute_sum, n, dtype):
-    """|got - exact| <= (n + 1) * eps * sum(|x|)."""
-    eps = np.finfo(dtype).eps
-    bound = (n + 1) * eps * absolute_sum
-    assert abs(float(got) - exact) <= bound, f"{got} vs exact {exact} (bound {bound})"
+is_wide = _backend.is_wide
+
+
+def assert_float_close(got, exact, numpy_value, dtype, *, wide=True, n=0, abs_sum=0.0):
+    """got is no further from the exact answer than _exact.error_bound
+    allows: twice NumPy's error or two ulps (the tutorial's rungs: also
+    sqrt(n) * eps * sum|x|, asserted to be below |exact| so that a wrong
+    answer such as 0 cannot pass)."""
+    bound = error_bound(exact, numpy_value, dtype, wide=wide, n=n, abs_sum=abs_sum)
+    if exact != 0:
+        assert bound < abs(exact), f"bound {bound} does not separate the answer {exact} from 0"
+    assert abs(float(got) - exact) <= bound, f"{got} vs exact {exact} (NumPy {numpy_value}, bound {bound})"

@@ -2,18 +2,18 @@ import math
 
 import numpy as np
 import pytest
-from conftest import DTYPES, SIZES, assert_float_close, make, placed, where_params
+from conftest import DTYPES, SIZES, assert_float_close, is_wide, make, placed, where_params
 
 import cuatomic
 
 
-def check_sum(got, a, dtype=None):
+def check_sum(got, a, dtype=None, wide=True):
     ref = np.sum(a, dtype=dtype)
     assert type(got) is type(ref), (type(got), type(ref))
     assert got.dtype == ref.dtype
     if ref.dtype.kind == "f":
         x = np.asarray(a, dtype=ref.dtype).astype(np.float64).ravel()
-        assert_float_close(got, math.fsum(x), float(np.abs(x).sum()), x.size, ref.dtype)
+        assert_float_close(got, math.fsum(x), ref, ref.dtype, wide=wide, n=x.size, abs_sum=float(np.abs(x).sum()))
     else:
         assert got == ref
 
@@ -23,7 +23,8 @@ def check_sum(got, a, dtype=None):
 @pytest.mark.parametrize("n", SIZES)
 def test_sum_matches_numpy(backend, method, where, dtype, n):
     a = make(dtype, n)
-    check_sum(cuatomic.sum(placed(a, backend, where), method=method, backend=backend), a)
+    check_sum(cuatomic.sum(placed(a, backend, where), method=method, backend=backend), a,
+              wide=is_wide("sum", backend, method))
 
 
 @pytest.mark.parametrize("backend,method,where", where_params("sum"))
@@ -31,7 +32,8 @@ def test_sum_matches_numpy(backend, method, where, dtype, n):
 @pytest.mark.parametrize("dtype", [np.int32, np.uint64, np.float32, np.float64], ids=lambda d: np.dtype(d).name)
 def test_sum_entropy(backend, method, where, kind, dtype):
     a = make(dtype, 100_003, kind)
-    check_sum(cuatomic.sum(placed(a, backend, where), method=method, backend=backend), a)
+    check_sum(cuatomic.sum(placed(a, backend, where), method=method, backend=backend), a,
+              wide=is_wide("sum", backend, method))
 
 
 @pytest.mark.parametrize("backend,method,where", where_params("sum"))

@@ -8,9 +8,9 @@
  *              floats have no atomic add on the CPU, so a CAS loop).
  *  4. cas      each block's value added by a compare-exchange loop.
  *  5. vector   a chunk per thread in SIMD lanes, chunk values added in
- *              order (shared with sum.c); float32 products summed in
- *              float64, float64 products made exact with an FMA and summed
- *              with compensation (CUA_F_WIDE).
+ *              order (shared with sum.c); products made exact (float32
+ *              in float64, float64 with an FMA) and summed in float64 with
+ *              compensation (CUA_F_WIDE).
  */
 #include <stdlib.h>
 
@@ -78,7 +78,7 @@ const cua_variant cua_cpu_dot_variants[] = {
     {"mutex", 2, "block value added under the CAS spin lock, with fences", 0, (cua_fn)dot_MUTEX},
     {"atomic", 3, "block value added atomically (fetch_add; CAS loop for floats)", 0, (cua_fn)dot_ATOMIC},
     {"cas", 4, "block value added by a compare-exchange loop on the bit pattern", 0, (cua_fn)dot_CAS},
-    {"vector", 5, "a chunk per thread in SIMD lanes (float32 in float64, float64 compensated with exact products), "
-     "chunks added in order: deterministic", CUA_F_DEFAULT | CUA_F_WIDE, (cua_fn)dot_vector},
+    {"vector", 5, "a chunk per thread in SIMD lanes, floats in compensated float64 with exact products, chunks "
+     "added in order: deterministic", CUA_F_DEFAULT | CUA_F_WIDE, (cua_fn)dot_vector},
 };
 const int cua_cpu_dot_nvariants = sizeof cua_cpu_dot_variants / sizeof cua_cpu_dot_variants[0];

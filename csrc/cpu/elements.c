@@ -220,15 +220,13 @@ cua_acc_t cua_cpu_chunk_dot(const void *a, const void *b, int dtype, int acc, in
     } while (0)
 
 /* The `vector` rungs' float arithmetic (CUA_F_WIDE), as accurate as NumPy's
- * pairwise sum or better:
- *  - float32 is accumulated in float64 lanes. Products of two float32 are
- *    exact in float64, and a double sum of n terms errs by at most about
- *    n * 2^-53 of sum(|x|): far below one float32 ulp of the result.
- *  - float64 is accumulated with compensation: TwoSum (Knuth) recovers the
- *    exact rounding error of every addition, and for dot TwoProduct (an
- *    FMA) that of every product; the errors are summed beside the sum and
- *    added once at the end. The result errs by about one ulp plus
- *    n * eps^2 * sum(|x|), whatever the cancellation. */
+ * pairwise sum or better: float32 and float64 are accumulated in float64
+ * lanes with compensation. TwoSum (Knuth) recovers the exact rounding error
+ * of every addition, and for a float64 dot TwoProduct (an FMA) that of
+ * every product (products of two float32 are exact in float64); the errors
+ * are summed beside the sum and added once at the end. The result errs by
+ * about one rounding plus n * 2^-106 * sum(|x|), whatever the
+ * cancellation. */
 #define TWO_SUM(s, c, x)                                 \
     do {                                                 \
         const __typeof__(s) t_ = (s) + (x), z_ = t_ - (s); \
@@ -278,15 +276,24 @@ static cua_dd wide_dd(const void *a, const void *b, int dtype, int64_t lo, int64
 {
     d4 s[DD_U] = {{0}}, c[DD_U] = {{0}};
     int64_t i = lo;
-    if (dtype == CUA_FLOAT32) { /* float64 lanes: no compensation needed */
+    if (dtype == CUA_FLOAT32) { /* float64 lanes; products of floats are exact there */
         const float *p = a, *q = b;
         if (q)
             for (; i + DD_STEP <= hi; i += DD_STEP)
-                for (int u = 0; u < DD_U; u++) s[u] += load_f4(p + i + 4 * u) * load_f4(q + i + 4 * u);
+                for (int u = 0; u < DD_U; u++) {
+                    const d4 xy = load_f4(p + i + 4 * u) * load_f4(q + i + 4 * u);
+                    TWO_SUM(s[u], c[u], xy);
+                }
         else
             for (; i + DD_STEP <= hi; i += DD_STEP)
-                for (int u = 0; u < DD_U; u++) s[u] += load_f4(p + i + 4 * u);
-        for (; i < hi; i++) s[0][0] += q ? (double)p[i] * (double)q[i] : (double)p[i];
+                for (int u = 0; u < DD_U; u++) {
+                    const d4 x = load_f4(p + i + 4 * u);
+                    TWO_SUM(s[u], c[u], x);
+                }
+        for (; i < hi; i++) {
+            const double x = q ? (double)p[i] * (double)q[i] : (double)p[i];
+            TWO_SUM(s[0][0], c[0][0], x);
+        }
     } else {
         const double *p = a, *q = b;
         if (q)

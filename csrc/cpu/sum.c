@@ -17,8 +17,8 @@
  *  9. vector       one contiguous chunk per thread, summed in independent
  *                  lanes the compiler vectorizes; chunk sums added in order.
  *                  Floats are summed as accurately as NumPy's pairwise sum
- *                  or better (CUA_F_WIDE: float32 in float64 lanes, float64
- *                  with TwoSum compensation; see elements.c).
+ *                  or better (CUA_F_WIDE: float64 lanes with TwoSum
+ *                  compensation; see elements.c).
  * All team threads of OpenMP run at once, so the barrier rungs have no
  * residency limit here: any number of logical blocks works.
  */
@@ -227,7 +227,7 @@ const cua_variant cua_cpu_sum_variants[] = {
      (cua_fn)sum_GRID_FLAGS},
     {"cooperative", 7, "the same barrier as an OpenMP barrier", CUA_F_RESIDENT, (cua_fn)sum_COOPERATIVE},
     {"last_block", 8, "acq_rel ticket: whoever finishes last adds the partials", 0, (cua_fn)sum_last_block},
-    {"vector", 9, "a chunk per thread in SIMD lanes (floats in float64, float64 compensated), chunks added in "
-     "order: deterministic, as accurate as NumPy or better", CUA_F_DEFAULT | CUA_F_WIDE, (cua_fn)sum_vector},
+    {"vector", 9, "a chunk per thread in SIMD lanes (floats in compensated float64), chunks added in order: "
+     "deterministic, as accurate as NumPy or better", CUA_F_DEFAULT | CUA_F_WIDE, (cua_fn)sum_vector},
 };
 const int cua_cpu_sum_nvariants = sizeof cua_cpu_sum_variants / sizeof cua_cpu_sum_variants[0];
