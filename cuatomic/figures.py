@@ -28,12 +28,14 @@ def _ms(fn, *args, repeat=5, **kwargs):
     return benchmark(fn, *args, repeat=repeat, warmup=1, **kwargs).median
 
 
-def race(blocks=10, threads=16, backend=None):
-    """add_one with every method: what the counter holds, and what it should."""
+def race(blocks=10, threads=16, backend=None, runs=5):
+    """add_one with every method: what the counter holds, and what it should;
+    the racy rung `runs` times (how many updates it loses varies)."""
     be = resolve(backend)
     counts = {m: _ops.add_one(blocks, threads, method=m, backend=be) for m, _, _ in _ops.methods("add_one", be)}
+    racy = [_ops.add_one(blocks, threads, method="racy", backend=be) for _ in range(runs)]
     return {"blocks": blocks, "threads": threads, "expected": blocks * threads, "counts": counts,
-            "mutex_add_one": _ops.mutex_add_one(blocks, threads, backend=be)}
+            "racy_runs": racy, "mutex_add_one": _ops.mutex_add_one(blocks, threads, backend=be)}
 
 
 def sum_ladder(n=1 << 24, backend=None, repeat=5, seed=0):
@@ -49,7 +51,8 @@ def sum_ladder(n=1 << 24, backend=None, repeat=5, seed=0):
                      "matches": True})
         for m, _, _ in _ops.methods("sum", be):
             got = _ops.sum(d, method=m, backend=be)
-            ok = bool(got == ref) if x.dtype.kind == "i" else bool(abs(float(got) - float(ref)) <= 1e-5 * n)
+            ok = bool(got == ref) if x.dtype.kind == "i" else _exact.float_result_ok(
+                "sum", got, x, wide=_backend.is_wide("sum", be, m))
             rows.append({"dtype": np.dtype(dtype).name, "method": m, "ms": _ms(_ops.sum, d, method=m, backend=be,
                                                                              repeat=repeat), "matches": ok})
     return {"n": n, "rows": rows}
