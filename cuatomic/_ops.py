@@ -151,8 +151,13 @@ def sum(a, *, dtype=None, method="auto", backend=None, blocks=None, threads=None
     -------
     numpy scalar
         Of NumPy's result dtype (int32 -> int64, uint8 -> uint64, bool ->
-        int64, ...). Integers are exact (accumulated in 64 bits); floats are
-        within (n+1)*eps*sum(|x|) of the exact sum.
+        int64, ...). Integers are exact (accumulated in 64 bits). Floats:
+        ``vector`` (auto) accumulates in float64 with compensation and errs
+        by at most twice NumPy's error or two ulps of the exact sum; the
+        tutorial's rungs accumulate in the result's precision, in the order
+        the atomics allow (``atomic``: 1.2e5 ulps for 0.1 summed 10^6 times
+        in float32, where NumPy errs by 0.8; the README's accuracy table
+        gives every rung, measured).
 
     Raises
     ------
@@ -186,9 +191,10 @@ def prod(a, *, dtype=None, method="auto", backend=None, blocks=None, threads=Non
     Returns
     -------
     numpy scalar
-        Of NumPy's result dtype; integers wrap exactly as NumPy's do, floats
-        are within rounding of NumPy's (the order of the multiplications
-        differs).
+        Of NumPy's result dtype; integers wrap exactly as NumPy's do. Floats
+        are multiplied in float64 and corrected by the summed relative
+        rounding errors of every multiplication (an FMA gives each): at most
+        twice NumPy's error or two ulps of the exact product.
     """
     return _reduce("prod", a, dtype, method, backend, blocks, threads, stream)
 
@@ -268,7 +274,12 @@ def dot(a, b, *, method="auto", backend=None, blocks=None, threads=None, stream=
     -------
     numpy scalar
         Of NumPy's result dtype. Integer results wrap exactly as np.dot's do
-        (int32 . int32 wraps in 32 bits); floats are within tolerance.
+        (int32 . int32 wraps in 32 bits). Floats: ``vector`` (auto) sums the
+        exact products in float64 with compensation, at most twice the error
+        of NumPy's ``np.sum(a * b)`` or two ulps of the exact dot; the
+        tutorial's rungs accumulate in the result's precision (8 to 130
+        ulps on 10^6 normal float32 pairs, where NumPy errs by 3: see the
+        README's accuracy table).
 
     Raises
     ------
