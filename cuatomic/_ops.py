@@ -10,7 +10,7 @@ import warnings
 import numpy as np
 
 from . import _C, _auto, _backend, _interop
-from ._device import DeviceArray
+from ._device import DeviceArray, host_array, refuse_masked
 
 ACC_INT64, ACC_FLOAT32, ACC_FLOAT64 = 0, 1, 2
 MAX_BLOCKS = 2**31 - 1
@@ -79,7 +79,9 @@ class Input:
 
 def prepare(a, backend, name="a", stream=0):
     """Normalize an argument for the backend: a DeviceArray or another
-    library's device array (read in place) or a flat host array."""
+    library's device array (read in place) or a flat host array. Every
+    array argument of every operation passes through here; a masked array
+    is refused (its mask would be dropped)."""
     if type(a) is np.ndarray:  # the common case, without protocol lookups
         return _host_input(a, a)
     if isinstance(a, DeviceArray):
@@ -93,7 +95,7 @@ def prepare(a, backend, name="a", stream=0):
     if isinstance(found, _interop.ForeignDevice):
         dtype_id(found.dtype)
         return Input(found.ptr, found.size, found.dtype, True, len(found.shape), found.keep)
-    return _host_input(np.asarray(a if found is None else found), a)
+    return _host_input(host_array(a if found is None else found, name), a)
 
 
 def _host_input(arr, owner):
@@ -349,6 +351,42 @@ def _fixed_bins(count, bounds, bound_types, sample_dt):
     return (edges, *_bin_plan(edges, sample_dt, True))
 
 
+def _real_kind(v):
+    """Whether v is a real number (or an array of them) as NumPy sees it."""
+    return type(v) in (int, float) or np.asarray(v).dtype.kind in "biuf"
+
+
+def _check_range(range):
+    """Refuse a range that is not two real numbers (NumPy raises TypeError
+    for strings and other non-numbers too, from deep inside)."""
+    if range is None:
+        return
+    refuse_masked(range, "range")
+    try:
+        bounds = tuple(range)
+    except TypeError:
+        raise TypeError(f"range must be a (min, max) pair of numbers (got {type(range).__name__})") from None
+    if len(bounds) != 2:
+        raise ValueError(f"range must be a (min, max) pair of numbers (got {len(bounds)} values)")
+    for v in bounds:
+        refuse_masked(v, "range")
+        if not _real_kind(v):
+            raise TypeError(f"range must be a (min, max) pair of numbers (got {range!r}): "
+                            f"{type(v).__name__} is not a real number")
+
+
+def _check_edges(bins):
+    """Refuse explicit edges that are not real numbers: NumPy compares
+    string edges with the data as strings, and object edges as Python
+    objects; cuatomic compares numbers in float32/float64 and would get
+    either wrong."""
+    refuse_masked(bins, "bins")
+    kind = np.asarray(bins).dtype
+    if kind.kind not in "biuf":
+        raise TypeError(f"bin edges must be real numbers (got an array of dtype {kind}): pass the edges as "
+                        "ints or floats, e.g. np.asarray(bins, dtype=float)")
+
+
 def _bins_for(inp, bins, range, stream):
     """(sample dtype, edges for the caller, *_bin_plan) of a call."""
     if inp.dtype.kind == "b":
@@ -356,6 +394,7 @@ def _bins_for(inp, bins, range, stream):
                       RuntimeWarning, stacklevel=3)
     fixed = range is not None and isinstance(bins, (int, np.integer)) and not isinstance(bins, (bool, np.bool_))
     if fixed and bins >= 1:
+        _check_range(range)
         sample_dt = np.dtype(np.uint8) if inp.dtype.kind == "b" else inp.dtype
         try:
             bounds = tuple(range)
@@ -373,6 +412,8 @@ def _bins_for(inp, bins, range, stream):
 def _edges(inp, bins, range, stream):
     """(sample dtype, NumPy's edges, whether they are evenly spaced)."""
     sample_dt = np.dtype(np.uint8) if inp.dtype.kind == "b" else inp.dtype
+    if np.ndim(bins) == 0:
+        _check_range(range)  # NumPy ignores the range of explicit edges
     if isinstance(bins, str):
         if inp.device:
             raise ValueError(f"bins={bins!r} estimates edges from the data: pass host data, or bins as a "
@@ -387,6 +428,7 @@ def _edges(inp, bins, range, stream):
             raise ValueError("`bins` must be positive, when an integer")
         sample = _sample_for_edges(inp, sample_dt, range is not None, stream)
         return sample_dt, np.histogram_bin_edges(sample, count, range), True
+    _check_edges(bins)
     return sample_dt, np.histogram_bin_edges(np.empty(0, sample_dt), bins, range), False
 
 
@@ -518,6 +560,7 @@ def _last_true(lo, hi, test):
 def predicate(dt, op, value):
     """``x <op> value`` over elements of dtype dt, under NumPy's comparison
     rules, as (negate, lo, hi): keep x iff (lo <= x <= hi) != negate."""
+    refuse_masked(value, "value")
     if isinstance(value, DeviceArray) or np.ndim(value) != 0:
         raise ValueError("value must be a scalar")
     dom = _Domain(dt)

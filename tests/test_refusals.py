@@ -1,0 +1,97 @@
+"""No silent wrong answers: what cuatomic cannot honour is refused, with the
+exception type NumPy uses and a message that says what to do instead."""
+import numpy as np
+import pytest
+from conftest import BACKENDS
+
+import cuatomic
+
+MASKED = np.ma.array([1.0, 2.0, 3.0], mask=[0, 1, 0])
+PLAIN = np.array([1.0, 2.0, 3.0])
+
+
+def _masked_calls(backend):
+    """Every public entry point that takes an array, with the masked array
+    in each array position."""
+    return {
+        "sum": lambda: cuatomic.sum(MASKED, backend=backend),
+        "prod": lambda: cuatomic.prod(MASKED, backend=backend),
+        "dot a": lambda: cuatomic.dot(MASKED, PLAIN, backend=backend),
+        "dot b": lambda: cuatomic.dot(PLAIN, MASKED, backend=backend),
+        "histogram": lambda: cuatomic.histogram(MASKED, backend=backend),
+        "histogram bins": lambda: cuatomic.histogram(PLAIN, bins=np.ma.array([0.0, 1.0, 4.0], mask=[0, 1, 0]),
+                                                     backend=backend),
+        "histogram range": lambda: cuatomic.histogram(PLAIN, bins=2, range=np.ma.array([0.0, 4.0], mask=[0, 1]),
+                                                      backend=backend),
+        "filter": lambda: cuatomic.filter(MASKED, "<", 3, backend=backend),
+        "filter value": lambda: cuatomic.filter(PLAIN, "<", np.ma.masked, backend=backend),
+        "to_device": lambda: cuatomic.to_device(MASKED, backend=backend),
+        "explain sum": lambda: cuatomic.explain("sum", MASKED, backend=backend),
+        "explain histogram": lambda: cuatomic.explain("histogram", MASKED, bins=2, range=(0, 4), backend=backend),
+        "sweep": lambda: cuatomic.sweep("sum", MASKED, blocks=[1], repeat=1, warmup=0, backend=backend),
+        "benchmark of a cuatomic function": lambda: cuatomic.benchmark(cuatomic.sum, MASKED, repeat=1, warmup=0,
+                                                                       backend=backend),
+    }
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_masked_arrays_are_refused_everywhere(backend):
+    # np.asarray drops the mask: sum(MASKED) used to be 6 where NumPy says 4.
+    assert np.sum(MASKED) == 4.0
+    for where, call in _masked_calls(backend).items():
+        with pytest.raises(TypeError, match=r"masked") as info:
+            call()
+        message = str(info.value)
+        if where != "filter value":  # numpy.ma.masked is a missing scalar, not an array to fill
+            assert ".filled(" in message and ".compressed()" in message, (where, message)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_unmasked_input_of_the_same_values_still_works(backend):
+    # The refusal is about the mask, not the data: .compressed() gives NumPy's answer.
+    assert cuatomic.sum(MASKED.compressed(), backend=backend) == np.sum(MASKED)
+    assert cuatomic.sum(MASKED.filled(0.0), backend=backend) == np.sum(MASKED)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("bins", [["0", "1"], np.array(["0", "1", "2"]), [b"0", b"1"],
+                                  np.array([0, 1], dtype=object), [0, 1, 2**70]],
+                         ids=["str", "str-array", "bytes", "object", "python-int-past-int64"])
+def test_histogram_refuses_edges_that_are_not_numbers(backend, bins):
+    # NumPy compares string edges with the data as strings (arange(10.) in
+    # ['0', '1'] counts 1, lexically) and object edges as Python objects;
+    # cuatomic compares numbers, so it refuses rather than answer differently.
+    with pytest.raises(TypeError, match="bin edges must be real numbers"):
+        cuatomic.histogram(np.arange(10.0), bins=bins, backend=backend)
+    with pytest.raises(TypeError, match="bin edges must be real numbers"):
+        cuatomic.explain("histogram", np.arange(10.0), bins=bins, backend=backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("bins", [4, "auto"], ids=["count", "estimator"])
+@pytest.mark.parametrize("bounds", [("0", "1"), (b"0", 1), (0, None), (0, 1j)], ids=["str", "bytes", "None", "complex"])
+def test_histogram_refuses_a_range_that_is_not_numbers(backend, bins, bounds):
+    with pytest.raises(TypeError):  # NumPy's type for these (from np.isfinite or a comparison)
+        np.histogram(np.arange(10.0), bins=bins, range=bounds)
+    with pytest.raises(TypeError, match=r"range must be a \(min, max\) pair of numbers"):
+        cuatomic.histogram(np.arange(10.0), bins=bins, range=bounds, backend=backend)
+    # With explicit edges NumPy ignores the range, whatever it holds; so does cuatomic.
+    got, _ = cuatomic.histogram(np.arange(10.0), bins=[0.0, 1.0, 5.0], range=bounds, backend=backend)
+    assert np.array_equal(got, np.histogram(np.arange(10.0), bins=[0.0, 1.0, 5.0], range=bounds)[0])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_histogram_range_shape_errors(backend):
+    with pytest.raises(TypeError, match="pair"):
+        cuatomic.histogram(np.arange(10.0), bins=2, range=5, backend=backend)
+    with pytest.raises(ValueError, match="got 3 values"):
+        cuatomic.histogram(np.arange(10.0), bins=2, range=(0, 1, 2), backend=backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_histogram_numeric_edges_of_every_real_kind_still_work(backend):
+    x = np.arange(10, dtype=np.int32)
+    for bins in ([0, 5, 10], [0.0, 2.5, 10.0], np.array([0, 5, 10], np.uint8), [False, True]):
+        got, edges = cuatomic.histogram(x, bins=bins, backend=backend)
+        ref, ref_edges = np.histogram(x, bins=bins)
+        assert np.array_equal(got, ref) and np.array_equal(edges, ref_edges)
