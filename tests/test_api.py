@@ -26,6 +26,8 @@ def test_backends_and_info():
         assert info["cuda"]["compute_capability"][0] >= 7
     else:
         assert not info["cuda"]["usable"] and info["cuda"]["reason"]
+    if not info["build"]["cuda"]:  # the documented keys are there, as None (the notebooks read "name")
+        assert info["cuda"]["name"] is None and info["cuda"]["sm_count"] is None
 
 
 @pytest.mark.parametrize("op", OPS)
