@@ -15,21 +15,44 @@ _DL_KINDS = {0: "i", 1: "u", 2: "f", 6: "b"}
 _DL_CODES = {"i": 0, "u": 1, "f": 2, "b": 6}
 
 
+POINTER_BITS = np.dtype(np.uintp).itemsize * 8
+
+
 def stream_handle(stream):
     """A raw stream handle from None (the legacy default stream, 0), an int,
     a :class:`Stream`, or any object with ``.ptr`` (CuPy) or
-    ``.cuda_stream`` (PyTorch)."""
+    ``.cuda_stream`` (PyTorch).
+
+    Raises
+    ------
+    TypeError
+        For a bool or an object that is neither an int nor a stream.
+    ValueError
+        For an int that is not a pointer-sized handle (negative, or 2**64 or
+        more on a 64-bit machine): a ``cudaStream_t`` is a pointer.
+    """
     if stream is None:
         return 0
     if isinstance(stream, (bool, np.bool_)):
         raise TypeError("stream must be a stream object or an int handle, not bool")
     if isinstance(stream, (int, np.integer)):
-        return int(stream)
+        return _pointer_sized(int(stream), "stream")
     for attr in ("ptr", "cuda_stream"):
         if hasattr(stream, attr):
-            return int(getattr(stream, attr))
+            handle = getattr(stream, attr)
+            if isinstance(handle, (bool, np.bool_)) or not isinstance(handle, (int, np.integer)):
+                raise TypeError(f"{type(stream).__name__}.{attr} is not an int stream handle "
+                                f"(got {type(handle).__name__})")
+            return _pointer_sized(int(handle), f"{type(stream).__name__}.{attr}")
     raise TypeError(f"cannot use {type(stream).__name__} as a CUDA stream: pass an int handle or an object "
                     "with .ptr or .cuda_stream")
+
+
+def _pointer_sized(handle, what):
+    if not 0 <= handle < 1 << POINTER_BITS:
+        raise ValueError(f"{what}={handle} is not a valid stream handle: a cudaStream_t is a pointer, an int "
+                         f"from 0 to 2**{POINTER_BITS}-1")
+    return handle
 
 
 class Stream:

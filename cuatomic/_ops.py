@@ -198,7 +198,8 @@ def _reduce_dtype(op, in_dt, dtype):
     asked on every call)."""
     reference = np.sum if op == "sum" else np.prod
     try:
-        return reference(np.empty(0, in_dt), dtype=dtype).dtype
+        # keepdims: an array even for dtype=object (whose scalar result is a Python int)
+        return reference(np.empty(0, in_dt), dtype=dtype, keepdims=True).dtype
     except TypeError as e:
         raise TypeError(f"cannot {op} {in_dt} as {dtype}: {e}") from None
 
@@ -212,7 +213,7 @@ _PLANS = {}
 def _reduce(op, a, dtype, method, backend, blocks, threads, stream):
     kind = type(a)
     fast = dtype is None and backend is None and blocks is None and threads is None and stream is None and (
-        kind is DeviceArray or (kind is np.ndarray and a.flags.c_contiguous))
+        type(method) is str) and (kind is DeviceArray or (kind is np.ndarray and a.flags.c_contiguous))
     if fast:
         key = (op, kind, a.dtype, method, os.environ.get("CUATOMIC_BACKEND"))
         plan = _PLANS.get(key)
@@ -625,6 +626,8 @@ def filter(a, op, value, *, ordered=True, method="auto", backend=None, blocks=No
         A bad op, a non-scalar value, or ``ordered=True`` with a method that
         cannot keep order.
     """
+    if not isinstance(op, str):
+        raise TypeError(f"op must be a string, one of {', '.join(_COMPARE)} (got {type(op).__name__} {op!r})")
     if op not in _COMPARE:
         raise ValueError(f"unknown op {op!r}: expected one of {', '.join(_COMPARE)}")
     be = _backend.resolve(backend)
@@ -740,6 +743,10 @@ def explain(op, *args, backend=None, stream=None, **kwargs):
     be = _backend.resolve(backend)
     s = _interop.stream_handle(stream)
     if op == "histogram":
+        if not args and "a" not in kwargs:
+            raise TypeError("explain('histogram') needs the array, as the call takes it: "
+                            "explain('histogram', a, bins=..., range=...) (the rule reads the bins, and the "
+                            "report the data's skew)")
         a = args[0] if args else kwargs["a"]
         bins = args[1] if len(args) > 1 else kwargs.get("bins", 10)
         bounds = args[2] if len(args) > 2 else kwargs.get("range")
@@ -747,8 +754,9 @@ def explain(op, *args, backend=None, stream=None, **kwargs):
         _, edges, _ = _edges(inp, bins, bounds, s)
         return _auto.histogram(be, inp, edges, s, measure=True)
     facts = {}
-    if args and op in ("sum", "dot", "filter", "prod"):
-        inp = prepare(args[0], be, stream=s)
+    a = args[0] if args else kwargs.get("a")
+    if a is not None and op in ("sum", "dot", "filter", "prod"):
+        inp = prepare(a, be, stream=s)
         facts = {"n": inp.n, "dtype": str(inp.dtype)}
     return _auto.fixed(op, be, facts)
 

@@ -1,5 +1,7 @@
 """No silent wrong answers: what cuatomic cannot honour is refused, with the
 exception type NumPy uses and a message that says what to do instead."""
+import re
+
 import numpy as np
 import pytest
 from conftest import BACKENDS
@@ -95,3 +97,76 @@ def test_histogram_numeric_edges_of_every_real_kind_still_work(backend):
         got, edges = cuatomic.histogram(x, bins=bins, backend=backend)
         ref, ref_edges = np.histogram(x, bins=bins)
         assert np.array_equal(got, ref) and np.array_equal(edges, ref_edges)
+
+
+# ------------------------------------------------------------ clear messages
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("op", ["sum", "prod"])
+def test_result_dtype_object_is_named(backend, op):
+    # np.sum(..., dtype=object) returns a Python int: this used to end in an AttributeError.
+    with pytest.raises(TypeError, match=r"result dtype object is not supported"):
+        getattr(cuatomic, op)(np.arange(3.0), dtype=object, backend=backend)
+    with pytest.raises(TypeError, match=r"data type 'nonsense' not understood"):
+        getattr(cuatomic, op)(np.arange(3.0), dtype="nonsense", backend=backend)
+
+
+def test_explain_histogram_without_the_array():
+    with pytest.raises(TypeError, match=r"explain\('histogram'\) needs the array"):
+        cuatomic.explain("histogram")
+    with pytest.raises(TypeError, match=r"explain\('histogram'\) needs the array"):
+        cuatomic.explain("histogram", bins=128, range=(0, 128))
+    # the array by keyword is the array
+    c = cuatomic.explain("histogram", a=np.arange(100, dtype=np.uint8), bins=8, range=(0, 128), backend="cpu")
+    assert c.facts["n"] == 100 and c.facts["bins"] == 8
+
+
+def test_explain_sum_reads_the_array_by_keyword_too():
+    c = cuatomic.explain("sum", a=np.ones(7, np.float32), backend="cpu")
+    assert c.facts == {"n": 7, "dtype": "float32"}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_filter_op_of_the_wrong_type_is_named(backend):
+    with pytest.raises(TypeError, match=r"op must be a string, one of <, <=.*got list \['<'\]"):
+        cuatomic.filter(np.arange(5), ["<"], 2, backend=backend)
+    with pytest.raises(ValueError, match=r"unknown op '=<'"):
+        cuatomic.filter(np.arange(5), "=<", 2, backend=backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_method_and_op_of_the_wrong_type_are_named(backend):
+    with pytest.raises(TypeError, match=r"method must be a string, one of auto, atomic.*got list"):
+        cuatomic.sum(np.arange(5), method=["atomic"], backend=backend)
+    with pytest.raises(TypeError, match=r"method must be a string.*got dict"):
+        cuatomic.histogram(np.arange(5), method={}, backend=backend)
+    with pytest.raises(ValueError, match=r"unknown op \['sum'\]"):
+        cuatomic.explain(["sum"])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("stream", [2**70, 2**64, -1])
+def test_stream_handle_outside_a_pointer_is_refused(backend, stream):
+    # It used to reach C and come back as an OverflowError (or be ignored on the cpu).
+    for call in (lambda: cuatomic.sum(np.arange(3), stream=stream, backend=backend),
+                 lambda: cuatomic.histogram(np.arange(3), stream=stream, backend=backend),
+                 lambda: cuatomic.add_one(stream=stream, backend=backend)):
+        with pytest.raises(ValueError, match=rf"stream={stream} is not a valid stream handle.*pointer"):
+            call()
+
+
+def test_stream_objects_are_checked_like_ints():
+    from cuatomic._interop import stream_handle
+
+    class CupyLike:
+        ptr = 2**64
+
+    class TorchLike:
+        cuda_stream = 1.5
+
+    with pytest.raises(ValueError, match=r"CupyLike.ptr=18446744073709551616 is not a valid stream handle"):
+        stream_handle(CupyLike())
+    with pytest.raises(TypeError, match=r"TorchLike.cuda_stream is not an int stream handle"):
+        stream_handle(TorchLike())
+    assert stream_handle(2**64 - 1) == 2**64 - 1 and stream_handle(np.uint64(7)) == 7
+
