@@ -2,9 +2,11 @@
 the compiled core. Each function resolves the backend and the method,
 normalizes its input (C order, native byte order, a supported dtype) or takes
 a DeviceArray as it is, and hands integer ids to ``_C``."""
+import collections
 import functools
 import operator
 import os
+import threading
 import warnings
 
 import numpy as np
@@ -343,13 +345,81 @@ def _bin_plan(edges, sample_dt, uniform):
     return kernel_edges, uniform, inv_width, integer
 
 
-@functools.lru_cache(maxsize=64)
+class BytesLRU:
+    """A least-recently-used cache bounded by the bytes its values hold,
+    not by their number: 64 cached edge arrays of 2**25 bins would hold
+    16 GiB. A value larger than the whole bound is not cached.
+
+    Parameters
+    ----------
+    max_bytes : int
+        The most bytes the cached values may hold together.
+    """
+
+    def __init__(self, max_bytes):
+        self.max_bytes = int(max_bytes)
+        self._items = collections.OrderedDict()  # key -> (value, nbytes), oldest first
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    @property
+    def nbytes(self):
+        """Bytes the cached values hold now."""
+        return self._bytes
+
+    def __len__(self):
+        return len(self._items)
+
+    def __contains__(self, key):
+        return key in self._items
+
+    def get(self, key):
+        """The value cached under key (now the most recently used), or None."""
+        with self._lock:
+            found = self._items.get(key)
+            if found is None:
+                return None
+            self._items.move_to_end(key)
+            return found[0]
+
+    def put(self, key, value, nbytes):
+        """Cache value (holding nbytes) under key, dropping the least
+        recently used values until the total fits the bound."""
+        if nbytes > self.max_bytes:
+            return
+        with self._lock:
+            old = self._items.pop(key, None)
+            if old is not None:
+                self._bytes -= old[1]
+            self._items[key] = (value, nbytes)
+            self._bytes += nbytes
+            while self._bytes > self.max_bytes:
+                _, (_, dropped) = self._items.popitem(last=False)
+                self._bytes -= dropped
+
+    def clear(self):
+        with self._lock:
+            self._items.clear()
+            self._bytes = 0
+
+
+FIXED_BINS_CACHE_BYTES = 64 << 20
+_FIXED_BINS = BytesLRU(FIXED_BINS_CACHE_BYTES)
+
+
 def _fixed_bins(count, bounds, bound_types, sample_dt):
-    """Edges and plan of `count` bins over a given range (cached: the
-    tutorial's call repeats them, and they cost more than a small kernel).
-    The bounds' types are part of the key: NumPy's edges take their dtype."""
-    edges = np.histogram_bin_edges(np.empty(0, sample_dt), count, bounds)
-    return (edges, *_bin_plan(edges, sample_dt, True))
+    """Edges and plan of `count` bins over a given range (cached, up to
+    FIXED_BINS_CACHE_BYTES of arrays: the tutorial's call repeats them, and
+    they cost more than a small kernel). The bounds' types are part of the
+    key: NumPy's edges take their dtype."""
+    key = (count, bounds, bound_types, sample_dt)
+    plan = _FIXED_BINS.get(key)
+    if plan is None:
+        edges = np.histogram_bin_edges(np.empty(0, sample_dt), count, bounds)
+        plan = (edges, *_bin_plan(edges, sample_dt, True))
+        kernel_edges = plan[1]  # the same array as edges when no conversion was needed
+        _FIXED_BINS.put(key, plan, edges.nbytes + (0 if kernel_edges is edges else kernel_edges.nbytes))
+    return plan
 
 
 def _real_kind(v):
@@ -397,12 +467,13 @@ def _bins_for(inp, bins, range, stream):
     if fixed and bins >= 1:
         _check_range(range)
         sample_dt = np.dtype(np.uint8) if inp.dtype.kind == "b" else inp.dtype
+        bounds = tuple(range)
         try:
-            bounds = tuple(range)
-            edges, *plan = _fixed_bins(int(bins), bounds, tuple(type(v) for v in bounds), sample_dt)
-        except TypeError:  # an unhashable range: the uncached path says what is wrong
+            hash(bounds)
+        except TypeError:  # bounds given as 0-d arrays: the uncached path takes them
             pass
         else:
+            edges, *plan = _fixed_bins(int(bins), bounds, tuple(type(v) for v in bounds), sample_dt)
             return (sample_dt, edges.copy(), *plan)
     sample_dt, edges, uniform = _edges(inp, bins, range, stream)
     if edges.size < 2:
