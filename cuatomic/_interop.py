@@ -202,6 +202,43 @@ def foreign(obj, stream):
     return None
 
 
+def host_copy(obj, name="a", stream=0):
+    """A NumPy array of obj's elements, wherever they live.
+
+    Parameters
+    ----------
+    obj : array_like, DeviceArray, or another library's array
+        A DeviceArray is copied from the device; another library's CUDA
+        array (``__cuda_array_interface__`` or a CUDA ``__dlpack__``) is
+        read in place (gathered first if strided) and copied; DLPack host
+        memory and anything NumPy converts are taken as NumPy takes them.
+    name : str, optional
+        The argument's name, for errors.
+    stream : int, optional
+        Stream a foreign producer's work is ordered on.
+
+    Returns
+    -------
+    numpy.ndarray
+        Of obj's shape and dtype.
+
+    Raises
+    ------
+    TypeError
+        For a masked array (its mask would be lost).
+    """
+    from ._device import DeviceArray, host_array
+    if isinstance(obj, DeviceArray):
+        return obj.copy_to_host()
+    found = foreign(obj, stream)
+    if isinstance(found, ForeignDevice):
+        out = DeviceArray.empty(found.shape, found.dtype)
+        if out.nbytes:
+            out._buffer.copy_from_device(found.ptr, out.nbytes)  # found.keep holds the source meanwhile
+        return out.copy_to_host()
+    return host_array(obj if found is None else found, name)
+
+
 def dlpack_dtype(dtype):
     kind = "b" if dtype.kind == "b" else dtype.kind
     return _DL_CODES[kind], dtype.itemsize * 8
