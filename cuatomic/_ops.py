@@ -592,8 +592,8 @@ def histogram(a, bins=10, range=None, *, density=False, method="auto", backend=N
     s = _interop.stream_handle(stream)
     inp = prepare(a, be, stream=s)
     sample_dt, edges, kernel_edges, uniform, inv_width, integer = _bins_for(inp, bins, range, s)
-    if edges.size < 2:
-        hist = np.zeros(0, np.int64)
+    if edges.size < 2:  # no bins: NumPy's empty counts, or empty densities
+        hist = np.zeros(0, np.float64 if density else np.int64)
         return (DeviceArray.from_host(hist) if inp.device else hist), edges
     ilo, iwidth = integer or (0, 1)
 
