@@ -29,6 +29,12 @@ def host_array(a, name="a"):
     return np.asarray(a)
 
 
+def native_c_order(a):
+    """a in C order and native byte order: itself when it is, else a copy.
+    A 0-d array stays 0-d (np.ascontiguousarray would make it 1-d)."""
+    return a.astype(a.dtype.newbyteorder("="), order="C", copy=False)
+
+
 def refuse_masked(a, name="a"):
     """Raise TypeError when `a` is a ``numpy.ma.MaskedArray``."""
     if a is np.ma.masked:
@@ -83,7 +89,7 @@ class DeviceArray:
     def from_host(cls, a):
         """A device copy of a host array (C order, native byte order)."""
         a = host_array(a)
-        a = np.ascontiguousarray(a if a.dtype.isnative else a.astype(a.dtype.newbyteorder("=")))
+        a = native_c_order(a)
         out = cls.empty(a.shape, a.dtype)
         if a.nbytes:
             out._buffer.copy_from_host(a.reshape(-1).view(np.uint8), 0, a.nbytes)
@@ -228,7 +234,7 @@ def to_device(a, backend=None):
     if name == "cuda":
         return DeviceArray.from_host(a)
     a = host_array(a)
-    return np.ascontiguousarray(a if a.dtype.isnative else a.astype(a.dtype.newbyteorder("=")))
+    return native_c_order(a)
 
 
 def pinned_empty(shape, dtype=float):
