@@ -158,10 +158,13 @@ def sum(a, *, dtype=None, method="auto", backend=None, blocks=None, threads=None
     Raises
     ------
     TypeError
-        Unsupported dtype (complex, object, strings, float16).
+        Unsupported dtype (complex, object, strings, float16), a masked
+        array (``numpy.ma``: its mask would be ignored; pass
+        ``a.filled(v)`` or ``a.compressed()``), a `method` or launch
+        setting of the wrong type.
     ValueError
-        Unknown method or backend, or a launch configuration the method
-        cannot take.
+        Unknown method or backend, a launch configuration the method
+        cannot take, or a stream handle that is not pointer-sized.
     CudaError
         A CUDA failure, with the CUDA error's name.
     """
@@ -277,7 +280,7 @@ def dot(a, b, *, method="auto", backend=None, blocks=None, threads=None, stream=
     ValueError
         Inputs that are not 1-D, or of different lengths.
     TypeError
-        Unsupported dtypes.
+        Unsupported dtypes, or a masked array.
     """
     be = _backend.resolve(backend)
     name, _ = _backend.choose("dot", be, method)
@@ -741,9 +744,12 @@ def filter(a, op, value, *, ordered=True, method="auto", backend=None, blocks=No
 
     Raises
     ------
+    TypeError
+        An op that is not a string, a value that cannot be compared with
+        the elements, or a masked array or ``numpy.ma.masked`` value.
     ValueError
-        A bad op, a non-scalar value, or ``ordered=True`` with a method that
-        cannot keep order.
+        An unknown op, a non-scalar value, or ``ordered=True`` with a method
+        that cannot keep order.
     """
     if not isinstance(op, str):
         raise TypeError(f"op must be a string, one of {', '.join(_COMPARE)} (got {type(op).__name__} {op!r})")
@@ -850,6 +856,14 @@ def explain(op, *args, backend=None, stream=None, **kwargs):
         ``method``, ``reason`` and the ``facts`` the rule looked at (size,
         dtype, bins, the measured skew of a sample); ``str()`` reads as a
         sentence.
+
+    Raises
+    ------
+    TypeError
+        ``explain("histogram")`` without the array (the rule needs the
+        bins, the report the data), or the op's own argument errors.
+    ValueError
+        An unknown op.
 
     Examples
     --------
