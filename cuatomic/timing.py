@@ -1,5 +1,6 @@
 """Timing: a Timer like the tutorial's CUDATimer, a benchmark helper, and
 the block-count sweep."""
+import inspect
 import sys
 import time
 from dataclasses import dataclass, field
@@ -188,8 +189,6 @@ def _numpy_reference(fn, args, kwargs):
     """NumPy's result for a call of fn (a cuatomic array op), and the
     scale its float results are checked at: sum(|x|) for sum, sum(|a*b|)
     for dot, |result| for prod."""
-    import inspect
-
     from ._ops import _COMPARE
     call = inspect.signature(fn).bind(*args, **kwargs)
     given = call.arguments
@@ -285,6 +284,7 @@ def sweep(op, *args, blocks=None, threads=None, methods=None, repeat=5, warmup=1
                          "time add_one and mutex_add_one with benchmark()")
     fn = getattr(_ops, op)
     methods = list(methods) if methods is not None else [m for m, _, _ in _ops.methods(op, be)]
+    flags = {m: _backend.choose(op, be, m)[1] for m in methods}  # an unknown method is an error, not skipped
     blocks = list(blocks) if blocks is not None else default_blocks(be)
     threads = [None] if threads is None else ([threads] if np.ndim(threads) == 0 else list(threads))
     nbytes = sum(int(a.nbytes) for a in args if hasattr(a, "nbytes"))
@@ -295,7 +295,7 @@ def sweep(op, *args, blocks=None, threads=None, methods=None, repeat=5, warmup=1
     rows, checked = [], set()
     for m, b, t in _progress(configs, len(configs), progress):
         call = dict(kwargs, method=m, backend=be, blocks=b, threads=t)
-        if op == "filter" and not _backend.choose(op, be, m)[1] & _C.F_ORDERED:
+        if op == "filter" and not flags[m] & _C.F_ORDERED:
             call["ordered"] = False  # a rung that cannot keep order is checked as a multiset
         try:
             first = fn(*args, **call)

@@ -85,6 +85,8 @@ def test_sweep_rows_and_validation(backend):
         cuatomic.sweep("median", np.arange(3))
     with pytest.raises(ValueError, match="time add_one and mutex_add_one with benchmark"):
         cuatomic.sweep("add_one", blocks=[1])
+    with pytest.raises(ValueError, match="unknown method 'fastest'"):  # not silently left out
+        cuatomic.sweep("sum", np.arange(10), methods=["atomic", "fastest"], blocks=[1], backend=backend)
 
 
 def _sweep_cases(rng):
