@@ -56,7 +56,7 @@ def backend_id(name):
 
 
 def op_id(op):
-    if op not in _OP_IDS:
+    if not isinstance(op, str) or op not in _OP_IDS:
         raise ValueError(f"unknown op {op!r}: expected one of {', '.join(OPS)}")
     return _OP_IDS[op]
 
@@ -80,10 +80,17 @@ def is_wide(op, backend, method):
     return bool(choose(op, backend, method)[1] & _C.F_WIDE)
 
 
-@functools.lru_cache(maxsize=256)
 def choose(op, backend, method, *, require=0):
     """Resolve `method` against the table: "auto" picks the row flagged as
     default (that has the `require` flags); a name must exist."""
+    if not isinstance(method, str):
+        valid = ", ".join(["auto"] + [row[0] for row in table(op, backend)])
+        raise TypeError(f"method must be a string, one of {valid} (got {type(method).__name__} {method!r})")
+    return _choose(op, backend, method, require)
+
+
+@functools.lru_cache(maxsize=256)
+def _choose(op, backend, method, require):
     rows = table(op, backend)
     if method == "auto":
         for name, _, _, flags in rows:

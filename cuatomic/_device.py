@@ -6,6 +6,45 @@ import numpy as np
 from . import _C, _backend
 
 
+def host_array(a, name="a"):
+    """``np.asarray(a)``, refusing a masked array: NumPy's conversion drops
+    the mask, and cuatomic would then count the hidden elements.
+
+    Parameters
+    ----------
+    a : array_like
+    name : str, optional
+        The argument's name, for the error message.
+
+    Returns
+    -------
+    numpy.ndarray
+
+    Raises
+    ------
+    TypeError
+        If `a` is a ``numpy.ma.MaskedArray`` (or ``numpy.ma.masked``).
+    """
+    refuse_masked(a, name)
+    return np.asarray(a)
+
+
+def native_c_order(a):
+    """a in C order and native byte order: itself when it is, else a copy.
+    A 0-d array stays 0-d (np.ascontiguousarray would make it 1-d)."""
+    return a.astype(a.dtype.newbyteorder("="), order="C", copy=False)
+
+
+def refuse_masked(a, name="a"):
+    """Raise TypeError when `a` is a ``numpy.ma.MaskedArray``."""
+    if a is np.ma.masked:
+        raise TypeError(f"{name} is numpy.ma.masked, a missing value: pass a number")
+    if isinstance(a, np.ma.MaskedArray):
+        raise TypeError(f"{name} is a masked array (numpy.ma.MaskedArray), and cuatomic does not apply masks: "
+                        f"pass {name}.filled(value) to replace the masked elements, or {name}.compressed() "
+                        "to drop them")
+
+
 class DeviceArray:
     """An array in GPU memory, owned by cuatomic.
 
@@ -49,8 +88,8 @@ class DeviceArray:
     @classmethod
     def from_host(cls, a):
         """A device copy of a host array (C order, native byte order)."""
-        a = np.asarray(a)
-        a = np.ascontiguousarray(a if a.dtype.isnative else a.astype(a.dtype.newbyteorder("=")))
+        a = host_array(a)
+        a = native_c_order(a)
         out = cls.empty(a.shape, a.dtype)
         if a.nbytes:
             out._buffer.copy_from_host(a.reshape(-1).view(np.uint8), 0, a.nbytes)
@@ -181,6 +220,11 @@ def to_device(a, backend=None):
         (a DeviceArray passed in is returned as it is); on ``"cpu"`` a
         C-contiguous NumPy array in native byte order, so that the same code
         runs on both backends.
+
+    Raises
+    ------
+    TypeError
+        For a ``numpy.ma.MaskedArray``: its mask would be lost.
     """
     name = _backend.resolve(backend)
     if isinstance(a, DeviceArray):
@@ -189,8 +233,8 @@ def to_device(a, backend=None):
         return a.copy_to_host()
     if name == "cuda":
         return DeviceArray.from_host(a)
-    a = np.asarray(a)
-    return np.ascontiguousarray(a if a.dtype.isnative else a.astype(a.dtype.newbyteorder("=")))
+    a = host_array(a)
+    return native_c_order(a)
 
 
 def pinned_empty(shape, dtype=float):
@@ -235,7 +279,7 @@ def pinned_array(a):
     -------
     numpy.ndarray
     """
-    a = np.asarray(a)
+    a = host_array(a)
     out = pinned_empty(a.shape, a.dtype.newbyteorder("="))
     out[...] = a
     return out

@@ -15,21 +15,44 @@ _DL_KINDS = {0: "i", 1: "u", 2: "f", 6: "b"}
 _DL_CODES = {"i": 0, "u": 1, "f": 2, "b": 6}
 
 
+POINTER_BITS = np.dtype(np.uintp).itemsize * 8
+
+
 def stream_handle(stream):
     """A raw stream handle from None (the legacy default stream, 0), an int,
     a :class:`Stream`, or any object with ``.ptr`` (CuPy) or
-    ``.cuda_stream`` (PyTorch)."""
+    ``.cuda_stream`` (PyTorch).
+
+    Raises
+    ------
+    TypeError
+        For a bool or an object that is neither an int nor a stream.
+    ValueError
+        For an int that is not a pointer-sized handle (negative, or 2**64 or
+        more on a 64-bit machine): a ``cudaStream_t`` is a pointer.
+    """
     if stream is None:
         return 0
     if isinstance(stream, (bool, np.bool_)):
         raise TypeError("stream must be a stream object or an int handle, not bool")
     if isinstance(stream, (int, np.integer)):
-        return int(stream)
+        return _pointer_sized(int(stream), "stream")
     for attr in ("ptr", "cuda_stream"):
         if hasattr(stream, attr):
-            return int(getattr(stream, attr))
+            handle = getattr(stream, attr)
+            if isinstance(handle, (bool, np.bool_)) or not isinstance(handle, (int, np.integer)):
+                raise TypeError(f"{type(stream).__name__}.{attr} is not an int stream handle "
+                                f"(got {type(handle).__name__})")
+            return _pointer_sized(int(handle), f"{type(stream).__name__}.{attr}")
     raise TypeError(f"cannot use {type(stream).__name__} as a CUDA stream: pass an int handle or an object "
                     "with .ptr or .cuda_stream")
+
+
+def _pointer_sized(handle, what):
+    if not 0 <= handle < 1 << POINTER_BITS:
+        raise ValueError(f"{what}={handle} is not a valid stream handle: a cudaStream_t is a pointer, an int "
+                         f"from 0 to 2**{POINTER_BITS}-1")
+    return handle
 
 
 class Stream:
@@ -177,6 +200,43 @@ def foreign(obj, stream):
             return np.from_dlpack(obj)
         raise TypeError(f"DLPack device type {device_type} is not supported: cuatomic reads CUDA and host memory")
     return None
+
+
+def host_copy(obj, name="a", stream=0):
+    """A NumPy array of obj's elements, wherever they live.
+
+    Parameters
+    ----------
+    obj : array_like, DeviceArray, or another library's array
+        A DeviceArray is copied from the device; another library's CUDA
+        array (``__cuda_array_interface__`` or a CUDA ``__dlpack__``) is
+        read in place (gathered first if strided) and copied; DLPack host
+        memory and anything NumPy converts are taken as NumPy takes them.
+    name : str, optional
+        The argument's name, for errors.
+    stream : int, optional
+        Stream a foreign producer's work is ordered on.
+
+    Returns
+    -------
+    numpy.ndarray
+        Of obj's shape and dtype.
+
+    Raises
+    ------
+    TypeError
+        For a masked array (its mask would be lost).
+    """
+    from ._device import DeviceArray, host_array
+    if isinstance(obj, DeviceArray):
+        return obj.copy_to_host()
+    found = foreign(obj, stream)
+    if isinstance(found, ForeignDevice):
+        out = DeviceArray.empty(found.shape, found.dtype)
+        if out.nbytes:
+            out._buffer.copy_from_device(found.ptr, out.nbytes)  # found.keep holds the source meanwhile
+        return out.copy_to_host()
+    return host_array(obj if found is None else found, name)
 
 
 def dlpack_dtype(dtype):

@@ -2,15 +2,17 @@
 the compiled core. Each function resolves the backend and the method,
 normalizes its input (C order, native byte order, a supported dtype) or takes
 a DeviceArray as it is, and hands integer ids to ``_C``."""
+import collections
 import functools
 import operator
 import os
+import threading
 import warnings
 
 import numpy as np
 
 from . import _C, _auto, _backend, _interop
-from ._device import DeviceArray
+from ._device import DeviceArray, host_array, refuse_masked
 
 ACC_INT64, ACC_FLOAT32, ACC_FLOAT64 = 0, 1, 2
 MAX_BLOCKS = 2**31 - 1
@@ -79,7 +81,9 @@ class Input:
 
 def prepare(a, backend, name="a", stream=0):
     """Normalize an argument for the backend: a DeviceArray or another
-    library's device array (read in place) or a flat host array."""
+    library's device array (read in place) or a flat host array. Every
+    array argument of every operation passes through here; a masked array
+    is refused (its mask would be dropped)."""
     if type(a) is np.ndarray:  # the common case, without protocol lookups
         return _host_input(a, a)
     if isinstance(a, DeviceArray):
@@ -93,7 +97,7 @@ def prepare(a, backend, name="a", stream=0):
     if isinstance(found, _interop.ForeignDevice):
         dtype_id(found.dtype)
         return Input(found.ptr, found.size, found.dtype, True, len(found.shape), found.keep)
-    return _host_input(np.asarray(a if found is None else found), a)
+    return _host_input(host_array(a if found is None else found, name), a)
 
 
 def _host_input(arr, owner):
@@ -162,10 +166,13 @@ def sum(a, *, dtype=None, method="auto", backend=None, blocks=None, threads=None
     Raises
     ------
     TypeError
-        Unsupported dtype (complex, object, strings, float16).
+        Unsupported dtype (complex, object, strings, float16), a masked
+        array (``numpy.ma``: its mask would be ignored; pass
+        ``a.filled(v)`` or ``a.compressed()``), a `method` or launch
+        setting of the wrong type.
     ValueError
-        Unknown method or backend, or a launch configuration the method
-        cannot take.
+        Unknown method or backend, a launch configuration the method
+        cannot take, or a stream handle that is not pointer-sized.
     CudaError
         A CUDA failure, with the CUDA error's name.
     """
@@ -205,7 +212,8 @@ def _reduce_dtype(op, in_dt, dtype):
     asked on every call)."""
     reference = np.sum if op == "sum" else np.prod
     try:
-        return reference(np.empty(0, in_dt), dtype=dtype).dtype
+        # keepdims: an array even for dtype=object (whose scalar result is a Python int)
+        return reference(np.empty(0, in_dt), dtype=dtype, keepdims=True).dtype
     except TypeError as e:
         raise TypeError(f"cannot {op} {in_dt} as {dtype}: {e}") from None
 
@@ -219,7 +227,7 @@ _PLANS = {}
 def _reduce(op, a, dtype, method, backend, blocks, threads, stream):
     kind = type(a)
     fast = dtype is None and backend is None and blocks is None and threads is None and stream is None and (
-        kind is DeviceArray or (kind is np.ndarray and a.flags.c_contiguous))
+        type(method) is str) and (kind is DeviceArray or (kind is np.ndarray and a.flags.c_contiguous))
     if fast:
         key = (op, kind, a.dtype, method, os.environ.get("CUATOMIC_BACKEND"))
         plan = _PLANS.get(key)
@@ -286,7 +294,7 @@ def dot(a, b, *, method="auto", backend=None, blocks=None, threads=None, stream=
     ValueError
         Inputs that are not 1-D, or of different lengths.
     TypeError
-        Unsupported dtypes.
+        Unsupported dtypes, or a masked array.
     """
     be = _backend.resolve(backend)
     name, flags = _backend.choose("dot", be, method)
@@ -357,13 +365,117 @@ def _bin_plan(edges, sample_dt, uniform):
     return kernel_edges, uniform, inv_width, integer
 
 
-@functools.lru_cache(maxsize=64)
+class BytesLRU:
+    """A least-recently-used cache bounded by the bytes its values hold,
+    not by their number: 64 cached edge arrays of 2**25 bins would hold
+    16 GiB. A value larger than the whole bound is not cached.
+
+    Parameters
+    ----------
+    max_bytes : int
+        The most bytes the cached values may hold together.
+    """
+
+    def __init__(self, max_bytes):
+        self.max_bytes = int(max_bytes)
+        self._items = collections.OrderedDict()  # key -> (value, nbytes), oldest first
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    @property
+    def nbytes(self):
+        """Bytes the cached values hold now."""
+        return self._bytes
+
+    def __len__(self):
+        return len(self._items)
+
+    def __contains__(self, key):
+        return key in self._items
+
+    def get(self, key):
+        """The value cached under key (now the most recently used), or None."""
+        with self._lock:
+            found = self._items.get(key)
+            if found is None:
+                return None
+            self._items.move_to_end(key)
+            return found[0]
+
+    def put(self, key, value, nbytes):
+        """Cache value (holding nbytes) under key, dropping the least
+        recently used values until the total fits the bound."""
+        if nbytes > self.max_bytes:
+            return
+        with self._lock:
+            old = self._items.pop(key, None)
+            if old is not None:
+                self._bytes -= old[1]
+            self._items[key] = (value, nbytes)
+            self._bytes += nbytes
+            while self._bytes > self.max_bytes:
+                _, (_, dropped) = self._items.popitem(last=False)
+                self._bytes -= dropped
+
+    def clear(self):
+        with self._lock:
+            self._items.clear()
+            self._bytes = 0
+
+
+FIXED_BINS_CACHE_BYTES = 64 << 20
+_FIXED_BINS = BytesLRU(FIXED_BINS_CACHE_BYTES)
+
+
 def _fixed_bins(count, bounds, bound_types, sample_dt):
-    """Edges and plan of `count` bins over a given range (cached: the
-    tutorial's call repeats them, and they cost more than a small kernel).
-    The bounds' types are part of the key: NumPy's edges take their dtype."""
-    edges = np.histogram_bin_edges(np.empty(0, sample_dt), count, bounds)
-    return (edges, *_bin_plan(edges, sample_dt, True))
+    """Edges and plan of `count` bins over a given range (cached, up to
+    FIXED_BINS_CACHE_BYTES of arrays: the tutorial's call repeats them, and
+    they cost more than a small kernel). The bounds' types are part of the
+    key: NumPy's edges take their dtype."""
+    key = (count, bounds, bound_types, sample_dt)
+    plan = _FIXED_BINS.get(key)
+    if plan is None:
+        edges = np.histogram_bin_edges(np.empty(0, sample_dt), count, bounds)
+        plan = (edges, *_bin_plan(edges, sample_dt, True))
+        kernel_edges = plan[1]  # the same array as edges when no conversion was needed
+        _FIXED_BINS.put(key, plan, edges.nbytes + (0 if kernel_edges is edges else kernel_edges.nbytes))
+    return plan
+
+
+def _real_kind(v):
+    """Whether v is a real number (or an array of them) as NumPy sees it."""
+    return type(v) in (int, float) or np.asarray(v).dtype.kind in "biuf"
+
+
+def _check_range(range):
+    """Refuse a range that is not two real numbers (NumPy raises TypeError
+    for strings and other non-numbers too, from deep inside)."""
+    if range is None:
+        return
+    refuse_masked(range, "range")
+    try:
+        bounds = tuple(range)
+    except TypeError:
+        raise TypeError(f"range must be a (min, max) pair of numbers (got {type(range).__name__})") from None
+    if len(bounds) != 2:
+        raise ValueError(f"range must be a (min, max) pair of numbers (got {len(bounds)} values)")
+    for v in bounds:
+        refuse_masked(v, "range")
+        if not _real_kind(v):
+            raise TypeError(f"range must be a (min, max) pair of numbers (got {range!r}): "
+                            f"{type(v).__name__} is not a real number")
+
+
+def _check_edges(bins):
+    """Refuse explicit edges that are not real numbers: NumPy compares
+    string edges with the data as strings, and object edges as Python
+    objects; cuatomic compares numbers in float32/float64 and would get
+    either wrong."""
+    refuse_masked(bins, "bins")
+    kind = np.asarray(bins).dtype
+    if kind.kind not in "biuf":
+        raise TypeError(f"bin edges must be real numbers (got an array of dtype {kind}): pass the edges as "
+                        "ints or floats, e.g. np.asarray(bins, dtype=float)")
 
 
 def _bins_for(inp, bins, range, stream):
@@ -373,13 +485,15 @@ def _bins_for(inp, bins, range, stream):
                       RuntimeWarning, stacklevel=3)
     fixed = range is not None and isinstance(bins, (int, np.integer)) and not isinstance(bins, (bool, np.bool_))
     if fixed and bins >= 1:
+        _check_range(range)
         sample_dt = np.dtype(np.uint8) if inp.dtype.kind == "b" else inp.dtype
+        bounds = tuple(range)
         try:
-            bounds = tuple(range)
-            edges, *plan = _fixed_bins(int(bins), bounds, tuple(type(v) for v in bounds), sample_dt)
-        except TypeError:  # an unhashable range: the uncached path says what is wrong
+            hash(bounds)
+        except TypeError:  # bounds given as 0-d arrays: the uncached path takes them
             pass
         else:
+            edges, *plan = _fixed_bins(int(bins), bounds, tuple(type(v) for v in bounds), sample_dt)
             return (sample_dt, edges.copy(), *plan)
     sample_dt, edges, uniform = _edges(inp, bins, range, stream)
     if edges.size < 2:
@@ -390,6 +504,8 @@ def _bins_for(inp, bins, range, stream):
 def _edges(inp, bins, range, stream):
     """(sample dtype, NumPy's edges, whether they are evenly spaced)."""
     sample_dt = np.dtype(np.uint8) if inp.dtype.kind == "b" else inp.dtype
+    if np.ndim(bins) == 0:
+        _check_range(range)  # NumPy ignores the range of explicit edges
     if isinstance(bins, str):
         if inp.device:
             raise ValueError(f"bins={bins!r} estimates edges from the data: pass host data, or bins as a "
@@ -404,7 +520,44 @@ def _edges(inp, bins, range, stream):
             raise ValueError("`bins` must be positive, when an integer")
         sample = _sample_for_edges(inp, sample_dt, range is not None, stream)
         return sample_dt, np.histogram_bin_edges(sample, count, range), True
+    _check_edges(bins)
     return sample_dt, np.histogram_bin_edges(np.empty(0, sample_dt), bins, range), False
+
+
+# The cpu rungs that keep one private histogram per logical block, all
+# allocated in one piece before counting (csrc/cpu/histogram.c,
+# hist_private): blocks x bins 8-byte counts. A grid of 2**31-1 blocks asks
+# for terabytes; the allocation fails and the C layer raises a MemoryError
+# without a message, so such a grid is refused here first.
+_CPU_PRIVATE_HISTOGRAMS = ("warp_private", "thread_counters")
+COUNT_BYTES = 8
+
+
+def _physical_memory():
+    """Bytes of RAM in this machine, or None where the OS does not say."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def _check_private_histograms(backend, name, blocks, nbins):
+    """Refuse an explicit grid whose private histograms could not fit in
+    half of this machine's memory (ValueError naming the largest grid that
+    fits)."""
+    if backend != "cpu" or blocks < 0 or name not in _CPU_PRIVATE_HISTOGRAMS:
+        return
+    memory = _physical_memory()
+    if memory is None:
+        return
+    limit = memory // 2
+    need = blocks * nbins * COUNT_BYTES
+    if need > limit:
+        most = max(1, limit // (nbins * COUNT_BYTES))
+        raise ValueError(f"histogram method={name!r} on the cpu keeps a private histogram per block "
+                         f"({nbins} bins x {COUNT_BYTES} bytes): blocks={blocks} needs {need} bytes, more than "
+                         f"half of this machine's memory ({limit} bytes); pass blocks <= {most}, or leave "
+                         "blocks=None for one per CPU thread")
 
 
 def histogram(a, bins=10, range=None, *, density=False, method="auto", backend=None, blocks=None, threads=None,
@@ -441,6 +594,17 @@ def histogram(a, bins=10, range=None, *, density=False, method="auto", backend=N
         int64 counts (float64 with ``density``); a DeviceArray for device input.
     bin_edges : numpy.ndarray
         NumPy's edges, of NumPy's dtype.
+
+    Raises
+    ------
+    TypeError
+        Edges or a range that are not real numbers (strings, objects), a
+        masked array, an unsupported dtype.
+    ValueError
+        NumPy's errors (edges not increasing, a range that is not finite),
+        and on the cpu a ``warp_private``/``thread_counters`` grid whose
+        private histograms (blocks x bins x 8 bytes) would not fit in half
+        of the machine's memory.
     """
     be = _backend.resolve(backend)
     name, _ = _backend.choose("histogram", be, method)
@@ -448,13 +612,14 @@ def histogram(a, bins=10, range=None, *, density=False, method="auto", backend=N
     s = _interop.stream_handle(stream)
     inp = prepare(a, be, stream=s)
     sample_dt, edges, kernel_edges, uniform, inv_width, integer = _bins_for(inp, bins, range, s)
-    if edges.size < 2:
-        hist = np.zeros(0, np.int64)
+    if edges.size < 2:  # no bins: NumPy's empty counts, or empty densities
+        hist = np.zeros(0, np.float64 if density else np.int64)
         return (DeviceArray.from_host(hist) if inp.device else hist), edges
     ilo, iwidth = integer or (0, 1)
 
     if method == "auto":
         name = _auto.histogram_rung(be, kernel_edges.size - 1)
+    _check_private_histograms(be, name, nb, kernel_edges.size - 1)
     counts = _C.histogram(_backend.backend_id(be), name, inp.x, inp.n, inp.id, kernel_edges, int(uniform),
                           inv_width, int(integer is not None), ilo, iwidth, nb, nt, inp.device, s)
     if inp.device:
@@ -535,6 +700,7 @@ def _last_true(lo, hi, test):
 def predicate(dt, op, value):
     """``x <op> value`` over elements of dtype dt, under NumPy's comparison
     rules, as (negate, lo, hi): keep x iff (lo <= x <= hi) != negate."""
+    refuse_masked(value, "value")
     if isinstance(value, DeviceArray) or np.ndim(value) != 0:
         raise ValueError("value must be a scalar")
     dom = _Domain(dt)
@@ -595,10 +761,15 @@ def filter(a, op, value, *, ordered=True, method="auto", backend=None, blocks=No
 
     Raises
     ------
+    TypeError
+        An op that is not a string, a value that cannot be compared with
+        the elements, or a masked array or ``numpy.ma.masked`` value.
     ValueError
-        A bad op, a non-scalar value, or ``ordered=True`` with a method that
-        cannot keep order.
+        An unknown op, a non-scalar value, or ``ordered=True`` with a method
+        that cannot keep order.
     """
+    if not isinstance(op, str):
+        raise TypeError(f"op must be a string, one of {', '.join(_COMPARE)} (got {type(op).__name__} {op!r})")
     if op not in _COMPARE:
         raise ValueError(f"unknown op {op!r}: expected one of {', '.join(_COMPARE)}")
     be = _backend.resolve(backend)
@@ -702,6 +873,14 @@ def explain(op, *args, backend=None, stream=None, **kwargs):
         dtype, bins, the measured skew of a sample); ``str()`` reads as a
         sentence.
 
+    Raises
+    ------
+    TypeError
+        ``explain("histogram")`` without the array (the rule needs the
+        bins, the report the data), or the op's own argument errors.
+    ValueError
+        An unknown op.
+
     Examples
     --------
     >>> import numpy as np, cuatomic
@@ -713,6 +892,10 @@ def explain(op, *args, backend=None, stream=None, **kwargs):
     be = _backend.resolve(backend)
     s = _interop.stream_handle(stream)
     if op == "histogram":
+        if not args and "a" not in kwargs:
+            raise TypeError("explain('histogram') needs the array, as the call takes it: "
+                            "explain('histogram', a, bins=..., range=...) (the rule reads the bins, and the "
+                            "report the data's skew)")
         a = args[0] if args else kwargs["a"]
         bins = args[1] if len(args) > 1 else kwargs.get("bins", 10)
         bounds = args[2] if len(args) > 2 else kwargs.get("range")
@@ -720,8 +903,9 @@ def explain(op, *args, backend=None, stream=None, **kwargs):
         _, edges, _ = _edges(inp, bins, bounds, s)
         return _auto.histogram(be, inp, edges, s, measure=True)
     facts = {}
-    if args and op in ("sum", "dot", "filter", "prod"):
-        inp = prepare(args[0], be, stream=s)
+    a = args[0] if args else kwargs.get("a")
+    if a is not None and op in ("sum", "dot", "filter", "prod"):
+        inp = prepare(a, be, stream=s)
         facts = {"n": inp.n, "dtype": str(inp.dtype)}
     return _auto.fixed(op, be, facts)
 
@@ -750,6 +934,10 @@ def backends():
     return list(_backend.usable())
 
 
+_PROBE_KEYS = ("name", "device", "compute_capability", "sm_count", "cooperative_launch", "driver_version",
+               "runtime_version", "total_memory", "shared_per_block_optin")
+
+
 def backend_info():
     """What this build has and what this machine offers.
 
@@ -760,11 +948,13 @@ def backend_info():
         ``default_backend``, ``cpu_threads``, and ``cuda``: the probe of the
         current device (``usable``, ``reason`` when it is not, ``name``,
         ``compute_capability``, ``sm_count``, ``driver_version``,
-        ``runtime_version``, ...).
+        ``runtime_version``, ...; None when the build has no CUDA).
     """
     build = dict(_C.build_info())
     build["archs"] = [a for a in build["archs"].split(",") if a]
     probe = dict(_backend.cuda_probe())
+    for key in _PROBE_KEYS:  # a build without CUDA probes nothing: the keys are there, as None
+        probe.setdefault(key, None)
     usable = _backend.usable()
     return {
         "build": build,

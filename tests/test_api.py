@@ -26,6 +26,8 @@ def test_backends_and_info():
         assert info["cuda"]["compute_capability"][0] >= 7
     else:
         assert not info["cuda"]["usable"] and info["cuda"]["reason"]
+    if not info["build"]["cuda"]:  # the documented keys are there, as None (the notebooks read "name")
+        assert info["cuda"]["name"] is None and info["cuda"]["sm_count"] is None
 
 
 @pytest.mark.parametrize("op", OPS)
@@ -128,6 +130,11 @@ def test_cpu_to_device_is_numpy():
     d = cuatomic.to_device(a, backend="cpu")
     assert isinstance(d, np.ndarray) and d.flags.c_contiguous and d.dtype.isnative
     np.testing.assert_array_equal(d, a)
+    for zero_d in (np.array(2.5), np.array(7, ">i8")):  # 0-d stays 0-d (np.ascontiguousarray makes it 1-d)
+        d = cuatomic.to_device(zero_d, backend="cpu")
+        assert d.shape == () and d.dtype.isnative and d == zero_d
+    c = np.arange(5.0)
+    assert cuatomic.to_device(c, backend="cpu") is c  # already C order and native: no copy
 
 
 def test_cuda_error_class():
@@ -176,6 +183,8 @@ def test_device_array():
         cuatomic.sum(d, backend="cpu")
     f = np.asfortranarray(a)
     np.testing.assert_array_equal(cuatomic.to_device(f, backend="cuda").copy_to_host(), a)
+    zero_d = cuatomic.to_device(np.array(2.5, ">f8"), backend="cuda")
+    assert zero_d.shape == () and zero_d.copy_to_host() == 2.5
 
 
 @requires_cuda

@@ -155,3 +155,48 @@ def test_histogram_errors(backend):
     if CUDA:
         with pytest.raises(ValueError, match="estimates edges"):
             cuatomic.histogram(cuatomic.to_device(a, backend="cuda"), bins="auto", backend="cuda")
+
+
+# ------------------------------------------------- the cache of fixed bins
+
+def test_bytes_lru_bounds_bytes_and_drops_the_least_recently_used():
+    from cuatomic._ops import BytesLRU
+    cache = BytesLRU(100)
+    cache.put("a", "A", 40)
+    cache.put("b", "B", 40)
+    assert cache.get("a") == "A"  # a is now the most recently used
+    cache.put("c", "C", 40)       # 120 > 100: b, the least recently used, goes
+    assert "b" not in cache and cache.get("a") == "A" and cache.get("c") == "C"
+    assert cache.nbytes == 80 and len(cache) == 2
+    cache.put("a", "A2", 10)      # replacing a value counts its new size only
+    assert cache.get("a") == "A2" and cache.nbytes == 50
+    cache.put("huge", "H", 101)   # larger than the whole bound: not cached, nothing evicted
+    assert "huge" not in cache and cache.nbytes == 50 and len(cache) == 2
+    cache.put("fills", "F", 100)  # exactly the bound: everything else goes
+    assert len(cache) == 1 and cache.nbytes == 100 and cache.get("fills") == "F"
+    assert cache.get("missing") is None
+    with pytest.raises(TypeError):
+        cache.get(["unhashable"])
+    cache.clear()
+    assert len(cache) == 0 and cache.nbytes == 0
+
+
+def test_fixed_bins_cache_is_bounded_by_bytes(monkeypatch):
+    from cuatomic import _ops
+    monkeypatch.setattr(_ops, "_FIXED_BINS", _ops.BytesLRU(_ops.FIXED_BINS_CACHE_BYTES))
+    x = np.arange(1000, dtype=np.float64)
+    per_call = (2**21 + 1) * 8  # float64 edges of 2**21 bins: 16 MiB, shared with the kernel's edges
+    for hi in range(2000, 2008):  # eight ranges: an entry count bound of 64 would keep 128 MiB
+        got, edges = cuatomic.histogram(x, bins=2**21, range=(0, hi), backend="cpu")
+        assert got.sum() == x.size and edges[-1] == hi
+    assert _ops._FIXED_BINS.nbytes <= _ops.FIXED_BINS_CACHE_BYTES
+    assert len(_ops._FIXED_BINS) == _ops.FIXED_BINS_CACHE_BYTES // per_call
+    # The most recent range is cached: a repeat reuses it, and the caller's copy is its own.
+    _, first = cuatomic.histogram(x, bins=2**21, range=(0, 2007), backend="cpu")
+    first[0] = -1.0
+    _, again = cuatomic.histogram(x, bins=2**21, range=(0, 2007), backend="cpu")
+    assert again[0] == 0.0
+    # An entry larger than the bound is not cached at all (and nothing is evicted for it).
+    before = len(_ops._FIXED_BINS)
+    cuatomic.histogram(x, bins=2**23 + 7, range=(0, 1), backend="cpu")
+    assert len(_ops._FIXED_BINS) == before and _ops._FIXED_BINS.nbytes <= _ops.FIXED_BINS_CACHE_BYTES

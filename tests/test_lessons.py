@@ -5,7 +5,7 @@ import time
 
 import numpy as np
 import pytest
-from conftest import BACKENDS, DTYPES, make, placed, where_params
+from conftest import BACKENDS, DTYPES, make, placed, requires_cuda, where_params
 
 import cuatomic
 from cuatomic import datasets
@@ -83,6 +83,120 @@ def test_sweep_rows_and_validation(backend):
     assert {(r.blocks, r.threads) for r in rows} == {(1, 32), (3, 32), (1, 64), (3, 64)}
     with pytest.raises(ValueError, match="unknown op"):
         cuatomic.sweep("median", np.arange(3))
+    with pytest.raises(ValueError, match="time add_one and mutex_add_one with benchmark"):
+        cuatomic.sweep("add_one", blocks=[1])
+    with pytest.raises(ValueError, match="unknown method 'fastest'"):  # not silently left out
+        cuatomic.sweep("sum", np.arange(10), methods=["atomic", "fastest"], blocks=[1], backend=backend)
+
+
+def _sweep_cases(rng):
+    f32 = rng.standard_normal(20_000).astype(np.float32)
+    return [
+        ("sum", (f32,), {}),
+        ("sum", (np.arange(1000, dtype=np.int8).reshape(10, 100)[:, ::3],), {"dtype": np.int16}),
+        ("prod", ((1 + rng.random(200) / 100).astype(np.float64),), {}),
+        ("prod", (np.arange(1, 30, dtype=np.int32),), {}),
+        ("dot", (f32, f32[::-1].copy()), {}),
+        ("dot", (np.arange(500, dtype=np.int32), np.arange(500, dtype=np.int32)), {}),
+        ("histogram", (f32,), {"bins": 50}),
+        ("histogram", (f32, 7, (-1, 1)), {"density": True}),
+        ("filter", (f32, ">", 0.5), {}),
+        ("filter", (f32, "<=", -0.25), {"ordered": True}),
+    ]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("where", ["host", "device"])
+def test_sweep_checks_every_method_against_numpy(backend, where):
+    if where == "device" and backend != "cuda":
+        pytest.skip("device input is for the cuda backend")
+    for op, args, kwargs in _sweep_cases(np.random.default_rng(7)):
+        args = tuple(placed(a, backend, where) if isinstance(a, np.ndarray) else a for a in args)
+        rows = cuatomic.sweep(op, *args, blocks=[1, 7], repeat=1, warmup=0, backend=backend, progress=False,
+                              **kwargs)
+        assert {r.method for r in rows} == {m for m, _, _ in cuatomic.methods(op, backend)}, op
+
+
+def _wrong(monkeypatch, op, spoil):
+    """Make cuatomic.<op> wrong on every backend alike, as a bug in shared
+    code would: a reference computed by cuatomic itself could not see it."""
+    import functools
+
+    from cuatomic import _ops
+    real = getattr(_ops, op)
+
+    @functools.wraps(real)
+    def spoiled(*args, **kwargs):
+        return spoil(real(*args, **kwargs), kwargs)
+
+    monkeypatch.setattr(_ops, op, spoiled)
+
+
+@pytest.mark.parametrize("case", ["sum off by one", "sum of the wrong dtype", "float sum off by a block",
+                                  "histogram count moved", "filter out of order", "filter lost an element"])
+def test_sweep_refuses_what_numpy_disagrees_with(monkeypatch, case):
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(4096)
+    if case == "sum off by one":
+        _wrong(monkeypatch, "sum", lambda r, kw: r + 1)
+        call = ("sum", np.arange(100))
+    elif case == "sum of the wrong dtype":
+        _wrong(monkeypatch, "sum", lambda r, kw: np.float64(r))
+        call = ("sum", np.arange(100))
+    elif case == "float sum off by a block":  # 32 of 4096 normal values dropped: far past rounding
+        _wrong(monkeypatch, "sum", lambda r, kw: r - x[:32].sum())
+        call = ("sum", x)
+    elif case == "histogram count moved":
+        def moved(r, kw):
+            counts = r[0].copy()
+            counts[0], counts[1] = counts[0] + 1, counts[1] - 1
+            return counts, r[1]
+        _wrong(monkeypatch, "histogram", moved)
+        call = ("histogram", x)
+    elif case == "filter out of order":
+        _wrong(monkeypatch, "filter", lambda r, kw: r[::-1] if kw.get("ordered") else r)
+        call = ("filter", x, ">", 0.0)
+    else:
+        _wrong(monkeypatch, "filter", lambda r, kw: r[1:])
+        call = ("filter", x, ">", 0.0)
+    extra = {"methods": ["ordered", "lookback"], "ordered": True} if call[0] == "filter" else {}
+    with pytest.raises(RuntimeError, match="disagrees with NumPy"):
+        cuatomic.sweep(*call, blocks=[2], repeat=1, warmup=0, backend="cpu", progress=False, **extra)
+
+
+def test_host_copy_reads_every_kind_of_input():
+    from cuatomic._interop import host_copy
+    x = np.arange(12, dtype=np.int16).reshape(3, 4)[:, ::2]
+    assert np.array_equal(host_copy(x), x) and np.array_equal(host_copy([[1, 2]]), [[1, 2]])
+
+    class HostDLPack:  # DLPack host memory from another library
+        def __init__(self, a):
+            self.a = a
+
+        def __dlpack__(self, **kwargs):
+            return self.a.__dlpack__(**kwargs)
+
+        def __dlpack_device__(self):
+            return self.a.__dlpack_device__()
+
+    got = host_copy(HostDLPack(np.arange(5.0)))
+    assert isinstance(got, np.ndarray) and np.array_equal(got, np.arange(5.0))
+    with pytest.raises(TypeError, match="masked"):
+        host_copy(np.ma.array([1, 2], mask=[1, 0]))
+
+
+@requires_cuda
+def test_host_copy_of_device_arrays():
+    from cuatomic._interop import host_copy
+    from test_interop import FakeCAI
+    x = np.arange(1000, dtype=np.float32).reshape(10, 100)
+    d = cuatomic.to_device(x, backend="cuda")
+    assert np.array_equal(host_copy(d), x)
+    assert np.array_equal(host_copy(FakeCAI(d)), x)
+    strided = FakeCAI(d, shape=(10, 50), strides=(400, 8))  # every other column, read by a gather
+    assert np.array_equal(host_copy(strided), x[:, ::2])
+    rows = cuatomic.sweep("sum", FakeCAI(d), blocks=[4], methods=["atomic"], repeat=1, warmup=0, backend="cuda")
+    assert len(rows) == 1
 
 
 def test_sweep_default_blocks_follow_the_tutorial():

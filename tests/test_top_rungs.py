@@ -137,17 +137,53 @@ def test_warp_lock_counts_every_thread(backend, blocks, threads):
 
 # ------------------------------------------------------------ auto and explain
 
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_auto_follows_the_flag_table(backend):
-    """explain()'s fixed rules name the rung each table flags as default."""
-    for op, (name, _) in _auto._FIXED.items():
-        assert cuatomic.explain(op, backend=backend).method == name
-        flagged = [n for n, _, _, flags in _backend.table(op, backend) if flags & _C.F_DEFAULT]
-        assert flagged == [name], op
+# Where each op hands its rung's name to the compiled core: (function, position).
+_CORE_CALLS = {"sum": ("sum", 1), "prod": ("prod", 1), "dot": ("dot", 1), "histogram": ("histogram", 1),
+               "filter": ("filter", 1), "add_one": ("counter", 2), "mutex_add_one": ("counter", 2)}
+
+
+def _record_rungs(monkeypatch):
+    """A list that fills with the rung name of every call into _C the ops make."""
+    seen = []
+    for fn, pos in set(_CORE_CALLS.values()):
+        real = getattr(_C, fn)
+        monkeypatch.setattr(_C, fn, lambda *args, real=real, pos=pos: (seen.append(args[pos]), real(*args))[1])
+    monkeypatch.setattr(_ops, "_PLANS", {})  # cached call plans hold the real function
+    return seen
+
+
+def _auto_call(op, backend):
+    """(args of the op and of explain(), what the call with method='auto' does)."""
+    x = np.arange(1, 1001, dtype=np.int32)
+    data = cuatomic.to_device(x, backend=backend) if backend == "cuda" else x
+    calls = {
+        "sum": ((data,), lambda: cuatomic.sum(data, method="auto", backend=backend)),
+        "prod": ((data,), lambda: cuatomic.prod(data, method="auto", backend=backend)),
+        "dot": ((data, data), lambda: cuatomic.dot(data, data, method="auto", backend=backend)),
+        "filter": ((data, "<", 10), lambda: cuatomic.filter(data, "<", 10, method="auto", backend=backend)),
+        "add_one": ((), lambda: cuatomic.add_one(method="auto", backend=backend)),
+        "mutex_add_one": ((), lambda: cuatomic.mutex_add_one(method="auto", backend=backend)),
+    }
+    return calls[op]
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_explain_histogram_reads_bins_and_skew(backend):
+@pytest.mark.parametrize("op", sorted(_auto._FIXED))
+def test_auto_runs_what_explain_names_and_the_table_flags(monkeypatch, backend, op):
+    """For the ops whose rule ignores the data: the rung a method='auto' call
+    hands to the compiled core is the one explain() names, and the one the
+    variant table flags as default (three sources that must agree)."""
+    args, call = _auto_call(op, backend)
+    seen = _record_rungs(monkeypatch)
+    call()
+    assert len(seen) == 1, seen
+    assert cuatomic.explain(op, *args, backend=backend).method == seen[0]
+    flagged = [n for n, _, _, flags in _backend.table(op, backend) if flags & _C.F_DEFAULT]
+    assert flagged == seen
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_explain_histogram_reads_bins_and_skew(monkeypatch, backend):
     c = cuatomic.explain("histogram", TEXT, bins=128, range=(0, 128), backend=backend)
     assert isinstance(c, cuatomic.Choice) and c.op == "histogram" and c.facts["bins"] == 128
     assert c.reason and c.method in str(c) and 0.05 < c.facts["top_bin_share"] < 0.5  # text: space leads
@@ -158,8 +194,18 @@ def test_explain_histogram_reads_bins_and_skew(backend):
     assert e.facts["top_bin_share"] == 1.0 and e.method == c.method  # skew does not change the choice
     many = cuatomic.explain("histogram", TEXT.astype(np.int32), bins=65_536, range=(0, 65_536), backend=backend)
     assert many.method == "warp_private"
-    for choice in (c, e, many):  # the hot path's rule is the report's
-        assert _auto.histogram_rung(backend, choice.facts["bins"]) == choice.method
+    # The call runs what the report says, on both sides of the cpu's copy limit.
+    seen = _record_rungs(monkeypatch)
+    for bins, data in ((128, TEXT), (65_536, TEXT.astype(np.int32)), (_auto.CPU_COPY_BINS, TEXT),
+                       (_auto.CPU_COPY_BINS + 1, TEXT)):
+        said = cuatomic.explain("histogram", data, bins=bins, range=(0, bins), backend=backend).method
+        cuatomic.histogram(data, bins=bins, range=(0, bins), backend=backend)
+        assert seen.pop() == said, bins
+    if backend == "cpu":  # the limit is where the rule changes its mind
+        assert cuatomic.explain("histogram", TEXT, bins=_auto.CPU_COPY_BINS, range=(0, 1), backend="cpu").method \
+            == "thread_counters"
+        assert cuatomic.explain("histogram", TEXT, bins=_auto.CPU_COPY_BINS + 1, range=(0, 1),
+                                backend="cpu").method == "warp_private"
     # auto gives NumPy's answer whatever it picks
     got, _ = cuatomic.histogram(TEXT, bins=128, range=(0, 128), backend=backend)
     assert np.array_equal(host(got), np.histogram(TEXT, 128, (0, 128))[0])

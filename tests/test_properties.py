@@ -1,0 +1,673 @@
+"""Property-based tests: random inputs and arguments at every public
+function, every rung of the cpu backend, against NumPy.
+
+Inputs: 0-d to 3-d and empty arrays of every supported dtype, in native and
+swapped byte order, C, Fortran, strided and reversed layouts, floats with
+NaN and infinities; histogram bins as counts, explicit edges and ranges;
+filter ops and values of every kind. Integers must equal NumPy's exactly.
+Float sums and dots are compared with the exact answer (``math.fsum``, or
+``fractions.Fraction`` for float64 products):
+
+* ``method="auto"`` must be as accurate as NumPy on the same data:
+  ``|got - exact| <= max(2 * |numpy - exact|, 2 ulp of exact)``.
+* rungs that add per-thread shares and combine them in a tree or in block
+  order (FLOAT_ORDER "tree") are held to ``4 * log2(n + 2) * eps * sum|x|``,
+  which grows with log n, not n.
+* rungs that add elements or thread partials one at a time in the order
+  threads arrive (FLOAT_ORDER "arrival") have no tighter guarantee than any
+  summation order: only Higham's order-free bound
+  ``gamma(n - 1) * sum|x|`` is checked, a sanity check (dropped or doubled
+  elements), not an accuracy claim.
+
+NaN and infinity propagation is checked for every rung. Bad arguments of
+every parameter must raise TypeError or ValueError; huge launch
+configurations and bin counts run in subprocesses with a deadline, so a
+crash or hang fails the test instead of pytest.
+
+Hypothesis settings keep CI short and reproducible (derandomize=True).
+"""
+import fractions
+import json
+import math
+import operator
+import os
+import subprocess
+import sys
+import time
+import warnings
+
+import numpy as np
+import pytest
+
+hypothesis = pytest.importorskip("hypothesis")
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from hypothesis.extra import numpy as hnp  # noqa: E402
+
+import cuatomic  # noqa: E402
+from cuatomic import _C  # noqa: E402
+
+BACKEND = "cpu"
+PROPERTY = settings(max_examples=60, deadline=None, derandomize=True, database=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+FEW = settings(PROPERTY, max_examples=40)
+
+INTS = [np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64]
+FLOATS = [np.float32, np.float64]
+DTYPES = [np.bool_] + INTS + FLOATS
+COMPARE = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq,
+           "!=": operator.ne}
+BIG = 2.0**50  # finite float data stays within this: no sum or product of two reaches float32's overflow
+
+# How each float rung orders its additions (the variant tables carry no flag
+# for it, so it is written here once; a rung missing from it fails
+# test_every_float_rung_is_classified).
+FLOAT_ORDER = {
+    "sum": {"atomic": "arrival", "cas": "arrival", "thread_local": "arrival", "block_tree": "tree",
+            "grid_lock": "tree", "grid_flags": "tree", "cooperative": "tree", "last_block": "tree",
+            "vector": "tree"},
+    # every dot rung builds block values with a tree, then adds the block values
+    "dot": {"partial": "tree", "mutex": "tree", "atomic": "tree", "cas": "tree", "vector": "tree"},
+}
+
+
+def rungs(op):
+    return [name for name, _, _ in cuatomic.methods(op, BACKEND)]
+
+
+def flags(op, name):
+    return next(f for n, _, _, f in cuatomic._backend.table(op, BACKEND) if n == name)
+
+
+# ------------------------------------------------------------ strategies
+
+def elements(dt, special, near_one=False):
+    """Values of dtype dt: the whole range for integers; bounded finite
+    floats (near 1 for products), plus NaN, infinities and signed zeros
+    when `special`."""
+    dt = np.dtype(dt)
+    if dt.kind == "b":
+        return st.booleans()
+    if dt.kind in "iu":
+        return hnp.from_dtype(dt)
+    width = dt.itemsize * 8
+    if near_one:
+        finite = st.one_of(st.floats(0.875, 1.125, width=width), st.floats(-1.125, -0.875, width=width))
+    else:
+        finite = st.floats(-BIG, BIG, width=width)
+    if not special:
+        return finite
+    return st.one_of(finite, st.sampled_from([math.nan, math.inf, -math.inf, 0.0, -0.0]))
+
+
+def layout(x, how):
+    """x as a view of the given layout (the values may be reordered: the
+    reference is always computed from the view itself)."""
+    if how == "F":
+        return np.asfortranarray(x)
+    if x.ndim == 0:
+        return x
+    if how == "strided":
+        big = np.zeros(x.shape[:-1] + (2 * x.shape[-1],), x.dtype)
+        big[..., ::2] = x
+        return big[..., ::2]
+    if how == "reversed":
+        return x[::-1, ..., ::-1] if x.ndim > 1 else x[::-1]
+    return x
+
+
+@st.composite
+def arrays(draw, dtypes=DTYPES, ndim=(0, 3), max_side=12, long_1d=1100, near_one=False, specials=None):
+    """An array of any supported dtype, shape, byte order and layout."""
+    dt = np.dtype(draw(st.sampled_from(dtypes)))
+    if draw(st.integers(0, 3)) == 0 and ndim[1] >= 1:  # long 1-D: past the block and share edges
+        shape = (draw(st.integers(0, long_1d)),)
+    else:
+        shape = draw(hnp.array_shapes(min_dims=ndim[0], max_dims=ndim[1], min_side=0, max_side=max_side))
+    special = draw(st.booleans()) if specials is None else specials
+    x = draw(hnp.arrays(dt, shape, elements=elements(dt, special, near_one)))
+    if dt.itemsize > 1 and draw(st.booleans()):
+        x = x.astype(dt.newbyteorder())  # non-native byte order
+    return layout(x, draw(st.sampled_from(["C", "F", "strided", "reversed"])))
+
+
+def typical(dtypes=FLOATS, max_size=5000):
+    """Measured-looking data: normal values of one scale, seeded (what a
+    user sums; hypothesis's own floats span every exponent at once)."""
+    return st.builds(lambda seed, n, dt, scale: (np.random.default_rng(seed).standard_normal(n) * scale).astype(dt),
+                     st.integers(0, 2**32 - 1), st.integers(0, max_size), st.sampled_from(dtypes),
+                     st.sampled_from([1e-3, 1.0, 100.0, 1e6]))
+
+
+def vectors(dtypes=DTYPES):
+    return arrays(dtypes=dtypes, ndim=(1, 1), max_side=1100, long_1d=1100)
+
+
+# ------------------------------------------------------------ float checks
+
+def gamma(k, eps):
+    return k * eps / (1 - k * eps) if k * eps < 1 else math.inf
+
+
+def check_special(got, values, what):
+    """NaN and infinity as IEEE addition of `values` gives them; True when
+    the result is finite and the accuracy check applies."""
+    nan = any(math.isnan(v) for v in values)
+    pos = any(v == math.inf for v in values)
+    neg = any(v == -math.inf for v in values)
+    if nan or (pos and neg):
+        assert math.isnan(got), f"{what}: {got}, expected nan"
+        return False
+    if pos or neg:
+        assert got == (math.inf if pos else -math.inf), f"{what}: {got}, expected {'' if pos else '-'}inf"
+        return False
+    return True
+
+
+def check_float_total(got, reference, terms, exact, dt, rule, what):
+    """got, a sum of `terms` (whose exact total is `exact`), against a
+    rule of the module docstring: "auto" (NumPy's own error on the same
+    data), "tree" or "arrival"."""
+    got = float(got)
+    if not check_special(got, terms, what):
+        return
+    eps = float(np.finfo(dt).eps)
+    n = len(terms)
+    magnitude = math.fsum(abs(t) for t in terms)
+    error = abs(got - exact)
+    if rule == "auto":
+        numpy_error = abs(float(reference) - exact)
+        ulp = float(np.spacing(dt.type(abs(exact))))
+        bound = max(2 * numpy_error, 2 * ulp)
+        said = f"max(2 * numpy's error {numpy_error:.3g}, 2 ulp {2 * ulp:.3g})"
+    elif rule == "tree":
+        bound = 4 * math.log2(n + 2) * eps * magnitude
+        said = "4 log2(n+2) eps sum|x|"
+    else:
+        bound = gamma(max(n - 1, 0), eps) * magnitude
+        said = "gamma(n-1) sum|x| (order-free)"
+    assert error <= bound, f"{what}: {got!r} vs exact {exact!r}: error {error:.3g} > {said} = {bound:.3g} (n={n})"
+
+
+def check_rung(op, got, reference, terms, exact, method, what):
+    """One rung's sum or dot against NumPy's: the same result type;
+    integers exactly; floats with NaN and infinities as IEEE addition of
+    `terms` gives them, and within the rung's FLOAT_ORDER bound (auto's
+    accuracy has tests of its own)."""
+    assert type(got) is type(reference), f"{what}: {type(got)} vs NumPy's {type(reference)}"
+    if terms is None:
+        assert got == reference, f"{what}: {got!r} != {reference!r}"
+    elif method == "auto":
+        check_special(float(got), terms, what)
+    else:
+        check_float_total(got, reference, terms, exact, np.asarray(reference).dtype, FLOAT_ORDER[op][method], what)
+
+
+def sum_case(x, dtype):
+    """NumPy's sum, and the terms and exact total of a float sum."""
+    with np.errstate(all="ignore"):
+        reference = np.sum(x, dtype=dtype)
+    if reference.dtype.kind != "f":
+        return reference, None, None
+    terms = [float(v) for v in np.asarray(x, dtype=reference.dtype).reshape(-1)]  # as the op rounds them
+    exact = math.fsum(terms) if all(math.isfinite(t) for t in terms) else math.nan
+    return reference, terms, exact
+
+
+def dot_case(a, b):
+    """np.dot, and the exact products and total of a float dot."""
+    with np.errstate(all="ignore"):
+        reference = np.dot(a, b)
+    dt = np.asarray(reference).dtype
+    if dt.kind != "f":
+        return reference, None, None
+    av, bv = np.asarray(a, dtype=dt), np.asarray(b, dtype=dt)
+    with np.errstate(all="ignore"):
+        products = [float(p) for p in av.astype(np.float64) * bv.astype(np.float64)]
+    if not all(math.isfinite(p) for p in products):
+        return reference, products, math.nan
+    if dt == np.float32:  # products of float32s are exact in float64
+        return reference, products, math.fsum(products)
+    exact = sum((fractions.Fraction(float(u)) * fractions.Fraction(float(v)) for u, v in zip(av, bv)),
+                fractions.Fraction(0))
+    return reference, products, float(exact)
+
+
+SUM_DTYPES = {"f": [None, None, np.float32, np.float64],
+              "other": [None, None, np.int8, np.uint64, np.int64, np.float32, np.float64, np.bool_]}
+
+
+def b_for(data, a):
+    """A second dot operand of a's length: any dtype, layout, specials."""
+    dt = data.draw(st.sampled_from(DTYPES), label="b dtype")
+    b = data.draw(hnp.arrays(dt, a.shape, elements=elements(dt, data.draw(st.booleans()))), label="b")
+    return layout(b, data.draw(st.sampled_from(["C", "strided", "reversed"]), label="b layout"))
+
+
+# ------------------------------------------------------------ outcomes
+
+def outcome(call):
+    """('ok', value) or ('raises', the kind of error: TypeError, ValueError,
+    or OverflowError, which NumPy raises for a range past int64); other
+    exceptions propagate and fail the test."""
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            return "ok", call()
+    except (TypeError, ValueError, OverflowError) as e:
+        return "raises", next(k for k in (TypeError, ValueError, OverflowError) if isinstance(e, k))
+
+
+def agree(got, expected, what):
+    """Assert that cuatomic raised the kind of error NumPy raised, or
+    returned where NumPy returned; True when there are values to compare."""
+    if expected[0] == "raises":
+        assert got == expected, f"{what}: NumPy raises {expected[1].__name__}, cuatomic gives {got}"
+        return False
+    assert got[0] == "ok", f"{what}: cuatomic raises {got[1].__name__}, NumPy does not"
+    return True
+
+
+def same_array(got, ref, ordered=True):
+    got, ref = np.asarray(got), np.asarray(ref)
+    if got.shape != ref.shape or got.dtype != ref.dtype.newbyteorder("="):
+        return False
+    if not ordered:
+        got, ref = np.sort(got, axis=None), np.sort(ref, axis=None)
+    return bool(np.array_equal(got, ref, equal_nan=got.dtype.kind == "f"))
+
+
+# ------------------------------------------------------------ sum and prod
+
+def test_every_float_rung_is_classified():
+    for op, table in FLOAT_ORDER.items():
+        assert set(table) == set(rungs(op)), op
+
+
+@PROPERTY
+@given(data=st.data(), x=st.one_of(arrays(), typical(max_size=2000)))
+def test_sum_matches_numpy(data, x):
+    """Every rung and auto: NumPy's result type, integers exactly, NaN and
+    infinities as IEEE addition gives them; floats within the rung's bound
+    (auto's accuracy is test_sum_auto_is_as_accurate_as_numpy's)."""
+    dtype = data.draw(st.sampled_from(SUM_DTYPES["f" if x.dtype.kind == "f" else "other"]), label="dtype")
+    reference, terms, exact = sum_case(x, dtype)
+    for method in ["auto"] + rungs("sum"):
+        got = cuatomic.sum(x, dtype=dtype, method=method, backend=BACKEND)
+        check_rung("sum", got, reference, terms, exact, method,
+                   f"sum({x.dtype}{x.shape}, dtype={dtype}, method={method!r})")
+
+
+@PROPERTY
+@given(data=st.data(), x=st.one_of(typical(), arrays(dtypes=FLOATS + INTS, specials=False)))
+def test_sum_auto_is_as_accurate_as_numpy(data, x):
+    """method="auto" on float results: within max(2 * NumPy's error, 2 ulp)
+    of the exact sum."""
+    dtype = data.draw(st.sampled_from([np.float32, np.float64] + ([None] * 2 if x.dtype.kind == "f" else [])),
+                      label="dtype")
+    reference, terms, exact = sum_case(x, dtype)
+    got = cuatomic.sum(x, dtype=dtype, backend=BACKEND)
+    check_float_total(got, reference, terms, exact, reference.dtype, "auto",
+                      f"sum({x.dtype}{x.shape}, dtype={dtype}, method='auto')")
+
+
+@PROPERTY
+@given(x=st.one_of(arrays(dtypes=[np.bool_] + INTS), arrays(dtypes=FLOATS, max_side=4, long_1d=100,
+                                                           near_one=True)))
+def test_prod_matches_numpy(x):
+    """Integers wrap exactly as np.prod's; floats (near 1, so nothing over-
+    or underflows) within gamma(n) of the exact product, relative; NaN,
+    infinities and zeros as IEEE multiplication gives them."""
+    with np.errstate(all="ignore"):
+        reference = np.prod(x)
+    for method in ["auto"] + rungs("prod"):
+        got = cuatomic.prod(x, method=method, backend=BACKEND)
+        what = f"prod({x.dtype}{x.shape}, method={method!r})"
+        assert type(got) is type(reference), what
+        if reference.dtype.kind != "f":
+            assert got == reference, f"{what}: {got!r} != {reference!r}"
+            continue
+        values = [float(v) for v in x.reshape(-1)]
+        got = float(got)
+        if any(math.isnan(v) for v in values) or (any(math.isinf(v) for v in values) and 0.0 in values):
+            assert math.isnan(got), what
+        elif any(math.isinf(v) for v in values) or 0.0 in values:
+            negative = sum(math.copysign(1.0, v) < 0 for v in values) % 2
+            magnitude = math.inf if any(math.isinf(v) for v in values) else 0.0
+            assert got == (-magnitude if negative else magnitude), f"{what}: {got}"
+        else:  # one rounding per multiplication: relative gamma(n), below the answer itself
+            exact = math.prod(fractions.Fraction(v) for v in values)
+            bound = gamma(len(values), float(np.finfo(reference.dtype).eps)) * abs(exact)
+            assert abs(fractions.Fraction(got) - exact) <= bound, f"{what}: {got} vs {float(exact)}"
+
+
+# ------------------------------------------------------------ dot
+
+@PROPERTY
+@given(data=st.data(), a=vectors())
+def test_dot_matches_numpy(data, a):
+    """As test_sum_matches_numpy, for np.dot of any two dtypes."""
+    b = b_for(data, a)
+    reference, products, exact = dot_case(a, b)
+    for method in ["auto"] + rungs("dot"):
+        got = cuatomic.dot(a, b, method=method, backend=BACKEND)
+        check_rung("dot", got, reference, products, exact, method,
+                   f"dot({a.dtype}, {b.dtype}, n={a.size}, method={method!r})")
+
+
+@FEW  # exact float64 dots are Fractions: fewer examples
+@given(data=st.data(), a=st.one_of(typical(max_size=2000),
+                                   arrays(dtypes=FLOATS, ndim=(1, 1), max_side=1100, specials=False)))
+def test_dot_auto_is_as_accurate_as_numpy(data, a):
+    """method="auto" on float results: within max(2 * NumPy's error, 2 ulp)
+    of the exact dot."""
+    dt = data.draw(st.sampled_from(FLOATS + INTS), label="b dtype")
+    b = data.draw(st.one_of(typical([dt], a.size).map(lambda v: np.resize(v, a.shape)) if dt in FLOATS else
+                            st.nothing(), hnp.arrays(dt, a.shape, elements=elements(dt, False))), label="b")
+    reference, products, exact = dot_case(a, b)
+    got = cuatomic.dot(a, b, backend=BACKEND)
+    check_float_total(got, reference, products, exact, np.asarray(reference).dtype, "auto",
+                      f"dot({a.dtype}, {b.dtype}, n={a.size}, method='auto')")
+
+
+# ------------------------------------------------------------ histogram
+
+@st.composite
+def bins_and_range(draw, x):
+    """Bins as NumPy takes them: a count (with or without a range), or
+    explicit edges (monotonic or not), in the data's kind of numbers."""
+    if x.dtype.kind in "iu" and draw(st.booleans()):
+        info = np.iinfo(x.dtype)
+        number = st.integers(int(info.min), int(info.max))
+    else:
+        number = st.floats(-1e3, 1e3)
+    bounds = st.one_of(st.none(), st.tuples(number, number))
+    choice = draw(st.sampled_from(["count", "count", "edges", "unsorted"]))
+    if choice == "count":
+        return draw(st.integers(1, 40)), draw(bounds)
+    edges = draw(st.lists(number, min_size=1, max_size=12, unique=True))
+    return (sorted(edges) if choice == "edges" else edges), draw(bounds)
+
+
+@PROPERTY
+@given(data=st.data(), x=arrays())
+def test_histogram_matches_numpy(data, x):
+    """np.histogram's counts (or densities) and edges, of NumPy's dtypes,
+    for every rung; NumPy's kind of error where NumPy raises one."""
+    bins, bounds = data.draw(bins_and_range(x), label="bins, range")
+    density = data.draw(st.booleans(), label="density")
+    expected = outcome(lambda: np.histogram(x, bins, bounds, density=density))
+    for method in ["auto"] + rungs("histogram"):
+        got = outcome(lambda: cuatomic.histogram(x, bins, bounds, density=density, method=method, backend=BACKEND))
+        what = f"histogram({x.dtype}{x.shape}, bins={bins}, range={bounds}, density={density}, method={method!r})"
+        if not agree(got, expected, what):
+            continue
+        (counts, edges), (ref_counts, ref_edges) = got[1], expected[1]
+        assert same_array(edges, ref_edges), f"{what}: edges {edges} vs {ref_edges}"
+        assert same_array(counts, ref_counts), f"{what}: {counts} vs NumPy's {ref_counts}"
+
+
+# ------------------------------------------------------------ filter
+
+def values_for(x):
+    """Filter values: ints inside and far outside every dtype, fractions,
+    NaN and infinities, bools, NumPy scalars, and elements of x itself."""
+    plain = st.one_of(
+        st.integers(-(2**65), 2**65),
+        st.sampled_from([0, 1, -1, 127, 128, -129, 255, 256, 2**31, 2**63 - 1, 2**63, 2**64 - 1, 2**64, 0.5, -0.5,
+                         1e300, -1e300, math.nan, math.inf, -math.inf, True, False]),
+        st.floats(allow_nan=True, allow_infinity=True),
+        st.floats(width=32).map(np.float32),
+        st.integers(-(2**63), 2**63 - 1).map(np.int64),
+        st.integers(0, 255).map(np.uint8),
+    )
+    if x.size == 0:
+        return plain
+    flat = x.reshape(-1)
+    return st.one_of(plain, st.integers(0, x.size - 1).map(lambda i: flat[i]),
+                     st.integers(0, x.size - 1).map(lambda i: flat[i].item()))
+
+
+@PROPERTY
+@given(data=st.data(), x=arrays())
+def test_filter_matches_numpy(data, x):
+    """``x.ravel()[x.ravel() <op> value]`` under NumPy's comparison rules,
+    in order for the rungs that keep it and as a multiset for the others."""
+    op = data.draw(st.sampled_from(sorted(COMPARE)), label="op")
+    value = data.draw(values_for(x), label="value")
+    flat = x.reshape(-1)
+    expected = outcome(lambda: flat[COMPARE[op](flat, value)])
+    for method in ["auto"] + rungs("filter"):
+        ordered = method == "auto" or bool(flags("filter", method) & _C.F_ORDERED)
+        got = outcome(lambda: cuatomic.filter(x, op, value, ordered=ordered, method=method, backend=BACKEND))
+        what = f"filter({x.dtype}{x.shape}, {op!r}, {value!r}, method={method!r})"
+        if agree(got, expected, what):
+            assert same_array(got[1], expected[1], ordered), f"{what}: {got[1]} vs NumPy's {expected[1]}"
+
+
+# ------------------------------------------------------------ to_device, explain
+
+@FEW
+@given(x=arrays())
+def test_to_device_and_explain_take_any_input(x):
+    """to_device on the cpu: the same values, C-contiguous, native byte
+    order; explain: the size and dtype it reports are the input's."""
+    d = cuatomic.to_device(x, backend=BACKEND)
+    assert d.flags.c_contiguous and d.dtype.isnative and d.shape == x.shape
+    assert same_array(d, x)
+    for op in ("sum", "prod", "filter"):
+        assert cuatomic.explain(op, x, backend=BACKEND).facts == {"n": x.size, "dtype": str(x.dtype.newbyteorder("="))}
+    if x.dtype.kind != "b":
+        choice = cuatomic.explain("histogram", x, bins=7, range=(0, 10), backend=BACKEND)
+        assert choice.facts["n"] == x.size and choice.facts["bins"] == 7 and choice.method in rungs("histogram")
+
+
+# ------------------------------------------------------------ launch configurations
+
+GRIDS = st.one_of(st.none(), st.integers(1, 70), st.sampled_from([255, 256, 257, 1000]))
+THREADS = st.one_of(st.none(), st.integers(1, 70), st.sampled_from([31, 32, 33, 255, 256, 257, 1024]))
+
+
+@pytest.mark.filterwarnings("ignore:Converting input from bool")  # NumPy's own warning, repeated
+@FEW
+@given(data=st.data(), x=vectors(dtypes=[np.bool_] + INTS), blocks=GRIDS, threads=THREADS)
+def test_every_launch_configuration_is_exact_on_integers(data, x, blocks, threads):
+    """Any grid, on integers, gives NumPy's exact answer with every rung of
+    every op; the counters count every thread (racy: at most that)."""
+    grid = {"blocks": blocks, "threads": threads, "backend": BACKEND}
+    value = data.draw(values_for(x), label="value")
+    for method in rungs("sum"):
+        assert cuatomic.sum(x, method=method, **grid) == np.sum(x), method
+    for method in rungs("prod"):
+        assert cuatomic.prod(x, method=method, **grid) == np.prod(x), method
+    for method in rungs("dot"):
+        assert cuatomic.dot(x, x[::-1], method=method, **grid) == np.dot(x, x[::-1]), method
+    # the dtype's whole range, as floats (NumPy overflows on int bounds past int64)
+    bounds = (0.0, 256.0) if x.dtype.kind == "b" else (float(np.iinfo(x.dtype).min), float(np.iinfo(x.dtype).max))
+    for method in rungs("histogram"):
+        got, _ = cuatomic.histogram(x, 17, bounds, method=method, **grid)
+        assert np.array_equal(got, np.histogram(x, 17, bounds)[0]), method
+    flat = x.reshape(-1)
+    for method in rungs("filter"):
+        ordered = bool(flags("filter", method) & _C.F_ORDERED)
+        with np.errstate(all="ignore"):
+            expected = flat[flat >= value]
+        got = cuatomic.filter(x, ">=", value, ordered=ordered, method=method, **grid)
+        assert same_array(got, expected, ordered), method
+    b, t = blocks or 10, threads or 16  # the counters' own defaults are the tutorial's 10 x 16
+    for method in rungs("add_one"):
+        got = cuatomic.add_one(b, t, method=method, backend=BACKEND)
+        racy = not flags("add_one", method) and method == "racy"
+        assert (1 <= got <= b * t) if racy else got == b * t, (method, got)
+    for method in rungs("mutex_add_one"):
+        assert cuatomic.mutex_add_one(b, t, method=method, backend=BACKEND) == b * t, method
+
+
+# ------------------------------------------------------------ bad arguments
+
+ESTIMATORS = {"auto", "fd", "doane", "scott", "stone", "rice", "sturges", "sqrt"}
+METHOD_NAMES = {"auto"} | {n for op in cuatomic._backend.OPS for n in rungs(op)}
+
+
+def not_a_number():
+    return st.one_of(st.text(max_size=4), st.binary(max_size=3), st.none(), st.lists(st.integers(), max_size=2),
+                     st.builds(object), st.complex_numbers(allow_nan=False, max_magnitude=10).filter(lambda c: c.imag))
+
+
+BAD = {
+    "bins": st.one_of(
+        st.floats(allow_nan=True).filter(lambda f: not float(f).is_integer()),
+        st.integers(max_value=0),
+        st.text(max_size=6).filter(lambda s: s not in ESTIMATORS),
+        st.lists(st.text(min_size=1, max_size=2), min_size=2, max_size=3),   # string edges
+        st.lists(st.floats(-10, 10), min_size=3, max_size=5, unique=True).filter(lambda e: e != sorted(e)),
+        st.just([[0.0, 1.0], [2.0, 3.0]]),
+        st.none(),
+    ),
+    "range": st.one_of(
+        st.tuples(not_a_number(), st.floats(0, 1)),
+        st.tuples(st.floats(0, 1), not_a_number()),
+        st.lists(st.floats(0, 1), min_size=3, max_size=4).map(tuple),
+        st.tuples(st.floats(1, 2), st.floats(-2, 0.99)),              # max below min
+        st.tuples(st.sampled_from([math.nan, math.inf, -math.inf]), st.floats(0, 1)),
+        st.integers(),
+    ),
+    "op": st.one_of(st.text(max_size=3).filter(lambda s: s not in COMPARE), st.integers(), st.none(),
+                    st.lists(st.sampled_from(sorted(COMPARE)), min_size=1, max_size=2)),
+    "value": st.one_of(st.lists(st.integers(), min_size=1, max_size=3), st.text(max_size=3), st.none(),
+                       st.builds(object), st.just(np.arange(3)), st.just(np.ma.masked)),
+    "method": st.one_of(st.text(max_size=8).filter(lambda s: s not in METHOD_NAMES), st.integers(), st.none(),
+                        st.lists(st.sampled_from(sorted(METHOD_NAMES)), min_size=1, max_size=2)),
+    "backend": st.one_of(st.text(max_size=5).filter(lambda s: s not in ("cpu", "cuda")), st.integers(),
+                         st.lists(st.just("cpu"), min_size=1, max_size=1)),
+    "blocks": st.one_of(st.integers(max_value=0), st.integers(min_value=2**31), st.floats(), st.booleans(),
+                        st.text(max_size=3)),
+    "threads": st.one_of(st.integers(max_value=0), st.integers(min_value=1025), st.floats(), st.booleans(),
+                         st.text(max_size=3)),
+    "dtype": st.sampled_from([object, "nonsense", np.complex128, np.float16, str, "M8[s]", "m8[s]", "V4", [1]]),
+    "stream": st.one_of(st.integers(max_value=-1), st.integers(min_value=2**64), st.floats(), st.booleans(),
+                        st.text(max_size=3), st.lists(st.integers(), max_size=1)),
+}
+
+# The functions each parameter belongs to, and a good call to spoil one argument of.
+X = np.arange(1, 41, dtype=np.float64)
+GOOD = {
+    "sum": (cuatomic.sum, (X,), {}),
+    "prod": (cuatomic.prod, (X[:5],), {}),
+    "dot": (cuatomic.dot, (X, X), {}),
+    "histogram": (cuatomic.histogram, (X,), {"bins": 8, "range": (0, 50)}),
+    "filter": (cuatomic.filter, (X, "<", 3), {}),
+    "add_one": (cuatomic.add_one, (), {}),
+    "mutex_add_one": (cuatomic.mutex_add_one, (), {}),
+}
+TAKES = {
+    "bins": ["histogram"], "range": ["histogram"], "op": ["filter"], "value": ["filter"],
+    "method": list(GOOD), "backend": list(GOOD), "blocks": list(GOOD), "threads": list(GOOD),
+    "dtype": ["sum", "prod"], "stream": list(GOOD),
+}
+
+
+def spoil(name, param, bad):
+    fn, args, kwargs = GOOD[name]
+    kwargs = dict(kwargs, backend=BACKEND)
+    if param == "op":
+        return lambda: fn(args[0], bad, args[2], **kwargs)
+    if param == "value":
+        return lambda: fn(args[0], args[1], bad, **kwargs)
+    if name in ("add_one", "mutex_add_one") and param in ("blocks", "threads"):
+        return lambda: fn(**dict(kwargs, **{param: bad}))
+    return lambda: fn(*args, **dict(kwargs, **{param: bad}))
+
+
+def test_the_good_calls_are_good():
+    for name in GOOD:
+        fn, args, kwargs = GOOD[name]
+        fn(*args, **dict(kwargs, backend=BACKEND))
+
+
+@settings(PROPERTY, max_examples=150)
+@given(data=st.data(), param=st.sampled_from(sorted(BAD)))
+def test_bad_arguments_raise_type_or_value_errors(data, param):
+    bad = data.draw(BAD[param], label=param)
+    name = data.draw(st.sampled_from(TAKES[param]), label="function")
+    call = spoil(name, param, bad)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            call()
+    except (TypeError, ValueError) as e:
+        assert str(e), f"{name}({param}={bad!r}): {type(e).__name__} without a message"
+    else:
+        pytest.fail(f"{name}({param}={bad!r}) was accepted")
+
+
+# ------------------------------------------------------------ huge arguments, in subprocesses
+
+CHILD = r"""
+import json, sys, warnings
+import numpy as np
+import cuatomic
+case = json.loads(sys.argv[1])
+op, kwargs = case["op"], case["kwargs"]
+x = np.arange(100, dtype=np.float64)
+calls = {
+    "sum": (lambda: cuatomic.sum(x, **kwargs), lambda: np.sum(x)),
+    "prod": (lambda: cuatomic.prod(x[1:20], **kwargs), lambda: np.prod(x[1:20])),
+    "dot": (lambda: cuatomic.dot(x, x, **kwargs), lambda: np.dot(x, x)),
+    "histogram": (lambda: cuatomic.histogram(x, **kwargs)[0],
+                  lambda: np.histogram(x, kwargs.get("bins", 10))[0]),
+    "filter": (lambda: cuatomic.filter(x, "<", 7, ordered=False, **kwargs), lambda: x[x < 7]),
+}
+ours, numpys = calls[op]
+try:
+    got = ours()
+except (TypeError, ValueError) as e:
+    print(json.dumps({"result": "refused", "error": type(e).__name__, "message": str(e)}))
+except MemoryError as e:
+    print(json.dumps({"result": "memory", "message": str(e)}))
+else:
+    right = np.array_equal(np.sort(np.asarray(got)), np.sort(np.asarray(numpys())))
+    print(json.dumps({"result": "right" if right else "wrong"}))
+"""
+
+HUGE_BLOCKS, HUGE_THREADS = 2**31 - 1, 1024
+
+
+def huge_cases():
+    cases = [{"op": op, "kwargs": {"method": m, "blocks": HUGE_BLOCKS, "threads": HUGE_THREADS, "backend": BACKEND}}
+             for op in ("sum", "prod", "dot", "histogram", "filter") for m in rungs(op)]
+    cases += [{"op": "histogram", "kwargs": {"bins": b, "backend": BACKEND}} for b in (2**24, 2**40)]
+    return cases
+
+
+def test_huge_launch_configurations_and_bins_finish_or_refuse():
+    """Every rung with the largest grid it accepts (2**31-1 blocks of 1024
+    threads) over 100 elements, and 2**24 and 2**40 bins: each must give
+    NumPy's answer, or refuse with TypeError or ValueError (or, as NumPy
+    does for 2**40 bins, a MemoryError that says what it tried), within
+    the deadline and without crashing. All cases run at once, each in its
+    own process."""
+    deadline = time.monotonic() + 20
+    env = dict(os.environ, PYTHONWARNINGS="ignore")
+    running = [(case, subprocess.Popen([sys.executable, "-c", CHILD, json.dumps(case)], stdout=subprocess.PIPE,
+                                       stderr=subprocess.PIPE, text=True, env=env)) for case in huge_cases()]
+    failures = []
+    for case, child in running:
+        try:
+            out, err = child.communicate(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.communicate()
+            failures.append(f"{case}: still running after the deadline (killed)")
+            continue
+        if child.returncode != 0:
+            failures.append(f"{case}: exit status {child.returncode}: {err.strip()[-300:]}")
+            continue
+        found = json.loads(out.strip().splitlines()[-1])
+        if found["result"] == "wrong":
+            failures.append(f"{case}: a wrong answer")
+        elif found["result"] == "memory" and not found["message"]:
+            failures.append(f"{case}: MemoryError without a message")
+        elif found["result"] == "refused" and not found["message"]:
+            failures.append(f"{case}: {found['error']} without a message")
+    assert not failures, f"{len(failures)} of {len(running)} cases:\n" + "\n".join(failures)

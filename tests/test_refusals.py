@@ -1,0 +1,185 @@
+"""No silent wrong answers: what cuatomic cannot honour is refused, with the
+exception type NumPy uses and a message that says what to do instead."""
+import re
+
+import numpy as np
+import pytest
+from conftest import BACKENDS
+
+import cuatomic
+
+MASKED = np.ma.array([1.0, 2.0, 3.0], mask=[0, 1, 0])
+PLAIN = np.array([1.0, 2.0, 3.0])
+
+
+def _masked_calls(backend):
+    """Every public entry point that takes an array, with the masked array
+    in each array position."""
+    return {
+        "sum": lambda: cuatomic.sum(MASKED, backend=backend),
+        "prod": lambda: cuatomic.prod(MASKED, backend=backend),
+        "dot a": lambda: cuatomic.dot(MASKED, PLAIN, backend=backend),
+        "dot b": lambda: cuatomic.dot(PLAIN, MASKED, backend=backend),
+        "histogram": lambda: cuatomic.histogram(MASKED, backend=backend),
+        "histogram bins": lambda: cuatomic.histogram(PLAIN, bins=np.ma.array([0.0, 1.0, 4.0], mask=[0, 1, 0]),
+                                                     backend=backend),
+        "histogram range": lambda: cuatomic.histogram(PLAIN, bins=2, range=np.ma.array([0.0, 4.0], mask=[0, 1]),
+                                                      backend=backend),
+        "filter": lambda: cuatomic.filter(MASKED, "<", 3, backend=backend),
+        "filter value": lambda: cuatomic.filter(PLAIN, "<", np.ma.masked, backend=backend),
+        "to_device": lambda: cuatomic.to_device(MASKED, backend=backend),
+        "explain sum": lambda: cuatomic.explain("sum", MASKED, backend=backend),
+        "explain histogram": lambda: cuatomic.explain("histogram", MASKED, bins=2, range=(0, 4), backend=backend),
+        "sweep": lambda: cuatomic.sweep("sum", MASKED, blocks=[1], repeat=1, warmup=0, backend=backend),
+        "benchmark of a cuatomic function": lambda: cuatomic.benchmark(cuatomic.sum, MASKED, repeat=1, warmup=0,
+                                                                       backend=backend),
+    }
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_masked_arrays_are_refused_everywhere(backend):
+    # np.asarray drops the mask: sum(MASKED) used to be 6 where NumPy says 4.
+    assert np.sum(MASKED) == 4.0
+    for where, call in _masked_calls(backend).items():
+        with pytest.raises(TypeError, match=r"masked") as info:
+            call()
+        message = str(info.value)
+        if where != "filter value":  # numpy.ma.masked is a missing scalar, not an array to fill
+            assert ".filled(" in message and ".compressed()" in message, (where, message)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_unmasked_input_of_the_same_values_still_works(backend):
+    # The refusal is about the mask, not the data: .compressed() gives NumPy's answer.
+    assert cuatomic.sum(MASKED.compressed(), backend=backend) == np.sum(MASKED)
+    assert cuatomic.sum(MASKED.filled(0.0), backend=backend) == np.sum(MASKED)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("bins", [["0", "1"], np.array(["0", "1", "2"]), [b"0", b"1"],
+                                  np.array([0, 1], dtype=object), [0, 1, 2**70]],
+                         ids=["str", "str-array", "bytes", "object", "python-int-past-int64"])
+def test_histogram_refuses_edges_that_are_not_numbers(backend, bins):
+    # NumPy compares string edges with the data as strings (arange(10.) in
+    # ['0', '1'] counts 1, lexically) and object edges as Python objects;
+    # cuatomic compares numbers, so it refuses rather than answer differently.
+    with pytest.raises(TypeError, match="bin edges must be real numbers"):
+        cuatomic.histogram(np.arange(10.0), bins=bins, backend=backend)
+    with pytest.raises(TypeError, match="bin edges must be real numbers"):
+        cuatomic.explain("histogram", np.arange(10.0), bins=bins, backend=backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("bins", [4, "auto"], ids=["count", "estimator"])
+@pytest.mark.parametrize("bounds", [("0", "1"), (b"0", 1), (0, None), (0, 1j)], ids=["str", "bytes", "None", "complex"])
+def test_histogram_refuses_a_range_that_is_not_numbers(backend, bins, bounds):
+    with pytest.raises(TypeError):  # NumPy's type for these (from np.isfinite or a comparison)
+        np.histogram(np.arange(10.0), bins=bins, range=bounds)
+    with pytest.raises(TypeError, match=r"range must be a \(min, max\) pair of numbers"):
+        cuatomic.histogram(np.arange(10.0), bins=bins, range=bounds, backend=backend)
+    # With explicit edges NumPy ignores the range, whatever it holds; so does cuatomic.
+    got, _ = cuatomic.histogram(np.arange(10.0), bins=[0.0, 1.0, 5.0], range=bounds, backend=backend)
+    assert np.array_equal(got, np.histogram(np.arange(10.0), bins=[0.0, 1.0, 5.0], range=bounds)[0])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_histogram_range_shape_errors(backend):
+    with pytest.raises(TypeError, match="pair"):
+        cuatomic.histogram(np.arange(10.0), bins=2, range=5, backend=backend)
+    with pytest.raises(ValueError, match="got 3 values"):
+        cuatomic.histogram(np.arange(10.0), bins=2, range=(0, 1, 2), backend=backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_histogram_numeric_edges_of_every_real_kind_still_work(backend):
+    x = np.arange(10, dtype=np.int32)
+    for bins in ([0, 5, 10], [0.0, 2.5, 10.0], np.array([0, 5, 10], np.uint8), [False, True]):
+        got, edges = cuatomic.histogram(x, bins=bins, backend=backend)
+        ref, ref_edges = np.histogram(x, bins=bins)
+        assert np.array_equal(got, ref) and np.array_equal(edges, ref_edges)
+
+
+# ------------------------------------------------------------ clear messages
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("op", ["sum", "prod"])
+def test_result_dtype_object_is_named(backend, op):
+    # np.sum(..., dtype=object) returns a Python int: this used to end in an AttributeError.
+    with pytest.raises(TypeError, match=r"result dtype object is not supported"):
+        getattr(cuatomic, op)(np.arange(3.0), dtype=object, backend=backend)
+    with pytest.raises(TypeError, match=r"data type 'nonsense' not understood"):
+        getattr(cuatomic, op)(np.arange(3.0), dtype="nonsense", backend=backend)
+
+
+def test_explain_histogram_without_the_array():
+    with pytest.raises(TypeError, match=r"explain\('histogram'\) needs the array"):
+        cuatomic.explain("histogram")
+    with pytest.raises(TypeError, match=r"explain\('histogram'\) needs the array"):
+        cuatomic.explain("histogram", bins=128, range=(0, 128))
+    # the array by keyword is the array
+    c = cuatomic.explain("histogram", a=np.arange(100, dtype=np.uint8), bins=8, range=(0, 128), backend="cpu")
+    assert c.facts["n"] == 100 and c.facts["bins"] == 8
+
+
+def test_explain_sum_reads_the_array_by_keyword_too():
+    c = cuatomic.explain("sum", a=np.ones(7, np.float32), backend="cpu")
+    assert c.facts == {"n": 7, "dtype": "float32"}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_filter_op_of_the_wrong_type_is_named(backend):
+    with pytest.raises(TypeError, match=r"op must be a string, one of <, <=.*got list \['<'\]"):
+        cuatomic.filter(np.arange(5), ["<"], 2, backend=backend)
+    with pytest.raises(ValueError, match=r"unknown op '=<'"):
+        cuatomic.filter(np.arange(5), "=<", 2, backend=backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_method_and_op_of_the_wrong_type_are_named(backend):
+    with pytest.raises(TypeError, match=r"method must be a string, one of auto, atomic.*got list"):
+        cuatomic.sum(np.arange(5), method=["atomic"], backend=backend)
+    with pytest.raises(TypeError, match=r"method must be a string.*got dict"):
+        cuatomic.histogram(np.arange(5), method={}, backend=backend)
+    with pytest.raises(ValueError, match=r"unknown op \['sum'\]"):
+        cuatomic.explain(["sum"])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("stream", [2**70, 2**64, -1])
+def test_stream_handle_outside_a_pointer_is_refused(backend, stream):
+    # It used to reach C and come back as an OverflowError (or be ignored on the cpu).
+    for call in (lambda: cuatomic.sum(np.arange(3), stream=stream, backend=backend),
+                 lambda: cuatomic.histogram(np.arange(3), stream=stream, backend=backend),
+                 lambda: cuatomic.add_one(stream=stream, backend=backend)):
+        with pytest.raises(ValueError, match=rf"stream={stream} is not a valid stream handle.*pointer"):
+            call()
+
+
+def test_stream_objects_are_checked_like_ints():
+    from cuatomic._interop import stream_handle
+
+    class CupyLike:
+        ptr = 2**64
+
+    class TorchLike:
+        cuda_stream = 1.5
+
+    with pytest.raises(ValueError, match=r"CupyLike.ptr=18446744073709551616 is not a valid stream handle"):
+        stream_handle(CupyLike())
+    with pytest.raises(TypeError, match=r"TorchLike.cuda_stream is not an int stream handle"):
+        stream_handle(TorchLike())
+    assert stream_handle(2**64 - 1) == 2**64 - 1 and stream_handle(np.uint64(7)) == 7
+
+
+@pytest.mark.parametrize("method", ["warp_private", "thread_counters"])
+def test_cpu_private_histograms_past_memory_are_refused_before_c(method):
+    # One private histogram per block, allocated up front: 2**31-1 blocks x
+    # 1024 bins is 16 TiB. It used to fail in C with an empty MemoryError.
+    need = (2**31 - 1) * 1024 * 8
+    with pytest.raises(ValueError, match=rf"blocks=2147483647 needs {need} bytes.*pass blocks <= \d+") as info:
+        cuatomic.histogram(np.arange(10.0), bins=1024, method=method, blocks=2**31 - 1, backend="cpu")
+    half = int(re.search(r"memory \((\d+) bytes\)", str(info.value)).group(1))
+    most = int(re.search(r"blocks <= (\d+)", str(info.value)).group(1))
+    assert most * 1024 * 8 <= half < (most + 1) * 1024 * 8  # the suggestion is the largest grid that fits
+    got, _ = cuatomic.histogram(np.arange(10.0), bins=4, method=method, blocks=3, backend="cpu")
+    assert np.array_equal(got, np.histogram(np.arange(10.0), bins=4)[0])
