@@ -254,7 +254,12 @@ def _reduce(op, a, dtype, method, backend, blocks, threads, stream):
         inp = inp.cast(out_dt, f"{op}(dtype={out_dt})")
     elif out_dt.kind == "f" and inp.dtype.kind != "f":
         inp = inp.cast(out_dt, f"{op}(dtype={out_dt})")
-    acc = _acc_of(out_dt, flags)
+    elif out_dt.kind == "f" and out_dt.itemsize < inp.dtype.itemsize and not inp.device:
+        inp = inp.cast(out_dt, f"{op}(dtype={out_dt})")  # NumPy rounds every element first
+    # Narrowing device data: the kernels round every element to the result
+    # type as they read it, and accumulate in it.
+    narrowing = out_dt.kind == "f" and out_dt.itemsize < inp.dtype.itemsize
+    acc = ACC_FLOAT32 if narrowing else _acc_of(out_dt, flags)
     call = _C.sum if op == "sum" else _C.prod
     result = call(_backend.backend_id(be), name, inp.x, inp.n, inp.id, acc, b, t, s, out_dt.num)
     if fast and inp.x is (a.ptr if kind is DeviceArray else a) and (kind is np.ndarray or be == "cuda"):

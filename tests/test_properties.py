@@ -626,7 +626,7 @@ except (TypeError, ValueError) as e:
 except MemoryError as e:
     print(json.dumps({"result": "memory", "message": str(e)}))
 else:
-    right = np.array_equal(np.sort(np.asarray(got)), np.sort(np.asarray(numpys())))
+    right = np.array_equal(np.sort(np.atleast_1d(np.asarray(got))), np.sort(np.atleast_1d(np.asarray(numpys()))))
     print(json.dumps({"result": "right" if right else "wrong"}))
 """
 
