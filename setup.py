@@ -100,7 +100,10 @@ class BuildExt(build_ext):
             gencode.append(f"-gencode=arch=compute_{ARCHS[-1]},code=compute_{ARCHS[-1]}")
             headers = glob("cuda/*.h") + glob("cuda/*.cuh")
 
-            flags = ["-std=c++17", "-O3", "-lineinfo", "--threads", "2", "-Xcompiler", "-fPIC", *gencode]
+            # Hidden by default: CUB, libcu++ and NVTX statics would otherwise be
+            # exported and bind to (or be bound from) CuPy's or PyTorch's copies.
+            flags = ["-std=c++17", "-O3", "-lineinfo", "--threads", "2", "-Xcompiler", "-fPIC",
+                     "-Xcompiler", "-fvisibility=hidden", *gencode]
             # Objects are reused only when built from the same flags and newer than their sources.
             tag = hashlib.sha1(" ".join([NVCC, *flags]).encode()).hexdigest()[:10]
 
@@ -128,10 +131,16 @@ ext = Extension(
     define_macros=define_macros,
     libraries=libraries,
     library_dirs=library_dirs,
-    extra_compile_args=["-std=gnu11", "-O3", "-fopenmp", "-Wall", "-Wno-unused-function"],
-    extra_link_args=["-fopenmp"],
+    # Only PyInit__C (PyMODINIT_FUNC marks it visible) is exported: hidden
+    # visibility for our code, nothing re-exported from the static CUDA
+    # runtime or any other archive, and csrc/exports.map for what escapes
+    # both. Peers loaded into the same process (CuPy, PyTorch, Numba) then
+    # never resolve a symbol to ours.
+    extra_compile_args=["-std=gnu11", "-O3", "-fopenmp", "-Wall", "-Wno-unused-function", "-fvisibility=hidden"],
+    extra_link_args=["-fopenmp", "-Wl,--exclude-libs,ALL", "-Wl,--version-script=csrc/exports.map"],
     # The CUDA sources too: a changed kernel must relink the extension.
-    depends=glob("csrc/*.h") + glob("csrc/cpu/*.h") + glob("cuda/*.h") + glob("cuda/*.cuh") + glob("cuda/*.cu"),
+    depends=glob("csrc/*.h") + glob("csrc/cpu/*.h") + glob("cuda/*.h") + glob("cuda/*.cuh") + glob("cuda/*.cu")
+    + ["csrc/exports.map"],
 )
 
 setup(ext_modules=[ext], cmdclass={"build_ext": BuildExt})
