@@ -94,8 +94,19 @@ class BuildExt(build_ext):
     """Compile cuda/*.cu with nvcc into objects linked into the extension."""
 
     def build_extensions(self):
+        os.makedirs(self.build_temp, exist_ok=True)
+        # build_ext skips an extension that is newer than its sources, so a build
+        # dir reused with another CUATOMIC_CUDA or arch choice would ship the old
+        # configuration: a changed configuration forces the C files and the link.
+        config = repr((NVCC, ARCHS, [(e.name, e.define_macros, e.extra_compile_args, e.extra_link_args)
+                                     for e in self.extensions]))
+        stamp = os.path.join(self.build_temp, "cuatomic-config.txt")
+        try:
+            with open(stamp) as f:
+                self.force = self.force or f.read() != config
+        except OSError:
+            self.force = True
         if cu_sources:
-            os.makedirs(self.build_temp, exist_ok=True)
             gencode = [f"-gencode=arch=compute_{a},code=sm_{a}" for a in ARCHS]
             gencode.append(f"-gencode=arch=compute_{ARCHS[-1]},code=compute_{ARCHS[-1]}")
             headers = glob("cuda/*.h") + glob("cuda/*.cuh")
@@ -122,6 +133,8 @@ class BuildExt(build_ext):
             for ext in self.extensions:
                 ext.extra_objects = list(ext.extra_objects or []) + objects
         super().build_extensions()
+        with open(stamp, "w") as f:
+            f.write(config)
 
 
 ext = Extension(
