@@ -740,11 +740,14 @@ def backend_info():
     Returns
     -------
     dict
-        ``build`` (``cuda``: bool, ``archs``: list of SM versions), ``backends``,
-        ``default_backend``, ``cpu_threads``, and ``cuda``: the probe of the
-        current device (``usable``, ``reason`` when it is not, ``name``,
-        ``compute_capability``, ``sm_count``, ``driver_version``,
-        ``runtime_version``, ...).
+        The same keys in every build (with or without CUDA) and on every
+        machine: ``build`` (``cuda``: bool, ``archs``: list of SM versions),
+        ``backends``, ``default_backend``, ``cpu_threads``, ``numpy``, and
+        ``cuda``: the probe of the current device (``usable``, ``reason``:
+        why it is not, ``name``, ``device``, ``compute_capability``,
+        ``sm_count``, ``cooperative_launch``, ``driver_version``,
+        ``runtime_version``, ``total_memory``, ``shared_per_block_optin``;
+        numbers are 0 and strings empty where there is no device or no CUDA).
     """
     build = dict(_C.build_info())
     build["archs"] = [a for a in build["archs"].split(",") if a]
