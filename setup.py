@@ -94,13 +94,27 @@ class BuildExt(build_ext):
     """Compile cuda/*.cu with nvcc into objects linked into the extension."""
 
     def build_extensions(self):
+        os.makedirs(self.build_temp, exist_ok=True)
+        # build_ext skips an extension that is newer than its sources, so a build
+        # dir reused with another CUATOMIC_CUDA or arch choice would ship the old
+        # configuration: a changed configuration forces the C files and the link.
+        config = repr((NVCC, ARCHS, [(e.name, e.define_macros, e.extra_compile_args, e.extra_link_args)
+                                     for e in self.extensions]))
+        stamp = os.path.join(self.build_temp, "cuatomic-config.txt")
+        try:
+            with open(stamp) as f:
+                self.force = self.force or f.read() != config
+        except OSError:
+            self.force = True
         if cu_sources:
-            os.makedirs(self.build_temp, exist_ok=True)
             gencode = [f"-gencode=arch=compute_{a},code=sm_{a}" for a in ARCHS]
             gencode.append(f"-gencode=arch=compute_{ARCHS[-1]},code=compute_{ARCHS[-1]}")
             headers = glob("cuda/*.h") + glob("cuda/*.cuh")
 
-            flags = ["-std=c++17", "-O3", "-lineinfo", "--threads", "2", "-Xcompiler", "-fPIC", *gencode]
+            # Hidden by default: CUB, libcu++ and NVTX statics would otherwise be
+            # exported and bind to (or be bound from) CuPy's or PyTorch's copies.
+            flags = ["-std=c++17", "-O3", "-lineinfo", "--threads", "2", "-Xcompiler", "-fPIC",
+                     "-Xcompiler", "-fvisibility=hidden", *gencode]
             # Objects are reused only when built from the same flags and newer than their sources.
             tag = hashlib.sha1(" ".join([NVCC, *flags]).encode()).hexdigest()[:10]
 
@@ -119,6 +133,8 @@ class BuildExt(build_ext):
             for ext in self.extensions:
                 ext.extra_objects = list(ext.extra_objects or []) + objects
         super().build_extensions()
+        with open(stamp, "w") as f:
+            f.write(config)
 
 
 ext = Extension(
@@ -128,10 +144,17 @@ ext = Extension(
     define_macros=define_macros,
     libraries=libraries,
     library_dirs=library_dirs,
-    extra_compile_args=["-std=gnu11", "-O3", "-fopenmp", "-ffp-contract=off", "-Wall", "-Wno-unused-function"],
-    extra_link_args=["-fopenmp"],
+    # Only PyInit__C (PyMODINIT_FUNC marks it visible) is exported: hidden
+    # visibility for our code, nothing re-exported from the static CUDA
+    # runtime or any other archive, and csrc/exports.map for what escapes
+    # both. Peers loaded into the same process (CuPy, PyTorch, Numba) then
+    # never resolve a symbol to ours.
+    extra_compile_args=["-std=gnu11", "-O3", "-fopenmp", "-ffp-contract=off", "-Wall", "-Wno-unused-function",
+                        "-fvisibility=hidden"],
+    extra_link_args=["-fopenmp", "-Wl,--exclude-libs,ALL", "-Wl,--version-script=csrc/exports.map"],
     # The CUDA sources too: a changed kernel must relink the extension.
-    depends=glob("csrc/*.h") + glob("csrc/cpu/*.h") + glob("cuda/*.h") + glob("cuda/*.cuh") + glob("cuda/*.cu"),
+    depends=glob("csrc/*.h") + glob("csrc/cpu/*.h") + glob("cuda/*.h") + glob("cuda/*.cuh") + glob("cuda/*.cu")
+    + ["csrc/exports.map"],
 )
 
 setup(ext_modules=[ext], cmdclass={"build_ext": BuildExt})

@@ -5,6 +5,7 @@
 #include <numpy/arrayobject.h>
 
 #include "glue.h"
+#include "../cuda/cuatomic_cuda.h" /* cua_cuda_device, for the probe's keys in every build */
 
 #ifndef CUATOMIC_CUDA_ARCHS
 #define CUATOMIC_CUDA_ARCHS ""
@@ -20,22 +21,26 @@ static PyObject *build_info(PyObject *self, PyObject *noargs)
 #endif
 }
 
+/* The same keys in every build: code that reads backend_info()["cuda"]["name"]
+ * must not need to know how cuatomic was built. Without CUDA, the device is
+ * an unusable one with every number 0. */
 static PyObject *cuda_probe(PyObject *self, PyObject *noargs)
 {
     (void)self, (void)noargs;
-#ifdef CUATOMIC_WITH_CUDA
     cua_cuda_device d;
+    memset(&d, 0, sizeof d);
+#ifdef CUATOMIC_WITH_CUDA
     Py_BEGIN_ALLOW_THREADS
     cua_cuda_probe(&d);
     Py_END_ALLOW_THREADS
+#else
+    snprintf(d.reason, sizeof d.reason, "cuatomic was built without CUDA");
+#endif
     return Py_BuildValue("{s:O,s:s,s:s,s:i,s:(ii),s:i,s:i,s:i,s:i,s:L,s:L}", "usable", d.usable ? Py_True : Py_False,
                          "reason", d.reason, "name", d.name, "device", d.device, "compute_capability", d.cc_major,
                          d.cc_minor, "sm_count", d.sm_count, "cooperative_launch", d.cooperative_launch,
                          "driver_version", d.driver_version, "runtime_version", d.runtime_version, "total_memory",
                          (long long)d.total_memory, "shared_per_block_optin", (long long)d.shared_per_block_optin);
-#else
-    return Py_BuildValue("{s:O,s:s}", "usable", Py_False, "reason", "cuatomic was built without CUDA");
-#endif
 }
 
 static PyObject *cpu_threads(PyObject *self, PyObject *noargs)

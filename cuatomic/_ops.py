@@ -939,27 +939,24 @@ def backends():
     return list(_backend.usable())
 
 
-_PROBE_KEYS = ("name", "device", "compute_capability", "sm_count", "cooperative_launch", "driver_version",
-               "runtime_version", "total_memory", "shared_per_block_optin")
-
-
 def backend_info():
     """What this build has and what this machine offers.
 
     Returns
     -------
     dict
-        ``build`` (``cuda``: bool, ``archs``: list of SM versions), ``backends``,
-        ``default_backend``, ``cpu_threads``, and ``cuda``: the probe of the
-        current device (``usable``, ``reason`` when it is not, ``name``,
-        ``compute_capability``, ``sm_count``, ``driver_version``,
-        ``runtime_version``, ...; None when the build has no CUDA).
+        The same keys in every build (with or without CUDA) and on every
+        machine: ``build`` (``cuda``: bool, ``archs``: list of SM versions),
+        ``backends``, ``default_backend``, ``cpu_threads``, ``numpy``, and
+        ``cuda``: the probe of the current device (``usable``, ``reason``:
+        why it is not, ``name``, ``device``, ``compute_capability``,
+        ``sm_count``, ``cooperative_launch``, ``driver_version``,
+        ``runtime_version``, ``total_memory``, ``shared_per_block_optin``;
+        numbers are 0 and strings empty where there is no device or no CUDA).
     """
     build = dict(_C.build_info())
     build["archs"] = [a for a in build["archs"].split(",") if a]
     probe = dict(_backend.cuda_probe())
-    for key in _PROBE_KEYS:  # a build without CUDA probes nothing: the keys are there, as None
-        probe.setdefault(key, None)
     usable = _backend.usable()
     return {
         "build": build,

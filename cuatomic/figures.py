@@ -3,16 +3,20 @@
 Each function runs one experiment with cuatomic calls and returns plain data
 (dicts and lists) that the notebooks show and :func:`main` writes to JSON.
 
-    python -m cuatomic.figures --out docs/figures [--small] [--backend cuda]
+    python -m cuatomic.figures [--out DIR] [--small] [--backend cuda]
 
 runs them all at full size and writes every figure as PNG plus
-``figures.json`` with the numbers behind them and the machine they came from.
+``figures.json`` with the numbers behind them and the machine they came from,
+into ``./cuatomic-figures`` unless ``--out`` says where. A directory that
+holds figures committed to git (the repository's ``docs/figures``) is only
+written when ``--out`` names it.
 """
 import argparse
 import json
 import os
 import pathlib
 import platform
+import subprocess
 import time
 import warnings
 
@@ -201,22 +205,55 @@ def draw(results, out):
     plt.close("all")
 
 
+DEFAULT_OUT = "cuatomic-figures"
+
+
+def committed_files(directory):
+    """The files in `directory` that git tracks.
+
+    Parameters
+    ----------
+    directory : path-like
+
+    Returns
+    -------
+    list of str
+        Empty when the directory does not exist, is not in a git checkout, or
+        git is not installed.
+    """
+    if not pathlib.Path(directory).is_dir():
+        return []
+    try:
+        proc = subprocess.run(["git", "ls-files", "--", "."], cwd=directory, capture_output=True, text=True,
+                              timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return proc.stdout.split() if proc.returncode == 0 else []
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m cuatomic.figures", description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default="docs/figures")
+    parser.add_argument("--out", default=None,
+                        help=f"where to write (default: ./{DEFAULT_OUT}; a directory with committed figures "
+                             "only when named here)")
     parser.add_argument("--backend", choices=["cpu", "cuda"], default=None)
     parser.add_argument("--small", action="store_true", help="small sizes (CI)")
     parser.add_argument("--repeat", type=int, default=10)
     parser.add_argument("--replot", metavar="JSON", help="only redraw the PNGs from a figures.json of a run")
     args = parser.parse_args(argv)
+    out = pathlib.Path(args.out or DEFAULT_OUT)
+    committed = [] if args.out else committed_files(out)
+    if committed:  # a run on another machine must not replace the recorded ones by accident
+        parser.error(f"{out} holds {len(committed)} files committed to git (e.g. {committed[0]}): "
+                     f"name it with --out {out} to overwrite them")
     if args.replot:
         results = json.loads(pathlib.Path(args.replot).read_text())
-        draw(results, pathlib.Path(args.out))
-        print(f"figures: drew {args.out} from {args.replot} ({results['environment'].get('device')})")
+        out.mkdir(parents=True, exist_ok=True)
+        draw(results, out)
+        print(f"figures: drew {out} from {args.replot} ({results['environment'].get('device')})")
         return 0
 
     be = resolve(args.backend)
-    out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     n = 1 << (16 if args.small else 24)
     with warnings.catch_warnings(record=True) as caught:

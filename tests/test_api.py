@@ -1,4 +1,5 @@
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -28,6 +29,23 @@ def test_backends_and_info():
         assert not info["cuda"]["usable"] and info["cuda"]["reason"]
     if not info["build"]["cuda"]:  # the documented keys are there, as None (the notebooks read "name")
         assert info["cuda"]["name"] is None and info["cuda"]["sm_count"] is None
+
+
+# backend_info()'s keys as its docstring lists them: the same in a CPU-only
+# build, a CUDA build without a GPU and one with a GPU.
+INFO_KEYS = {"build", "backends", "default_backend", "cpu_threads", "numpy", "cuda"}
+BUILD_KEYS = {"cuda", "archs"}
+CUDA_KEYS = {"usable", "reason", "name", "device", "compute_capability", "sm_count", "cooperative_launch",
+             "driver_version", "runtime_version", "total_memory", "shared_per_block_optin"}
+
+
+def test_backend_info_keys_are_the_same_in_every_build():
+    info = cuatomic.backend_info()
+    assert set(info) == INFO_KEYS
+    assert set(info["build"]) == BUILD_KEYS
+    assert set(info["cuda"]) == CUDA_KEYS
+    documented = set(re.findall(r"``(\w+)``", cuatomic.backend_info.__doc__))
+    assert INFO_KEYS | BUILD_KEYS | CUDA_KEYS <= documented
 
 
 @pytest.mark.parametrize("op", OPS)

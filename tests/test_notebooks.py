@@ -6,6 +6,8 @@ import pathlib
 
 import pytest
 
+import cuatomic
+
 NOTEBOOKS = sorted((pathlib.Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
 SHARED_TEXT = pathlib.Path(__file__).resolve().parents[2] / "shared" / "data" / "tinyshakespeare.txt"
 
@@ -30,8 +32,9 @@ def test_notebook_executes(path, monkeypatch, tmp_path):
     monkeypatch.setenv("CI", "true")
     monkeypatch.setenv("CUATOMIC_BACKEND", "cpu")
     monkeypatch.setenv("MPLBACKEND", "Agg")
-    repo = str(path.parents[1])  # the kernel imports the same cuatomic as these tests
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (repo, os.environ.get("PYTHONPATH")) if p))
+    # The kernel imports the same cuatomic as these tests: a checkout's, or an installed one.
+    where = str(pathlib.Path(cuatomic.__file__).resolve().parents[1])
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (where, os.environ.get("PYTHONPATH")) if p))
     if SHARED_TEXT.exists():
         monkeypatch.setenv("CUATOMIC_TEXT", str(SHARED_TEXT))
     else:  # offline and nothing cached: the generated stand-in (and its warning)

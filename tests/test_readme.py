@@ -41,7 +41,8 @@ def _methods_in_order(rows):
 STATED = {
     'cuatomic.sum(x, method="atomic")': lambda v, ns: v == np.sum(ns["x"]) and v.dtype == np.int64,
     'cuatomic.dot(x, x, method="mutex")': lambda v, ns: v == np.dot(ns["x"], ns["x"]) and v.dtype == np.int32,
-    # "at most 16384: increments lost to the race"
+    # "fewer than 16384: increments lost to the race" (how many varies: tests/test_trust.py asks for a loss
+    # in one of five runs)
     'cuatomic.add_one(64, 256, method="racy")': lambda v, ns: 1 <= v <= 64 * 256,
     # "exactly 16384"
     "cuatomic.mutex_add_one(64, 256)": lambda v, ns: v == 16384,
@@ -143,6 +144,13 @@ def test_readme_examples_run_and_return_what_they_say(offline_text):
     assert blocks, "the README has a Python example"
     checked_repr, checked_words, outputs = [], set(), 0
     for source, first_line, expected_output in blocks:
+        if re.search(r"cuatomic\.plots|from cuatomic import plots", source):
+            # The README installs without extras first: a block that plots says which extra it needs.
+            assert '".[plot]"' in source, "a README block using cuatomic.plots names the plot extra"
+            try:
+                import matplotlib  # noqa: F401
+            except ImportError:
+                continue
         namespace, values, printed = _run(source, first_line)
         comments = _comments(source)
         for line, (statement, value) in values.items():

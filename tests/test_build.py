@@ -1,0 +1,68 @@
+"""The built extension exports only its module init.
+
+Every other dynamic symbol of ``cuatomic._C`` (C++ templates, CUB, NVTX,
+libcu++ statics, the static CUDA runtime, GNU-unique objects) would be bound
+by the dynamic linker against, or in place of, the same names in CuPy,
+PyTorch or Numba loaded into the same process: a crash that shows only on a
+GPU machine. The symbol table is read from the ELF file itself, so the test
+needs neither a GPU nor binutils.
+"""
+import re
+import struct
+
+import pytest
+
+import cuatomic._C
+
+SHT_DYNSYM = 11
+SHN_UNDEF = 0
+STB_LOCAL, STB_GNU_UNIQUE = 0, 10
+
+
+def dynamic_symbols(path):
+    """The defined, non-local symbols of an ELF64 little-endian file's .dynsym.
+
+    Parameters
+    ----------
+    path : str
+        A shared object.
+
+    Returns
+    -------
+    list of (str, int)
+        ``(name, binding)`` for every symbol the file exports, in table order.
+        Returns None when the file is not ELF64 little-endian.
+    """
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
+        return None
+    shoff, = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
+    sections = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize) for i in range(shnum)]
+    out = []
+    for _, sh_type, _, _, offset, size, link, _, _, entsize in sections:
+        if sh_type != SHT_DYNSYM:
+            continue
+        strtab_offset = sections[link][4]
+        for pos in range(offset + entsize, offset + size, entsize):  # entry 0 is the null symbol
+            st_name, st_info, _, st_shndx = struct.unpack_from("<IBBH", data, pos)
+            binding = st_info >> 4
+            if st_shndx == SHN_UNDEF or binding == STB_LOCAL:
+                continue
+            end = data.index(b"\0", strtab_offset + st_name)
+            out.append((data[strtab_offset + st_name:end].decode(), binding))
+    return out
+
+
+def test_extension_exports_only_its_init():
+    symbols = dynamic_symbols(cuatomic._C.__file__)
+    if symbols is None:
+        pytest.skip(f"{cuatomic._C.__file__} is not an ELF64 little-endian file")
+    others = [name for name, _ in symbols if name != "PyInit__C"]
+    unique = [name for name, binding in symbols if binding == STB_GNU_UNIQUE]
+    cxx = [name for name in others if name.startswith("_Z")]
+    cuda = [name for name in others if re.search("cuda|cub|nvtx", name, re.I)]
+    assert "PyInit__C" in [name for name, _ in symbols], "the module init is not exported"
+    assert not others, (f"{len(others)} exported symbols besides PyInit__C ({len(cxx)} C++, {len(cuda)} CUDA/CUB, "
+                        f"{len(unique)} GNU-unique), e.g. {others[:5]}: build with hidden visibility")
