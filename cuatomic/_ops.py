@@ -529,42 +529,6 @@ def _edges(inp, bins, range, stream):
     return sample_dt, np.histogram_bin_edges(np.empty(0, sample_dt), bins, range), False
 
 
-# The cpu rungs that keep one private histogram per logical block, all
-# allocated in one piece before counting (csrc/cpu/histogram.c,
-# hist_private): blocks x bins 8-byte counts. A grid of 2**31-1 blocks asks
-# for terabytes; the allocation fails and the C layer raises a MemoryError
-# without a message, so such a grid is refused here first.
-_CPU_PRIVATE_HISTOGRAMS = ("warp_private", "thread_counters")
-COUNT_BYTES = 8
-
-
-def _physical_memory():
-    """Bytes of RAM in this machine, or None where the OS does not say."""
-    try:
-        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (AttributeError, ValueError, OSError):
-        return None
-
-
-def _check_private_histograms(backend, name, blocks, nbins):
-    """Refuse an explicit grid whose private histograms could not fit in
-    half of this machine's memory (ValueError naming the largest grid that
-    fits)."""
-    if backend != "cpu" or blocks < 0 or name not in _CPU_PRIVATE_HISTOGRAMS:
-        return
-    memory = _physical_memory()
-    if memory is None:
-        return
-    limit = memory // 2
-    need = blocks * nbins * COUNT_BYTES
-    if need > limit:
-        most = max(1, limit // (nbins * COUNT_BYTES))
-        raise ValueError(f"histogram method={name!r} on the cpu keeps a private histogram per block "
-                         f"({nbins} bins x {COUNT_BYTES} bytes): blocks={blocks} needs {need} bytes, more than "
-                         f"half of this machine's memory ({limit} bytes); pass blocks <= {most}, or leave "
-                         "blocks=None for one per CPU thread")
-
-
 def histogram(a, bins=10, range=None, *, density=False, method="auto", backend=None, blocks=None, threads=None,
               stream=None):
     """Histogram of all elements, as ``np.histogram(a, bins, range, density=density)``.
@@ -624,7 +588,6 @@ def histogram(a, bins=10, range=None, *, density=False, method="auto", backend=N
 
     if method == "auto":
         name = _auto.histogram_rung(be, kernel_edges.size - 1)
-    _check_private_histograms(be, name, nb, kernel_edges.size - 1)
     counts = _C.histogram(_backend.backend_id(be), name, inp.x, inp.n, inp.id, kernel_edges, int(uniform),
                           inv_width, int(integer is not None), ilo, iwidth, nb, nt, inp.device, s)
     if inp.device:

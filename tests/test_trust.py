@@ -199,7 +199,10 @@ def _interrupt(backend, what):
         p.send_signal(signal.SIGINT)
         first = p.stdout.readline().strip()
         waited = time.monotonic() - start
-        rest, err = p.communicate(timeout=60)
+        p.wait(timeout=60)
+        # Read on through the same buffered file: communicate() would read the
+        # raw pipe and miss what readline() already buffered.
+        rest, err = p.stdout.read(), p.stderr.read()
     finally:
         if p.poll() is None:
             p.kill()
