@@ -483,6 +483,19 @@ def _check_edges(bins):
                         "ints or floats, e.g. np.asarray(bins, dtype=float)")
 
 
+def _check_bin_count(count):
+    """Refuse a bin count whose edges and counts (16 bytes a bin) could not
+    fit in this machine's memory: NumPy would try to build the edges, and
+    where the OS overcommits, fill memory until the process is killed."""
+    try:
+        memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return
+    if 16 * (count + 1) > memory:
+        raise ValueError(f"bins={count}: the edges and counts need {16 * (count + 1)} bytes, more than this "
+                         f"machine's memory ({memory} bytes); at most {memory // 16 - 1} bins")
+
+
 def _bins_for(inp, bins, range, stream):
     """(sample dtype, edges for the caller, *_bin_plan) of a call."""
     if inp.dtype.kind == "b":
@@ -490,6 +503,7 @@ def _bins_for(inp, bins, range, stream):
                       RuntimeWarning, stacklevel=3)
     fixed = range is not None and isinstance(bins, (int, np.integer)) and not isinstance(bins, (bool, np.bool_))
     if fixed and bins >= 1:
+        _check_bin_count(int(bins))
         _check_range(range)
         sample_dt = np.dtype(np.uint8) if inp.dtype.kind == "b" else inp.dtype
         bounds = tuple(range)
@@ -523,6 +537,7 @@ def _edges(inp, bins, range, stream):
             raise TypeError("`bins` must be an integer, a string, or an array") from None
         if count < 1:
             raise ValueError("`bins` must be positive, when an integer")
+        _check_bin_count(count)
         sample = _sample_for_edges(inp, sample_dt, range is not None, stream)
         return sample_dt, np.histogram_bin_edges(sample, count, range), True
     _check_edges(bins)

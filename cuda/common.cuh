@@ -36,10 +36,11 @@ typedef unsigned long long u64;
 // stream is queried in a loop (as the runtime's own spin-wait would), with
 // a yield of the CPU after the first millisecond, and every 20 ms
 // cfg->poll is asked whether the caller wants to stop (Ctrl-C). On a stop
-// the abort flag the call's spin kernels read (`abort`, may be null) is
-// raised, the stream is drained -- kernels that read the flag give up at
+// `on_stop` runs once (the spin kernels' launcher raises their abort flag
+// there), the stream is drained -- kernels that read the flag give up at
 // once, the others end on their own -- and CUA_EINTR is returned.
-static inline int cua_wait(cua_launch *cfg, volatile int *abort = nullptr)
+template <class F>
+static inline int cua_wait(cua_launch *cfg, F on_stop)
 {
     cudaStream_t s = (cudaStream_t)cfg->stream;
     timespec start, now;
@@ -60,10 +61,14 @@ static inline int cua_wait(cua_launch *cfg, volatile int *abort = nullptr)
             next_poll = ns + 20000000;
             if (cfg->poll && cfg->poll()) {
                 cfg->interrupted = 1;
-                if (abort) *abort = 1;
+                on_stop();
             }
         }
     }
+}
+static inline int cua_wait(cua_launch *cfg)
+{
+    return cua_wait(cfg, [] {});
 }
 #define CUA_WAIT(cfg)                        \
     do {                                     \

@@ -23,12 +23,14 @@
 //
 // Ctrl-C: a spin kernel can run for minutes (2^31 blocks of 1024 threads
 // queue on one lock), and a running kernel cannot be stopped from the host.
-// So every thread reads an abort flag -- page-locked host memory mapped into
-// the device, raised by cua_wait when the caller is interrupted -- before it
-// takes its turn and while it waits for the lock, and gives up when it is
-// set; and a grid is launched in pieces of at most PIECE blocks, with the
-// host waiting (and polling) between pieces, so what is left to drain after
-// an abort is one piece of threads that each read one flag and return.
+// So every thread reads an abort flag in device memory before it takes its
+// turn and while it waits for the lock, and gives up when it is set. The
+// host raises it when the caller is interrupted, with a copy on a stream of
+// its own (the copy engine writes it while the kernel runs; no SM is
+// needed). And a grid is launched in pieces of at most PIECE blocks, with
+// the host waiting (and polling) between pieces, so what is left to drain
+// after an abort is one piece of threads that each read the flag and
+// return.
 #include <atomic>
 #include <mutex>
 
@@ -36,24 +38,29 @@
 
 constexpr int64_t PIECE = 1 << 16;
 
-// The abort flags: one per concurrent call, from a pool of 64 mapped ints
+// The abort flags: one per concurrent call, from a pool of 64 device ints
 // (slot 64 is never raised: the flag of a call that found the pool empty).
 constexpr int FLAGS = 64;
-static int *flags_host, *flags_dev;
+static int *flags_dev, *one_host;  // the flags; a page-locked 1 to copy into one
+static cudaStream_t abort_stream;   // non-blocking: runs beside the call's stream
 static std::atomic<u64> flags_busy{0};
 static std::once_flag flags_once;
 static cudaError_t flags_error = cudaSuccess;
 
-static int flag_take(int *slot)
+// A free slot, its flag cleared on the call's stream (before the kernels).
+static int flag_take(int *slot, cudaStream_t s)
 {
     std::call_once(flags_once, [] {
-        flags_error = cudaHostAlloc((void **)&flags_host, (FLAGS + 1) * sizeof(int), cudaHostAllocMapped);
+        flags_error = cudaMalloc((void **)&flags_dev, (FLAGS + 1) * sizeof(int));
+        if (flags_error == cudaSuccess) flags_error = cudaMemset(flags_dev, 0, (FLAGS + 1) * sizeof(int));
+        if (flags_error == cudaSuccess) flags_error = cudaHostAlloc((void **)&one_host, sizeof(int), 0);
         if (flags_error == cudaSuccess) {
-            memset(flags_host, 0, (FLAGS + 1) * sizeof(int));
-            flags_error = cudaHostGetDevicePointer((void **)&flags_dev, flags_host, 0);
+            *one_host = 1;
+            flags_error = cudaStreamCreateWithFlags(&abort_stream, cudaStreamNonBlocking);
         }
         if (flags_error != cudaSuccess) cudaGetLastError();
     });
+    *slot = FLAGS;
     if (flags_error != cudaSuccess) return (int)flags_error;
     u64 busy = flags_busy.load();
     do {
@@ -63,13 +70,21 @@ static int flag_take(int *slot)
         }
         *slot = __builtin_ctzll(~busy);
     } while (!flags_busy.compare_exchange_weak(busy, busy | (1ULL << *slot)));
-    return 0;
+    return (int)cudaMemsetAsync(flags_dev + *slot, 0, sizeof(int), s);
 }
 
+static void flag_raise(int slot)
+{
+    if (slot < FLAGS) cudaMemcpyAsync(flags_dev + slot, one_host, sizeof(int), cudaMemcpyHostToDevice, abort_stream);
+}
+
+// After the call's stream has drained: a raise still in flight lands
+// before the slot is reused (the next call clears it on its own stream).
 static void flag_give(int slot)
 {
     if (slot >= FLAGS) return;
-    flags_host[slot] = 0;  // the stream has drained: no kernel reads it any more
+    cudaStreamSynchronize(abort_stream);
+    cudaGetLastError();
     flags_busy.fetch_and(~(1ULL << slot));
 }
 
@@ -77,8 +92,8 @@ enum CounterRung { RACY, ATOMIC, MUTEX, WARP_LOCK };
 
 // Test-and-test-and-set: waiting threads only read the lock word (served
 // from L2, no write traffic) and try the CAS when it reads free, sleeping
-// longer after each failed try.
-// Returns false, without the lock, once the call is aborted.
+// longer after each failed try. Returns false, without the lock, once the
+// call is aborted.
 __device__ __forceinline__ bool lock_ttas(int *mutex, const volatile int *abort)
 {
     unsigned backoff = 32;
@@ -160,15 +175,18 @@ static int add_one_run(int64_t *result, cua_launch *cfg)
     u64 *counter = (u64 *)scratch.ptr;
     int *mutex = (int *)((char *)scratch.ptr + 8);
     CUA_CHECK(cudaMemsetAsync(scratch.ptr, 0, 16, s));  // counter = 0, lock free
-    int slot, st = flag_take(&slot);
-    if (st) return st;
+    int slot, st = flag_take(&slot, s);
+    if (st) {
+        flag_give(slot);
+        return st;
+    }
     // The grid in pieces, each waited for: the wait polls for Ctrl-C and
     // raises this call's abort flag, which ends the piece in flight early.
     for (int64_t done = 0; !st && done < cfg->blocks; done += PIECE) {
         const int64_t piece = cfg->blocks - done < PIECE ? cfg->blocks - done : PIECE;
         add_one_kernel<R><<<(unsigned)piece, cfg->threads, 0, s>>>(counter, mutex, flags_dev + slot);
         st = (int)cudaGetLastError();
-        if (!st) st = cua_wait(cfg, flags_host + slot);
+        if (!st) st = cua_wait(cfg, [slot] { flag_raise(slot); });
     }
     u64 host = 0;
     if (!st) st = (int)cudaMemcpyAsync(&host, counter, sizeof host, cudaMemcpyDeviceToHost, s);
