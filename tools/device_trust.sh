@@ -17,5 +17,10 @@ for tool in $([ "${SKIP_SANITIZERS:-0}" = 1 ] || echo memcheck racecheck); do
 done
 [ "${SKIP_ACCURACY:-0}" = 1 ] || timeout 200 python3 tools/bench_accuracy.py --backend cuda --speed-n $((1<<28)) --out "$OUT/accuracy_cuda.json" > "$OUT/accuracy_cuda.txt" 2>&1 || status=1
 tail -12 "$OUT/accuracy_cuda.txt" 2>/dev/null
+if [ "${RUN_TARGETS:-0}" = 1 ]; then  # the target table: every top rung beside CUB, CuPy, PyTorch, Numba
+  mkdir -p "$OUT/bench"
+  timeout "${TARGETS_TIMEOUT:-240}" python3 -m cuatomic bench --targets --out "$OUT/bench" > "$OUT/bench/targets.txt" 2>&1 || status=1
+  tail -3 "$OUT/bench/targets.txt"; tar -C "$OUT" -czf "$OUT/bench.tgz" bench && rm -rf "$OUT/bench"
+fi
 echo "device_trust exit status $status"
 exit $status
