@@ -57,33 +57,13 @@ __global__ void prod_cas_kernel(const T *__restrict__ x, int64_t n, Acc *total)
     cua_cas_mul(total, v);
 }
 
-template <class T>
-static int prod_compensated(const T *x, int64_t n, double *result, cua_launch *cfg)
-{
-    cudaStream_t s = cua_stream(cfg);
-    int st = cua_cas_config(cfg, n, 256);
-    if (st) return st;
-    if (n == 0) {
-        *result = 1;
-        return 0;
-    }
-    cua_scratch scratch;
-    CUA_CHECK(scratch.get(2 * sizeof(double), s));
-    double *cells = (double *)scratch.ptr;  // the product, the summed relative errors
-    const double init[2] = {1.0, 0.0};      // a memset cannot write a double 1
-    CUA_CHECK(cudaMemcpyAsync(cells, init, sizeof init, cudaMemcpyHostToDevice, s));
-    prod_compensated_kernel<T><<<(unsigned)cfg->blocks, cfg->threads, 0, s>>>(x, n, cells, cells + 1);
-    CUA_CHECK_LAUNCH();
-    double host[2];
-    CUA_CHECK(cudaMemcpyAsync(host, cells, sizeof host, cudaMemcpyDeviceToHost, s));
-    CUA_WAIT(cfg);
-    *result = isfinite(host[0]) && isfinite(host[1]) ? fma(host[0], host[1], host[0]) : host[0];
-    return 0;
-}
-
+// Floats with a double accumulator (CUA_F_WIDE) are compensated: a second
+// cell sums the relative errors, and the product is corrected once here.
 template <class T, class Acc>
 static int prod_typed(const T *x, int64_t n, Acc *result, cua_launch *cfg)
 {
+    constexpr bool compensated = std::is_floating_point<T>::value && std::is_same<Acc, double>::value;
+    constexpr int cells_used = compensated ? 2 : 1;
     cudaStream_t s = cua_stream(cfg);
     int st = cua_cas_config(cfg, n, 256);
     if (st) return st;
@@ -92,14 +72,22 @@ static int prod_typed(const T *x, int64_t n, Acc *result, cua_launch *cfg)
         return 0;
     }
     cua_scratch scratch;
-    CUA_CHECK(scratch.get(sizeof(Acc), s));
-    Acc *total = (Acc *)scratch.ptr;
-    const Acc one = 1;  // the identity; a memset cannot write a float 1
-    CUA_CHECK(cudaMemcpyAsync(total, &one, sizeof one, cudaMemcpyHostToDevice, s));
-    prod_cas_kernel<T, Acc><<<(unsigned)cfg->blocks, cfg->threads, 0, s>>>(x, n, total);
+    CUA_CHECK(scratch.get(cells_used * sizeof(Acc), s));
+    Acc *cells = (Acc *)scratch.ptr;  // the product (and the summed relative errors)
+    const Acc init[2] = {1, 0};       // the identity: a memset cannot write a float 1
+    CUA_CHECK(cudaMemcpyAsync(cells, init, cells_used * sizeof(Acc), cudaMemcpyHostToDevice, s));
+    if constexpr (compensated)
+        prod_compensated_kernel<T><<<(unsigned)cfg->blocks, cfg->threads, 0, s>>>(x, n, cells, cells + 1);
+    else
+        prod_cas_kernel<T, Acc><<<(unsigned)cfg->blocks, cfg->threads, 0, s>>>(x, n, cells);
     CUA_CHECK_LAUNCH();
-    CUA_CHECK(cudaMemcpyAsync(result, total, sizeof(Acc), cudaMemcpyDeviceToHost, s));
+    Acc host[2] = {1, 0};
+    CUA_CHECK(cudaMemcpyAsync(host, cells, cells_used * sizeof(Acc), cudaMemcpyDeviceToHost, s));
     CUA_WAIT(cfg);
+    if constexpr (compensated)  // total * (1 + summed relative errors)
+        *result = isfinite(host[0]) && isfinite(host[1]) ? fma(host[0], host[1], host[0]) : host[0];
+    else
+        *result = host[0];
     return 0;
 }
 
@@ -108,10 +96,7 @@ static int prod_CAS(const void *x, int64_t n, int dtype, int acc, void *result, 
     return cua_dispatch_acc(dtype, acc, [&](auto t, auto a) -> int {
         using T = decltype(t);
         using Acc = decltype(a);
-        if constexpr (std::is_floating_point<T>::value && std::is_same<Acc, double>::value)
-            return prod_compensated<T>((const T *)x, n, (double *)result, cfg);
-        else
-            return prod_typed<T, Acc>((const T *)x, n, (Acc *)result, cfg);
+        return prod_typed<T, Acc>((const T *)x, n, (Acc *)result, cfg);
     });
 }
 
