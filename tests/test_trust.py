@@ -277,3 +277,33 @@ def test_cpu_filter_output_is_its_count():
     """)
     assert r.returncode == 0, r.stderr[-3000:]
     assert int(r.stdout.split()[-1]) < 64 << 20, f"peak RSS grew by {int(r.stdout.split()[-1]) >> 20} MiB"
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_repeated_interrupts_leak_nothing(backend):
+    """Five calls interrupted in a row (the signal raised from a timer
+    thread, as a second Ctrl-C would be): each raises KeyboardInterrupt, the
+    process keeps no memory for them, and the calls after are right."""
+    r = _run(f"""
+        import os, resource, signal, threading, numpy as np, cuatomic
+        be = {backend!r}
+        x = np.arange(10**6)
+        assert cuatomic.sum(x, backend=be) == np.sum(x)
+        def interrupted_call():
+            threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT)).start()
+            try:
+                cuatomic.mutex_add_one(2**31 - 1, 1024, method="spin", backend=be)
+            except KeyboardInterrupt:
+                return True
+            return False
+        assert interrupted_call()
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        assert all(interrupted_call() for _ in range(5))
+        grew = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss
+        assert grew < 16 * 1024, f"max RSS grew by {{grew}} KiB over five interrupted calls"
+        assert cuatomic.sum(x, backend=be) == np.sum(x)
+        assert cuatomic.mutex_add_one(64, 256, backend=be) == 16384
+        assert cuatomic.add_one(64, 256, method="mutex", backend=be) == 16384
+        print("ok")
+    """, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-3000:]
