@@ -27,8 +27,9 @@ def test_backends_and_info():
         assert info["cuda"]["compute_capability"][0] >= 7
     else:
         assert not info["cuda"]["usable"] and info["cuda"]["reason"]
-    if not info["build"]["cuda"]:  # the documented keys are there, as None (the notebooks read "name")
-        assert info["cuda"]["name"] is None and info["cuda"]["sm_count"] is None
+    if not info["build"]["cuda"]:  # the documented keys are there, empty or 0 (the notebooks read "name")
+        assert info["cuda"]["name"] == "" and info["cuda"]["sm_count"] == 0
+        assert info["cuda"]["compute_capability"] == (0, 0)
 
 
 # backend_info()'s keys as its docstring lists them: the same in a CPU-only
