@@ -80,13 +80,13 @@ define_macros = [
     ("NPY_NO_DEPRECATED_API", "NPY_1_25_API_VERSION"),
     ("NPY_TARGET_VERSION", "NPY_1_25_API_VERSION"),
 ]
-libraries, library_dirs, cu_sources = [], [], []
+libraries, library_dirs, cu_sources = ["m"], [], []  # fma, isnormal: libm, named, not borrowed from Python
 if NVCC:
     define_macros += [("CUATOMIC_WITH_CUDA", "1"), ("CUATOMIC_CUDA_ARCHS", '"' + ",".join(ARCHS) + '"')]
     library_dirs = [cuda_libdir(CUDA_HOME)]
     # The static runtime: the module imports on machines without a driver
     # (libcuda is loaded on first use), and never links -lcuda.
-    libraries = ["cudart_static", "stdc++", "dl", "pthread", "rt"]
+    libraries += ["cudart_static", "stdc++", "dl", "pthread", "rt"]
     cu_sources = sorted(glob("cuda/*.cu"))
 
 

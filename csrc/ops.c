@@ -222,21 +222,31 @@ typedef struct {
     cua_fn fn;
     int dtype, acc, mul;
     uint64_t total;
-    double comp; /* float64 sums: the rounding errors of adding the chunks (TwoSum) */
+    double comp; /* float64 sums: the chunks' error terms and the rounding errors of adding them */
+    int pair;    /* the rung is CUA_F_WIDE: chunks come back as (value, error) pairs, unrounded */
 } reduce_ctx;
 
-static void chunk_combine(reduce_ctx *c, uint64_t part)
+static reduce_ctx reduce_start(const cua_variant *v, int dtype, int acc, int mul)
+{
+    reduce_ctx c = {v->fn, dtype, acc, mul, acc_identity(acc, mul), 0, 0};
+    c.pair = (v->flags & CUA_F_WIDE) && acc == CUA_ACC_FLOAT64 && !mul;
+    return c;
+}
+
+/* part[0] is the chunk's result; part[1] its error term when c->pair. */
+static void chunk_combine(reduce_ctx *c, const uint64_t part[2])
 {
     if (c->acc != CUA_ACC_FLOAT64 || c->mul) {
-        acc_combine(c->acc, c->mul, &c->total, part);
+        acc_combine(c->acc, c->mul, &c->total, part[0]);
         return;
     }
-    double s, x, t;
+    double s, x, t, e = 0;
     memcpy(&s, &c->total, sizeof s);
-    memcpy(&x, &part, sizeof x);
-    t = s + x;
+    memcpy(&x, &part[0], sizeof x);
+    if (c->pair) memcpy(&e, &part[1], sizeof e);
+    t = s + x; /* TwoSum: the rounding error of this addition, exactly */
     const double z = t - s;
-    c->comp += (s - (t - z)) + (x - z);
+    c->comp += ((s - (t - z)) + (x - z)) + e;
     memcpy(&c->total, &t, sizeof t);
 }
 
@@ -255,8 +265,9 @@ static uint64_t chunk_total(const reduce_ctx *c)
 static int reduce_chunk(const void *const *dev, int64_t m, cua_launch *cfg, void *vctx)
 {
     reduce_ctx *c = vctx;
-    uint64_t part = 0;
-    int st = ((cua_sum_fn)c->fn)(dev[0], m, c->dtype, c->acc, &part, cfg);
+    uint64_t part[2] = {0, 0};
+    cfg->pair = c->pair;
+    int st = ((cua_sum_fn)c->fn)(dev[0], m, c->dtype, c->acc, part, cfg);
     if (!st) chunk_combine(c, part);
     return st;
 }
@@ -264,8 +275,9 @@ static int reduce_chunk(const void *const *dev, int64_t m, cua_launch *cfg, void
 static int dot_chunk(const void *const *dev, int64_t m, cua_launch *cfg, void *vctx)
 {
     reduce_ctx *c = vctx;
-    uint64_t part = 0;
-    int st = ((cua_dot_fn)c->fn)(dev[0], dev[1], m, c->dtype, c->acc, &part, cfg);
+    uint64_t part[2] = {0, 0};
+    cfg->pair = c->pair;
+    int st = ((cua_dot_fn)c->fn)(dev[0], dev[1], m, c->dtype, c->acc, part, cfg);
     if (!st) chunk_combine(c, part);
     return st;
 }
@@ -444,7 +456,7 @@ static PyObject *reduce(PyObject *args, int op)
     Py_BEGIN_ALLOW_THREADS
     int chunked = 0;
     if (in.host) { /* a host array for the GPU: streamed in chunks when large */
-        reduce_ctx rc = {v->fn, dtype, acc, op == CUA_OP_PROD, acc_identity(acc, op == CUA_OP_PROD), 0};
+        reduce_ctx rc = reduce_start(v, dtype, acc, op == CUA_OP_PROD);
         st = cua_pipeline_run(1, &in.host, cua_dtype_size(dtype), n, &cfg, reduce_chunk, &rc, &chunked);
         result = chunk_total(&rc);
     }
@@ -490,7 +502,7 @@ PyObject *cua_op_dot(PyObject *self, PyObject *args)
     int chunked = 0;
     if (ia.host && ib.host) {
         const void *hosts[2] = {ia.host, ib.host};
-        reduce_ctx rc = {v->fn, dtype, acc, 0, 0, 0};
+        reduce_ctx rc = reduce_start(v, dtype, acc, 0);
         st = cua_pipeline_run(2, hosts, cua_dtype_size(dtype), n, &cfg, dot_chunk, &rc, &chunked);
         result = chunk_total(&rc);
     }
@@ -526,8 +538,11 @@ PyObject *cua_op_histogram(PyObject *self, PyObject *args)
     }
     PyArrayObject *edges = (PyArrayObject *)edges_obj;
     int et = PyArray_TYPE(edges);
-    /* Integer edges only for 64-bit integer data of the same signedness. */
-    const int int_edges = (et == NPY_INT64 && dtype == CUA_INT64) || (et == NPY_UINT64 && dtype == CUA_UINT64);
+    /* Integer edges only for 64-bit integer data of the same signedness
+     * (by kind and size: long and long long are both int64 on Linux). */
+    const int int_edges = PyArray_ITEMSIZE(edges) == 8 &&
+                          ((PyArray_ISSIGNED(edges) && dtype == CUA_INT64) ||
+                           (PyArray_ISUNSIGNED(edges) && dtype == CUA_UINT64));
     if (!PyArray_IS_C_CONTIGUOUS(edges) || !PyArray_ISNOTSWAPPED(edges) || PyArray_NDIM(edges) != 1 ||
         PyArray_SIZE(edges) < 2 || (et != NPY_FLOAT32 && et != NPY_FLOAT64 && !int_edges)) {
         PyErr_SetString(PyExc_SystemError,
@@ -536,7 +551,7 @@ PyObject *cua_op_histogram(PyObject *self, PyObject *args)
         return NULL;
     }
     bins.nbins = PyArray_SIZE(edges) - 1;
-    bins.edge_dtype = et == NPY_FLOAT32 ? CUA_FLOAT32 : et == NPY_FLOAT64 ? CUA_FLOAT64 : dtype;
+    bins.edge_dtype = int_edges ? dtype : et == NPY_FLOAT32 ? CUA_FLOAT32 : CUA_FLOAT64;
     if (int_edges) bins.uniform = bins.integer = 0; /* searched, compared exactly */
     bins.edges = PyArray_DATA(edges);
     bins.ilo = ilo;

@@ -360,6 +360,8 @@ def _bin_plan(edges, sample_dt, uniform):
         # integers keep integer edges of their own type (NumPy compares in
         # that type too) and are binned by exact search.
         edge_dt = np.dtype(np.float64)
+    elif edge_dt.kind in "iu":  # int64/uint64, whichever C type spells it (long, long long)
+        edge_dt = np.dtype(np.int64 if edge_dt.kind == "i" else np.uint64)
     if edge_dt.itemsize not in (4, 8):
         raise TypeError(f"bin edges of dtype {edge_dt} are not supported: use float32 or float64 edges")
     kernel_edges = np.ascontiguousarray(edges, dtype=edge_dt)

@@ -89,6 +89,12 @@ typedef struct {
      * CUA_EINTR. poll() itself records why (a pending Python exception). */
     int (*poll)(void);
     int interrupted;
+    /* Nonzero: a CUA_F_WIDE rung with a CUA_ACC_FLOAT64 result writes its
+     * compensated pair unrounded -- the value, then the summed rounding
+     * errors: 16 bytes -- so that partial results (the chunks of a host
+     * array streamed to the GPU) combine without losing what one rounding
+     * would drop. */
+    int pair;
 } cua_launch;
 
 /* Histogram bins. The bin of x is the largest b in [0, nbins) with

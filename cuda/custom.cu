@@ -84,8 +84,8 @@ static int prod_typed(const T *x, int64_t n, Acc *result, cua_launch *cfg)
     Acc host[2] = {1, 0};
     CUA_CHECK(cudaMemcpyAsync(host, cells, cells_used * sizeof(Acc), cudaMemcpyDeviceToHost, s));
     CUA_WAIT(cfg);
-    if constexpr (compensated)  // total * (1 + summed relative errors)
-        *result = isfinite(host[0]) && isfinite(host[1]) ? fma(host[0], host[1], host[0]) : host[0];
+    if constexpr (compensated)  // total * (1 + summed relative errors); zeros keep their sign
+        *result = isnormal(host[0]) && isfinite(host[1]) ? fma(host[0], host[1], host[0]) : host[0];
     else
         *result = host[0];
     return 0;

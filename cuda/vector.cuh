@@ -30,6 +30,8 @@
 // block that is not whole warps reduces in the shared-memory tree).
 #pragma once
 
+#include <type_traits>
+
 #include "common.cuh"
 
 namespace vec {
@@ -106,10 +108,36 @@ template <class A>
 __device__ __forceinline__ A value(A v) { return v; }
 __device__ __forceinline__ double value(Comp v) { return isfinite(v.s) ? __dadd_rn(v.s, v.c) : v.s; }
 
+// float64 data summed as float32 (sum(x, dtype=float32) of a device
+// array): NumPy rounds every element to float32 first, and so does this
+// lane; then it sums compensated in double like the others.
+struct Narrow : Comp {
+};
+template <>
+struct Lane<double, float> {
+    using type = Narrow;
+};
+__device__ __forceinline__ Narrow narrow(Comp c)
+{
+    Narrow r;
+    r.s = c.s;
+    r.c = c.c;
+    return r;
+}
+__device__ __forceinline__ void zero(Narrow &v) { v.s = v.c = 0.0; }
+__device__ __forceinline__ Narrow plus(Narrow v, double x) { return narrow(comp_add(v, (double)(float)x)); }
+__device__ __forceinline__ Narrow plus(Narrow v, Narrow w) { return narrow(comp_add((Comp)v, (Comp)w)); }
+__device__ __forceinline__ Narrow plus_product(Narrow v, double x, double y)
+{
+    return narrow(comp_add(v, __dmul_rn((double)(float)x, (double)(float)y)));  // exact in double
+}
+__device__ __forceinline__ double value(Narrow v) { return value((Comp)v); }
+
 __device__ __forceinline__ Comp shfl_down(Comp v, int offset)
 {
     return Comp{__shfl_down_sync(0xffffffffu, v.s, offset), __shfl_down_sync(0xffffffffu, v.c, offset)};
 }
+__device__ __forceinline__ Narrow shfl_down(Narrow v, int offset) { return narrow(shfl_down((Comp)v, offset)); }
 template <class A>
 __device__ __forceinline__ A shfl_down(A v, int offset) { return __shfl_down_sync(0xffffffffu, v, offset); }
 
@@ -203,17 +231,32 @@ __device__ A thread_share(const T *__restrict__ x, const T *__restrict__ y, int6
 template <class A>
 __device__ __forceinline__ A load_volatile(const volatile A *p) { return *p; }
 __device__ __forceinline__ Comp load_volatile(const volatile Comp *p) { return Comp{p->s, p->c}; }
+__device__ __forceinline__ Narrow load_volatile(const volatile Narrow *p) { return narrow(Comp{p->s, p->c}); }
+
+// The result, rounded once -- or, asked for the pair (cua_launch.pair) of a
+// compensated double lane, the value and its error term, unrounded.
+template <class Acc, class A>
+__device__ __forceinline__ void store(Acc *out, A v, bool) { *out = value(v); }
+__device__ __forceinline__ void store(double *out, Comp v, bool pair)
+{
+    if (pair) {
+        out[0] = v.s;
+        out[1] = v.c;
+    } else {
+        *out = value(v);
+    }
+}
 
 // partials/ticket are unused (may be null) for a one-block grid. The ticket
 // is zero at launch (the launcher clears it).
 template <class T, class Acc, bool DOT, class A = typename Lane<T, Acc>::type>
 __global__ void reduce_kernel(const T *__restrict__ x, const T *__restrict__ y, int64_t n, A *partials,
-                              unsigned *ticket, Acc *out)
+                              unsigned *ticket, Acc *out, bool pair)
 {
     __shared__ bool last;
     A v = block_sum(thread_share<T, A, DOT>(x, y, n));
     if (gridDim.x == 1) {
-        if (threadIdx.x == 0) *out = value(v);
+        if (threadIdx.x == 0) store(out, v, pair);
         return;
     }
     if (threadIdx.x == 0) {
@@ -233,7 +276,7 @@ __global__ void reduce_kernel(const T *__restrict__ x, const T *__restrict__ y, 
     zero(s);
     for (unsigned b = threadIdx.x; b < gridDim.x; b += blockDim.x) s = plus(s, load_volatile(p + b));
     s = block_sum(s);
-    if (threadIdx.x == 0) *out = value(s);
+    if (threadIdx.x == 0) store(out, s, pair);
 }
 
 // The launcher of both rungs: y is null for sum.
@@ -266,21 +309,24 @@ static int launch(const T *x, const T *y, int64_t n, Acc *result, cua_launch *cf
         return 0;
     }
     const unsigned blocks = (unsigned)cfg->blocks;
-    Acc *out = (Acc *)cfg->result_device;
+    const bool pair = cfg->pair && std::is_same<A, Comp>::value;  // 16 bytes back: never the slot
+    Acc *out = pair ? nullptr : (Acc *)cfg->result_device;
     A *partials = nullptr;
     unsigned *ticket = nullptr;
     cua_scratch scratch;
     if (blocks > 1 || !out) {
-        // Scratch: the ticket, the total (when there is no slot), the partials.
-        CUA_CHECK(scratch.get(16 + (size_t)blocks * sizeof(A), s));
+        // Scratch: the ticket, the total (when there is no slot; 16 bytes
+        // for a pair), the partials.
+        CUA_CHECK(scratch.get(32 + (size_t)blocks * sizeof(A), s));
         ticket = (unsigned *)scratch.ptr;
-        partials = (A *)((char *)scratch.ptr + 16);
-        if (!out) out = (Acc *)((char *)scratch.ptr + 8);
+        partials = (A *)((char *)scratch.ptr + 32);
+        if (!out) out = (Acc *)((char *)scratch.ptr + 16);
         CUA_CHECK(cudaMemsetAsync(ticket, 0, sizeof(unsigned), s));
     }
-    kernel<<<blocks, threads, smem, s>>>(x, y, n, partials, ticket, out);
+    kernel<<<blocks, threads, smem, s>>>(x, y, n, partials, ticket, out, pair);
     CUA_CHECK_LAUNCH();
-    if (out != cfg->result_device) CUA_CHECK(cudaMemcpyAsync(result, out, sizeof(Acc), cudaMemcpyDeviceToHost, s));
+    if (out != cfg->result_device)
+        CUA_CHECK(cudaMemcpyAsync(result, out, pair ? 2 * sizeof(double) : sizeof(Acc), cudaMemcpyDeviceToHost, s));
     CUA_WAIT(cfg);
     return 0;
 }

@@ -12,7 +12,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from conftest import BACKENDS
+from conftest import BACKENDS, requires_cuda
 
 import cuatomic
 from cuatomic._exact import error_bound, exact_dot, exact_sum
@@ -75,6 +75,44 @@ def test_auto_prod_is_as_accurate_as_numpy(backend, dtype, kind):
     assert got.dtype == np.dtype(dtype)
     bound = error_bound(exact, numpy_value, dtype)
     assert abs(float(got) - exact) <= bound, (float(got), exact, float(numpy_value), bound)
+    # What the compensation buys beyond the rule: one rounding, within an
+    # ulp (NumPy errs by tens to thousands of ulps on these inputs).
+    assert abs(float(got) - exact) <= float(np.spacing(np.asarray(abs(exact), dtype))), (float(got), exact)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_prod_special_values_as_numpy(backend, dtype):
+    """Zeros keep their sign, infinities and NaN propagate: the correction
+    applies to normal totals only."""
+    for tail in ([-0.0], [0.0], [np.inf], [-np.inf], [np.nan], [0.0, np.inf], [-0.0, -1.0]):
+        a = np.array([0.1] * 10 + tail, dtype)
+        with np.errstate(invalid="ignore"):  # 0 * inf
+            got, ref = cuatomic.prod(a, backend=backend), np.prod(a)
+        assert (np.isnan(got) and np.isnan(ref)) or (got == ref and np.signbit(got) == np.signbit(ref)), (tail, got)
+
+
+@requires_cuda
+def test_large_host_arrays_keep_the_compensation_across_chunks(monkeypatch):
+    """A host array streamed to the GPU in chunks: the chunks come back as
+    (value, error) pairs, so cancellation across chunks loses nothing."""
+    monkeypatch.setenv("CUATOMIC_PIPELINE_CHUNK", str(1 << 16))  # 8192 doubles a chunk: many chunks
+    x = np.zeros(24 * 8192)
+    x[0], x[7168], x[8197] = 2.0**53, 1.0, -(2.0**53)  # 2^53 + 1 rounds to 2^53 within the first chunk
+    assert cuatomic.sum(x, backend="cuda") == 1.0
+    assert cuatomic.dot(x, np.ones_like(x), backend="cuda") == 1.0
+
+
+@requires_cuda
+def test_narrowing_device_sums_are_as_accurate_as_numpy():
+    """sum(dtype=float32) of float64 device data: every element rounded to
+    float32 first (as NumPy does), then summed compensated."""
+    a = np.concatenate([[1e8], np.ones(10**7 - 1)])
+    got = cuatomic.sum(cuatomic.to_device(a, backend="cuda"), dtype=np.float32, backend="cuda")
+    rounded = a.astype(np.float32)
+    exact = exact_sum(rounded)
+    assert got.dtype == np.float32
+    assert abs(float(got) - exact) <= error_bound(exact, np.sum(a, dtype=np.float32), np.float32)
 
 
 def _available_bytes():
@@ -231,6 +269,10 @@ def test_integer_edges_compare_exactly(backend, where):
         (np.array([2**62, 2**62 + 1], np.int64), [2**62, 2**62 + 1, 2**62 + 2]),
         (np.array([-(2**62) - 1, -(2**62), 5], np.int64), [-(2**62) - 1, -(2**62), 0, 6]),
         (np.array([2**63 + 5, 2**63 + 6, 3], np.uint64), np.array([0, 2**63 + 6, 2**63 + 7], np.uint64)),
+        # long long spells int64 too (a different NumPy type number on Linux)
+        (np.array([5, 2**62], np.longlong), np.array([0, 2**62, 2**62 + 1], np.longlong)),
+        (np.array([5, 2**62], np.int64), np.array([0, 2**62, 2**62 + 1], np.longlong)),
+        (np.array([5, 2**63], np.ulonglong), np.array([0, 2**63, 2**63 + 1], np.uint64)),
     ]
     for a, bins in cases:
         ref, ref_edges = np.histogram(a, bins=bins)

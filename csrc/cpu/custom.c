@@ -57,7 +57,9 @@ static int prod_compensated(const void *x, int64_t n, int dtype, int acc, void *
     memcpy(&total, &bits, sizeof total);
     bits = atomic_load(&rel_cell);
     memcpy(&rel, &bits, sizeof rel);
-    if (isfinite(total) && isfinite(rel)) total = __builtin_fma(total, rel, total); /* total * (1 + rel) */
+    /* total * (1 + rel); a zero (of either sign), infinite or subnormal
+     * total has no relative error to correct, and keeps its sign. */
+    if (isnormal(total) && isfinite(rel)) total = __builtin_fma(total, rel, total);
     cua_acc_t r = {0};
     if (acc == CUA_ACC_FLOAT32) r.f = (float)total;
     else r.d = total;

@@ -91,7 +91,7 @@ static int hist_private(int interleaved, const void *x, int64_t n, int dtype, co
     cfg->used_blocks = cfg->blocks;
     cfg->used_threads = 1;
     const int64_t B = cua_cpu_busy(n, cfg->blocks), nb = bins->nbins;
-    const int P = cua_cpu_threads();
+    const int P = B < cua_cpu_threads() ? (B > 0 ? (int)B : 1) : cua_cpu_threads(); /* a histogram per thread used */
     uint64_t *local = calloc((size_t)P * (size_t)nb, sizeof *local);
     if (!local) return CUA_ENOMEM;
     int failed = 0;
