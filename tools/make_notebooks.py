@@ -42,7 +42,8 @@ NOTEBOOKS = {
                "the load and the store is widened on purpose (a few dozen pause instructions) and the threads "
                "start together, so the loss shows. Measured for `add_one(64, 256)` (16,384 increments): on a "
                "2-core machine 8,151 to 11,374 in 20 runs (about half lost: two threads overwriting each "
-               "other); on an NVIDIA H200 see the README."),
+               "other); on an NVIDIA H200 1 or 2 in 20 runs (whole warps read the same value and write the same "
+               "value + 1)."),
         ("md", "## The sum ladder\n\nFrom one atomic per element to one per block, and then to no atomics at "
                "all: block partials combined after an inter-block barrier, or by the last block to finish. "
                "Each rung is timed against `np.sum` on the same data."),
