@@ -41,8 +41,8 @@ cua_dd cua_dd_add(cua_dd a, cua_dd b);
  * NaN (inf - inf) and mean nothing: s alone is the answer, as in NumPy. */
 static inline double cua_dd_value(cua_dd d) { return d.s - d.s == 0 ? d.s + d.c : d.s; }
 /* Sum (b == NULL) or dot of float data over [lo, hi) as the CUA_F_WIDE rungs
- * compute it: float32 in float64 lanes, float64 compensated (TwoSum, and
- * TwoProduct for dot). */
+ * compute it: float64 lanes with compensation (TwoSum; for a float64 dot
+ * TwoProduct too: products of float32 are exact in float64). */
 cua_dd cua_cpu_chunk_dd(const void *a, const void *b, int dtype, int64_t lo, int64_t hi);
 
 /* How many of W logical workers sharing n elements get any: the others have
@@ -76,7 +76,8 @@ cua_acc_t cua_cpu_load(const void *x, int dtype, int acc, int64_t i);
 cua_acc_t cua_cpu_chunk_sum(const void *x, int dtype, int acc, int64_t lo, int64_t hi);
 cua_acc_t cua_cpu_chunk_dot(const void *a, const void *b, int dtype, int acc, int64_t lo, int64_t hi);
 /* The same sums with LANES independent accumulators (SIMD-friendly), b ==
- * NULL for a sum: the `vector` rungs. */
+ * NULL for a sum: the `vector` rungs on integers (acc CUA_ACC_INT64; floats
+ * go through cua_cpu_chunk_dd). */
 cua_acc_t cua_cpu_chunk_wide(const void *a, const void *b, int dtype, int acc, int64_t lo, int64_t hi);
 /* The `vector` rungs of sum (b == NULL) and dot: one contiguous chunk per
  * logical block (default: one per OpenMP thread, one in all for small n),
