@@ -184,6 +184,11 @@ def test_readme_ladder_table_is_the_variant_tables():
     assert sorted(table) == sorted(_backend.OPS)
     for op in _backend.OPS:
         assert table[op] == [(s, n) for n, s, _ in cuatomic.methods(op, "cpu")], op
+    if _backend.cuda_built():  # the summaries are the cuda tables' (a CUDA build has them without a GPU)
+        summaries = {(op, name): summary for op, _, name, summary in rows}
+        for op in _backend.OPS:
+            for name, _, summary, _ in _backend.table(op, "cuda"):
+                assert summaries[(op, name)] == summary, f"README's {op} {name!r} row drifted from cuda/*.cu"
 
 
 def test_the_repr_reader_reads_reprs_and_not_words():
