@@ -222,13 +222,13 @@ typedef struct {
     cua_fn fn;
     int dtype, acc, mul;
     uint64_t total;
-    double comp; /* float64 sums: the chunks' error terms and the rounding errors of adding them */
-    int pair;    /* the rung is CUA_F_WIDE: chunks come back as (value, error) pairs, unrounded */
+    cua_dd sum; /* float64 sums: the chunks added with compensation (cpu/cpu.h) */
+    int pair;   /* the rung is CUA_F_WIDE: chunks come back as (value, error) pairs, unrounded */
 } reduce_ctx;
 
 static reduce_ctx reduce_start(const cua_variant *v, int dtype, int acc, int mul)
 {
-    reduce_ctx c = {v->fn, dtype, acc, mul, acc_identity(acc, mul), 0, 0};
+    reduce_ctx c = {v->fn, dtype, acc, mul, acc_identity(acc, mul), {0, 0}, 0};
     c.pair = (v->flags & CUA_F_WIDE) && acc == CUA_ACC_FLOAT64 && !mul;
     return c;
 }
@@ -240,23 +240,17 @@ static void chunk_combine(reduce_ctx *c, const uint64_t part[2])
         acc_combine(c->acc, c->mul, &c->total, part[0]);
         return;
     }
-    double s, x, t, e = 0;
-    memcpy(&s, &c->total, sizeof s);
-    memcpy(&x, &part[0], sizeof x);
-    if (c->pair) memcpy(&e, &part[1], sizeof e);
-    t = s + x; /* TwoSum: the rounding error of this addition, exactly */
-    const double z = t - s;
-    c->comp += ((s - (t - z)) + (x - z)) + e;
-    memcpy(&c->total, &t, sizeof t);
+    cua_dd chunk = {0, 0};
+    memcpy(&chunk.s, &part[0], sizeof chunk.s);
+    if (c->pair) memcpy(&chunk.c, &part[1], sizeof chunk.c);
+    c->sum = cua_dd_add(c->sum, chunk);
 }
 
 /* The combined chunks' result bits. */
 static uint64_t chunk_total(const reduce_ctx *c)
 {
     if (c->acc != CUA_ACC_FLOAT64 || c->mul) return c->total;
-    double s;
-    memcpy(&s, &c->total, sizeof s);
-    if (s - s == 0) s += c->comp; /* finite: the error terms mean something */
+    const double s = cua_dd_value(c->sum);
     uint64_t bits;
     memcpy(&bits, &s, sizeof bits);
     return bits;

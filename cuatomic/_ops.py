@@ -112,7 +112,7 @@ def _host_input(arr, owner):
 def _acc_of(dt, flags):
     """The accumulator for a result of dtype dt: 64-bit integers, floats in
     their own precision -- or always float64 for a rung flagged F_WIDE,
-    which sums float32 in float64 and float64 with compensation."""
+    which sums float32 and float64 in float64 with compensation."""
     if dt.kind == "f":
         return ACC_FLOAT64 if dt.itemsize == 8 or flags & _C.F_WIDE else ACC_FLOAT32
     return ACC_INT64
@@ -257,7 +257,8 @@ def _reduce(op, a, dtype, method, backend, blocks, threads, stream):
     elif out_dt.kind == "f" and out_dt.itemsize < inp.dtype.itemsize and not inp.device:
         inp = inp.cast(out_dt, f"{op}(dtype={out_dt})")  # NumPy rounds every element first
     # Narrowing device data: the kernels round every element to the result
-    # type as they read it, and accumulate in it.
+    # type as they read it (the vector rung then sums compensated in double,
+    # the tutorial's rungs in the result type).
     narrowing = out_dt.kind == "f" and out_dt.itemsize < inp.dtype.itemsize
     acc = ACC_FLOAT32 if narrowing else _acc_of(out_dt, flags)
     call = _C.sum if op == "sum" else _C.prod
