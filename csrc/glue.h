@@ -58,20 +58,25 @@ typedef struct {
 CuaDeviceBuffer *cua_buffer_new(Py_ssize_t nbytes);
 CuaDeviceBuffer *cua_buffer_new_on(Py_ssize_t nbytes, void *stream, int sync);
 
-/* ops.c: the operations. */
-PyObject *cua_op_sum(PyObject *self, PyObject *args);
-PyObject *cua_op_prod(PyObject *self, PyObject *args);
+/* The operations, one file per op family (reduce.c: sum, prod, dot;
+ * histogram.c; filter.c; counter.c: add_one, mutex_add_one). Arguments by
+ * keyword (the names are in each file's kwlist). */
+PyObject *cua_op_sum(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *cua_op_prod(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *cua_op_dot(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *cua_op_histogram(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *cua_histogram_fits(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *cua_op_minmax(PyObject *self, PyObject *args);
+PyObject *cua_op_filter(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *cua_op_counter(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *cua_last_launch(PyObject *self, PyObject *noargs);
+
+/* events.c: CUDA events and device synchronization, for cuatomic.Timer. */
 PyObject *cua_event_create(PyObject *self, PyObject *noargs);
 PyObject *cua_event_destroy(PyObject *self, PyObject *arg);
 PyObject *cua_event_record(PyObject *self, PyObject *args);
 PyObject *cua_event_elapsed(PyObject *self, PyObject *args);
 PyObject *cua_synchronize(PyObject *self, PyObject *noargs);
-PyObject *cua_op_dot(PyObject *self, PyObject *args);
-PyObject *cua_op_histogram(PyObject *self, PyObject *args);
-PyObject *cua_op_filter(PyObject *self, PyObject *args);
-PyObject *cua_op_counter(PyObject *self, PyObject *args);
-PyObject *cua_op_minmax(PyObject *self, PyObject *args);
-PyObject *cua_variants(PyObject *self, PyObject *args);
 
 /* peers.c: CUB on device pointers, for the benchmark. */
 PyObject *cua_cub_sum_py(PyObject *self, PyObject *args);

@@ -4,7 +4,7 @@
 #include <Python.h>
 #include <numpy/arrayobject.h>
 
-#include "glue.h"
+#include "call.h"
 #include "../cuda/cuatomic_cuda.h" /* cua_cuda_device, for the probe's keys in every build */
 
 #ifndef CUATOMIC_CUDA_ARCHS
@@ -62,30 +62,76 @@ static PyObject *debug_trap(PyObject *self, PyObject *noargs)
 #endif
 }
 
+/* variants(backend, op) -> [(name, step, summary, flags)]: the ladder's
+ * rows in table order (which is step order: a test checks). Python resolves
+ * a method name to its index in this list and passes the index back. */
+static PyObject *variants(PyObject *self, PyObject *args)
+{
+    (void)self;
+    int backend, op;
+    if (!PyArg_ParseTuple(args, "ii", &backend, &op)) return NULL;
+    const cua_ladder *ladder = cua_ladder_of(backend, op);
+    PyObject *list = PyList_New(0);
+    for (int i = 0; list && ladder && i < ladder->count; i++) {
+        const cua_rung *r = cua_ladder_rung(ladder, i);
+        PyObject *row = Py_BuildValue("(sisI)", r->name, r->step, r->summary, r->flags);
+        if (!row || PyList_Append(list, row) < 0) Py_CLEAR(list);
+        Py_XDECREF(row);
+    }
+    return list;
+}
+
+#define KW (METH_VARARGS | METH_KEYWORDS)
+#define KWFN(f) (PyCFunction)(void (*)(void))(f)
+
 static PyMethodDef methods[] = {
-    {"build_info", build_info, METH_NOARGS, "what this build contains"},
-    {"cuda_probe", cuda_probe, METH_NOARGS, "probe the current CUDA device (makes CUDA calls)"},
-    {"cpu_threads", cpu_threads, METH_NOARGS, "threads in the OpenMP team"},
-    {"variants", cua_variants, METH_VARARGS, "variants(backend, op) -> [(name, step, summary, flags)]"},
-    {"sum", cua_op_sum, METH_VARARGS, NULL},
-    {"prod", cua_op_prod, METH_VARARGS, NULL},
-    {"event_create", cua_event_create, METH_NOARGS, "a CUDA event handle (int)"},
-    {"event_destroy", cua_event_destroy, METH_O, "destroy an event handle"},
+    {"build_info", build_info, METH_NOARGS, "build_info() -> {'cuda': bool, 'archs': str}: what this build contains"},
+    {"cuda_probe", cuda_probe, METH_NOARGS,
+     "cuda_probe() -> dict: the current CUDA device (usable, reason, name, ...); makes CUDA calls"},
+    {"cpu_threads", cpu_threads, METH_NOARGS, "cpu_threads() -> int: threads in the OpenMP team"},
+    {"variants", variants, METH_VARARGS,
+     "variants(backend, op) -> [(name, step, summary, flags)]: one op's ladder, in table (= step) order"},
+    {"sum", KWFN(cua_op_sum), KW,
+     "sum(backend, rung, x, n, dtype, acc, blocks, threads, stream, out_type) -> NumPy scalar\n\n"
+     "Run rung `rung` (an index into variants(backend, OPS.index('sum'))) on n elements of dtype id `dtype` at "
+     "x (an ndarray, or a device pointer as int), accumulating in ACC_* `acc`; the result as a scalar of NumPy "
+     "type number out_type. blocks/threads -1: the rung's defaults."},
+    {"prod", KWFN(cua_op_prod), KW,
+     "prod(backend, rung, x, n, dtype, acc, blocks, threads, stream, out_type) -> NumPy scalar; as sum"},
+    {"dot", KWFN(cua_op_dot), KW,
+     "dot(backend, rung, a, b, n, dtype, acc, blocks, threads, stream, out_type) -> NumPy scalar; as sum, "
+     "two inputs of one dtype"},
+    {"histogram", KWFN(cua_op_histogram), KW,
+     "histogram(backend, rung, x, n, dtype, edges, uniform, inv_width, integer, ilo, iwidth, blocks, threads, "
+     "device_out, stream) -> int64 counts (ndarray, or DeviceBuffer when device_out)\n\n"
+     "edges: float32/float64 ndarray (int64/uint64 for that data); uniform/inv_width: evenly spaced edges; "
+     "integer/ilo/iwidth: integer data in integer bins lo + k*width (see cua_bins in cuatomic_abi.h)."},
+    {"histogram_fits", KWFN(cua_histogram_fits), KW,
+     "histogram_fits(backend, rung, nbins, dtype, blocks, threads) -> None, or why the rung cannot count "
+     "nbins bins with that launch configuration on the current device"},
+    {"filter", KWFN(cua_op_filter), KW,
+     "filter(backend, rung, x, n, dtype, negate, lo, hi, blocks, threads, device_out, stream) -> (out, count)\n\n"
+     "Keeps x iff (lo <= x <= hi) != negate; lo/hi are 8 bytes each, the bound in the data's type."},
+    {"counter", KWFN(cua_op_counter), KW,
+     "counter(backend, op, rung, blocks, threads, stream) -> int: the count after every thread added one "
+     "(op: add_one or mutex_add_one)"},
+    {"last_launch", cua_last_launch, METH_NOARGS,
+     "last_launch() -> dict or None: what the last successful call on this thread launched (backend, op, "
+     "method, blocks, threads, chunks)"},
+    {"minmax", cua_op_minmax, METH_VARARGS,
+     "minmax(ptr, n, dtype, stream) -> (min bytes, max bytes, has_nan) of a non-empty device array"},
+    {"event_create", cua_event_create, METH_NOARGS, "event_create() -> int: a CUDA event handle"},
+    {"event_destroy", cua_event_destroy, METH_O, "event_destroy(event): destroy an event handle"},
     {"event_record", cua_event_record, METH_VARARGS, "event_record(event, stream)"},
     {"event_elapsed", cua_event_elapsed, METH_VARARGS, "event_elapsed(start, stop) -> ms (waits for stop)"},
-    {"synchronize", cua_synchronize, METH_NOARGS, "wait for all work on the current device"},
-    {"dot", cua_op_dot, METH_VARARGS, NULL},
-    {"histogram", cua_op_histogram, METH_VARARGS, NULL},
-    {"filter", cua_op_filter, METH_VARARGS, NULL},
-    {"counter", cua_op_counter, METH_VARARGS, NULL},
-    {"minmax", cua_op_minmax, METH_VARARGS, NULL},
-    {"stream_create", cua_stream_create, METH_NOARGS, "a new non-blocking CUDA stream (int handle)"},
-    {"stream_destroy", cua_stream_destroy, METH_O, NULL},
-    {"stream_synchronize", cua_stream_synchronize, METH_O, NULL},
+    {"synchronize", cua_synchronize, METH_NOARGS, "synchronize(): wait for all work on the current device"},
+    {"stream_create", cua_stream_create, METH_NOARGS, "stream_create() -> int: a new non-blocking CUDA stream"},
+    {"stream_destroy", cua_stream_destroy, METH_O, "stream_destroy(stream)"},
+    {"stream_synchronize", cua_stream_synchronize, METH_O, "stream_synchronize(stream): wait for its work"},
     {"stream_wait", cua_stream_wait, METH_VARARGS, "stream_wait(waiter, producer): queue a wait, host not blocked"},
     {"pointer_info", cua_pointer_info, METH_O, "pointer_info(ptr) -> (memory type, device, current device)"},
     {"gather", cua_gather, METH_VARARGS, "gather(src, dst, n, itemsize, shape, byte_strides, stream)"},
-    {"dlpack_import", cua_dlpack_import, METH_O, "consume a DLPack capsule -> DLPackView"},
+    {"dlpack_import", cua_dlpack_import, METH_O, "dlpack_import(capsule) -> DLPackView: consume a DLPack capsule"},
     {"dlpack_export", cua_dlpack_export, METH_VARARGS, "a DLPack capsule over memory owned by `owner`"},
     {"cub_sum", cua_cub_sum_py, METH_VARARGS, "cub_sum(ptr, n, dtype, stream): CUB's sum (benchmark peer)"},
     {"cub_histogram", cua_cub_histogram_py, METH_VARARGS,
@@ -102,6 +148,40 @@ static struct PyModuleDef moduledef = {
     methods,
 };
 
+/* Every id and flag the Python layer passes or reads, from the C enums
+ * (Python keeps no copy): OPS and DTYPES are tuples of names in id order. */
+#define CUA_OP_NAME_(p, id, name, row) #name,
+#define CUA_DTYPE_NAME_(id, name, size) name,
+static int add_ids(PyObject *m)
+{
+    static const char *ops[] = {CUA_OPS(CUA_OP_NAME_, ~)};
+    static const char *dtypes[] = {CUA_DTYPES(CUA_DTYPE_NAME_)};
+    PyObject *op_names = PyTuple_New(CUA_NOPS), *dtype_names = PyTuple_New(CUA_NDTYPES);
+    for (int i = 0; op_names && i < CUA_NOPS; i++) PyTuple_SET_ITEM(op_names, i, PyUnicode_FromString(ops[i]));
+    for (int i = 0; dtype_names && i < CUA_NDTYPES; i++)
+        PyTuple_SET_ITEM(dtype_names, i, PyUnicode_FromString(dtypes[i]));
+    const int bad = PyErr_Occurred() || !op_names || !dtype_names || PyModule_AddObjectRef(m, "OPS", op_names) < 0 ||
+                    PyModule_AddObjectRef(m, "DTYPES", dtype_names) < 0;
+    Py_XDECREF(op_names);
+    Py_XDECREF(dtype_names);
+    if (bad) return -1;
+    const struct {
+        const char *name;
+        long value;
+    } ints[] = {
+        {"BACKEND_CPU", BACKEND_CPU},       {"BACKEND_CUDA", BACKEND_CUDA},
+        {"ACC_INT64", CUA_ACC_INT64},       {"ACC_FLOAT32", CUA_ACC_FLOAT32},
+        {"ACC_FLOAT64", CUA_ACC_FLOAT64},   {"F_ORDERED", CUA_F_ORDERED},
+        {"F_RESIDENT", CUA_F_RESIDENT},     {"F_DETERMINISTIC", CUA_F_DETERMINISTIC},
+        {"F_WIDE", CUA_F_WIDE},             {"F_RACY", CUA_F_RACY},
+        {"MAX_BLOCKS", (long)CUA_MAX_BLOCKS},
+        {"MAX_THREADS", CUA_MAX_THREADS},
+    };
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
+        if (PyModule_AddIntConstant(m, ints[i].name, ints[i].value) < 0) return -1;
+    return 0;
+}
+
 PyMODINIT_FUNC PyInit__C(void)
 {
     import_array();
@@ -109,13 +189,7 @@ PyMODINIT_FUNC PyInit__C(void)
     PyObject *m = PyModule_Create(&moduledef);
     if (!m) return NULL;
     if (cua_interop_ready(m) < 0 || PyModule_AddObjectRef(m, "DeviceBuffer", (PyObject *)&CuaDeviceBufferType) < 0 ||
-        PyModule_AddObjectRef(m, "PinnedBuffer", (PyObject *)&CuaPinnedBufferType) < 0 ||
-        PyModule_AddIntConstant(m, "BACKEND_CPU", BACKEND_CPU) < 0 ||
-        PyModule_AddIntConstant(m, "BACKEND_CUDA", BACKEND_CUDA) < 0 ||
-        PyModule_AddIntConstant(m, "F_ORDERED", CUA_F_ORDERED) < 0 ||
-        PyModule_AddIntConstant(m, "F_RESIDENT", CUA_F_RESIDENT) < 0 ||
-        PyModule_AddIntConstant(m, "F_DEFAULT", CUA_F_DEFAULT) < 0 ||
-        PyModule_AddIntConstant(m, "F_WIDE", CUA_F_WIDE) < 0) {
+        PyModule_AddObjectRef(m, "PinnedBuffer", (PyObject *)&CuaPinnedBufferType) < 0 || add_ids(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

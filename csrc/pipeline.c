@@ -117,6 +117,7 @@ int cua_pipeline_run(int ninputs, const void *const *host, size_t elem_size, int
         if (!st && cfg->poll && cfg->poll()) st = CUA_EINTR; /* Ctrl-C between chunks */
         cfg->used_blocks = c.used_blocks;
         cfg->used_threads = c.used_threads;
+        cfg->chunks = k + 1;
     }
 #undef FILL
     for (int s = 0; s < 2; s++) {

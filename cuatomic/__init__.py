@@ -12,25 +12,17 @@ with NumPy: same result dtypes, exact integers.
 >>> int(cuatomic.sum(x, method="atomic"))
 45
 """
-from . import _C, bench, datasets
+from . import _C, datasets
+from ._auto import Choice
+from ._counter import add_one, mutex_add_one
 from ._device import DeviceArray, pinned_array, pinned_empty, to_device
 from ._errors import CudaError
+from ._filter import filter
+from ._histogram import histogram
+from ._info import backend_info, backends, explain, last_launch, methods
 from ._interop import Stream
+from ._reduce import dot, prod, sum
 from .timing import BenchmarkResult, SweepRow, Timer, benchmark, sweep
-from ._auto import Choice
-from ._ops import (
-    add_one,
-    prod,
-    backend_info,
-    backends,
-    dot,
-    explain,
-    filter,
-    histogram,
-    methods,
-    mutex_add_one,
-    sum,
-)
 
 _C._set_cuda_error(CudaError)
 
@@ -49,12 +41,12 @@ __all__ = [
     "add_one",
     "backend_info",
     "backends",
-    "bench",
     "datasets",
     "dot",
     "explain",
     "filter",
     "histogram",
+    "last_launch",
     "methods",
     "pinned_array",
     "pinned_empty",

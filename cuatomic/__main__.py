@@ -13,7 +13,8 @@ import time
 import numpy as np
 
 import cuatomic
-from cuatomic._backend import is_wide
+from cuatomic import _C
+from cuatomic._backend import is_wide, rung
 from cuatomic._exact import float_result_ok
 from cuatomic.datasets import english_like_text, text_to_array
 
@@ -93,12 +94,13 @@ def main(argv=None):
     total = blocks * threads
     for m, _, _ in cuatomic.methods("add_one", be):
         got = cuatomic.add_one(blocks, threads, method=m, backend=be)
-        ok = 1 <= got <= total if m == "racy" else got == total
+        ok = 1 <= got <= total if rung("add_one", be, m).flags & _C.F_RACY else got == total
         ms = best_ms(lambda: cuatomic.add_one(blocks, threads, method=m, backend=be), args.repeat)
         rows.append((f"add_one {blocks}x{threads} -> {got}", m, "yes" if ok else "NO", ms, float("nan")))
     got = cuatomic.mutex_add_one(blocks, threads, backend=be)
+    ran = cuatomic.last_launch()["method"]
     ms = best_ms(lambda: cuatomic.mutex_add_one(blocks, threads, backend=be), args.repeat)
-    rows.append((f"mutex_add_one {blocks}x{threads} -> {got}", "spin", "yes" if got == total else "NO", ms,
+    rows.append((f"mutex_add_one {blocks}x{threads} -> {got}", f"auto: {ran}", "yes" if got == total else "NO", ms,
                  float("nan")))
 
     print(f"{n:,} elements; times are the best of {args.repeat} runs in ms (NumPy: the same work with NumPy)")

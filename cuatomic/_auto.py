@@ -1,31 +1,37 @@
-"""``method="auto"``: the rule that picks a rung for an input, and
-:func:`explain`, which says what it picked and why.
+"""``method="auto"``: the rule that picks a rung for a call, and the
+:class:`Choice` that :func:`cuatomic.explain` reports.
 
-The rules come from the benchmark (``python -m cuatomic bench``): the top
-rung of every ladder is the fastest correct one; for histograms the number
-of bins decides, and the skew of a sample was measured not to change the
-winner (explain() still reports it). Float sums and dots are always deterministic
-(``vector`` adds in a fixed order for a given device and size).
+The rule is data. ``python -m cuatomic bench auto`` times every rung of
+every ladder on a set of cases (op, dtype, size, bins) and writes, per
+case, each rung's median time; the files measured for this release ship in
+``cuatomic/rules/<backend>.json``, and ``CUATOMIC_AUTO_RULES`` may name a
+file measured on your own hardware instead. For a call, auto takes the
+measured case nearest to it (same dtype first, then the nearest bin count,
+then the nearest size, on a log scale) and runs the fastest rung of that
+case that the call can use: one that keeps order when ``ordered=True``,
+that can count the bins on this device (``histogram_fits``), and that is
+not the lesson's race (``F_RACY``). Rungs never measured come after the
+measured ones, highest step first; with no measurement at all, the top
+rung of the ladder runs. Every step of that is reported in the Choice.
 """
 import dataclasses
+import functools
+import json
+import math
+import os
+import pathlib
 
 import numpy as np
 
 from . import _C, _backend
 
-SAMPLE = 4096           # elements read to estimate skew
-CPU_COPY_BINS = 4096    # the CPU's 8 interleaved copies stop fitting in L2 beyond this
+SAMPLE = 4096  # elements read to estimate skew (explain() only)
+RULES_ENV = "CUATOMIC_AUTO_RULES"
+RULES_DIR = pathlib.Path(__file__).parent / "rules"
 
-_FIXED = {
-    "sum": ("vector", "wide loads (16 bytes on a GPU, SIMD lanes on a CPU) and an in-order finish: the "
-                      "fastest rung at every size, and deterministic for floats"),
-    "dot": ("vector", "one pass over both inputs with wide loads and an in-order finish: the fastest rung, "
-                      "deterministic for floats"),
-    "filter": ("lookback", "single pass that keeps input order: reads the input once"),
-    "mutex_add_one": ("warp_lock", "one lock acquisition per warp, every increment still inside the lock"),
-    "add_one": ("atomic", "one atomicAdd per thread: correct and fastest"),
-    "prod": ("cas", "the only rung: a multiply built from compare-and-swap"),
-}
+# How far apart two cases are: a different dtype outweighs any size, a
+# factor of two in bins outweighs one in size (bins decide where counts live).
+_DTYPE_WEIGHT, _BINS_WEIGHT, _SIZE_WEIGHT = 1000.0, 4.0, 1.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,9 +43,12 @@ class Choice:
     op, backend, method : str
         The operation, the backend and the rung chosen.
     reason : str
-        Why, in one sentence.
+        Why, in one sentence: the measured case it came from and what the
+        runner-up took, and any faster rung that could not run this call.
     facts : dict
-        What the rule looked at (size, dtype, bins, measured skew, ...).
+        What the rule looked at (size, dtype, bins, the nearest measured
+        case, and for :func:`cuatomic.explain` of a histogram the share of a
+        sample in its most common bin).
     """
 
     op: str
@@ -47,17 +56,101 @@ class Choice:
     method: str
     reason: str
     facts: dict
+    rung: object = dataclasses.field(default=None, repr=False, compare=False)  # the _backend.Rung
 
     def __str__(self):
         facts = ", ".join(f"{k}={v}" for k, v in self.facts.items())
         return f"{self.op} on {self.backend}: method={self.method!r} -- {self.reason}" + (f" [{facts}]" if facts else "")
 
 
-def fixed(op, backend, facts=None):
-    """The choice for an op whose rule does not depend on the data."""
-    name, reason = _FIXED[op]
-    _backend.choose(op, backend, name)  # the rung exists on this backend
-    return Choice(op, backend, name, reason, dict(facts or {}))
+@functools.lru_cache(maxsize=None)
+def rules(backend):
+    """The measurements auto reads for `backend`: the file named by
+    ``CUATOMIC_AUTO_RULES`` when it was measured on that backend, else the
+    one shipped with cuatomic; {"cases": []} when there is none."""
+    override = os.environ.get(RULES_ENV)
+    if override:
+        data = json.loads(pathlib.Path(override).read_text())
+        if data.get("backend") == backend:
+            data["source"] = str(override)
+            return data
+    path = RULES_DIR / f"{backend}.json"
+    if not path.exists():
+        return {"backend": backend, "cases": [], "source": None}
+    data = json.loads(path.read_text())
+    data["source"] = f"cuatomic/rules/{path.name}"
+    return data
+
+
+def _dtype_distance(a, b):
+    if a == b:
+        return 0.0
+    ka, kb = np.dtype(a).kind, np.dtype(b).kind
+    same_kind = ka == kb or (ka in "biu" and kb in "biu")
+    return 0.5 if same_kind else 1.0
+
+
+def _log_distance(a, b):
+    return abs(math.log2(max(a, 1)) - math.log2(max(b, 1)))
+
+
+def _distance(case, dtype, n, bins):
+    d = _DTYPE_WEIGHT * _dtype_distance(case["dtype"], dtype) if "dtype" in case and dtype else 0.0
+    if bins is not None and "bins" in case:
+        d += _BINS_WEIGHT * _log_distance(case["bins"], bins)
+    return d + _SIZE_WEIGHT * _log_distance(case["n"], n)
+
+
+def _case_name(op, case):
+    parts = [op] + [f"{k}={case[k]}" for k in ("dtype", "n", "bins") if k in case]
+    return " ".join(parts)
+
+
+@functools.lru_cache(maxsize=1024)
+def _ranking(op, backend, dtype, n, bins):
+    """(rungs fastest first, a sentence on where that order comes from, the
+    nearest case's name or None) for one op on one backend."""
+    ladder = _backend.table(op, backend)
+    cases = [c for c in rules(backend)["cases"] if c["op"] == op]
+    if len(ladder) == 1:
+        return ladder, "the only rung of the ladder", None
+    if not cases:
+        ranked = tuple(sorted(ladder, key=lambda r: -r.step))
+        return ranked, "no measurement of this op on this backend: the top rung of the ladder", None
+    case = min(cases, key=lambda c: _distance(c, dtype, n, bins))
+    ms = {name: t for name, t in case["ms"].items() if t is not None}
+    by_name = {r.name: r for r in ladder}
+    measured = sorted((name for name in ms if name in by_name), key=lambda name: ms[name])
+    rest = sorted((r for r in ladder if r.name not in ms), key=lambda r: -r.step)
+    ranked = tuple(by_name[name] for name in measured) + tuple(rest)
+    where = rules(backend).get("device") or backend
+    times = ", ".join(f"{name} {ms[name]:.3g} ms" for name in measured[:3])
+    return ranked, f"fastest where measured nearest ({_case_name(op, case)} on {where}: {times})", \
+        _case_name(op, case)
+
+
+def choose(op, backend, facts, *, require=0, fits=None):
+    """The Choice for a call with these facts (``n``, ``dtype``, and
+    ``bins`` for a histogram): the fastest measured rung that has the
+    `require` flags, is not racy, and that ``fits(rung)`` (None, or why it
+    cannot run) accepts."""
+    dtype = facts.get("dtype")
+    ranked, why, case = _ranking(op, backend, str(dtype) if dtype is not None else None, int(facts.get("n", 1)),
+                                 facts.get("bins"))
+    skipped = []
+    for row in ranked:
+        if row.flags & _C.F_RACY or not row.has(require):
+            continue
+        refusal = fits(row) if fits else None
+        if refusal is not None:
+            skipped.append(f"{row.name} cannot run this call ({refusal})")
+            continue
+        reason = why if row is ranked[0] else f"{why}; {'; '.join(skipped) or 'the faster ones lack what was asked'}"
+        out = dict(facts)
+        if case:
+            out["measured"] = case
+        return Choice(op, backend, row.name, reason, out, row)
+    raise ValueError(f"no rung of {op} on {backend} can run this call: " + "; ".join(skipped))
 
 
 def sample(inp, stream=0, k=SAMPLE):
@@ -96,41 +189,3 @@ def top_bin_share(values, edges):
     counts, _ = np.histogram(values, edges)
     total = counts.sum()
     return float(counts.max() / total) if total else 0.0
-
-
-# Why each (backend, rung) of the histogram rule is the choice.
-_HISTOGRAM_REASONS = {
-    ("cpu", "thread_counters"): "eight interleaved private copies per thread, branch-free: fastest on a CPU for "
-                                "any skew while the copies fit in cache",
-    ("cpu", "warp_private"): "one private histogram per thread: too many bins for eight copies each",
-    ("cuda", "warp_private"): "per-warp histograms in shared memory (as many copies as fit, global atomics "
-                              "beyond): fastest on the H200 for uniform data, English text and one repeated "
-                              "value alike",
-}
-
-
-def histogram_rung(backend, nbins):
-    """The rung histogram(method="auto") runs (the rule of :func:`histogram`,
-    without building its report: a call's hot path).
-
-    On the H200 benchmark (docs/benchmarks.md) ``warp_private`` beat
-    ``thread_counters`` on English text (top bin 24%), on uniform bytes and
-    on a single repeated value (top bin 100%): the GPU absorbs same-address
-    shared atomics within a warp better than the counters' flushes cost. On
-    the CPU ``thread_counters`` (eight interleaved copies, branch-free) wins
-    at every skew while its copies fit in cache. So the number of bins
-    decides, and skew does not.
-    """
-    return "thread_counters" if backend == "cpu" and nbins <= CPU_COPY_BINS else "warp_private"
-
-
-def histogram(backend, inp, edges, stream=0, measure=False):
-    """The histogram rule with its report: :func:`histogram_rung`'s choice,
-    why, and what it looked at; the skew of a sample only when ``measure``
-    asks for it (:func:`explain` reports it)."""
-    nbins = len(edges) - 1
-    facts = {"n": inp.n, "dtype": str(inp.dtype), "bins": nbins}
-    if measure:
-        facts["top_bin_share"] = round(top_bin_share(sample(inp, stream), edges), 4)
-    method = histogram_rung(backend, nbins)
-    return Choice("histogram", backend, method, _HISTOGRAM_REASONS[backend, method], facts)

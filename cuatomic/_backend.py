@@ -1,16 +1,28 @@
-"""Backend selection, the lazy CUDA probe, and the variant tables."""
+"""Backend selection, the lazy CUDA probe, and the ladders as _C reports
+them: every name, id and flag comes from the compiled tables."""
+import collections
 import functools
 import os
 import threading
 
 from . import _C
 
-OPS = ("sum", "dot", "histogram", "filter", "mutex_add_one", "add_one", "prod")  # ABI op ids
+OPS = _C.OPS  # op names in ABI id order
 _OP_IDS = {name: i for i, name in enumerate(OPS)}
 _BACKEND_IDS = {"cpu": _C.BACKEND_CPU, "cuda": _C.BACKEND_CUDA}
 
 _probe_lock = threading.Lock()
 _probe = None
+
+
+class Rung(collections.namedtuple("Rung", "index name step summary flags")):
+    """One row of a ladder: its index in the C table (what ``_C`` takes),
+    name, tutorial step, one-line summary and ``F_*`` flags."""
+
+    __slots__ = ()
+
+    def has(self, flags):
+        return self.flags & flags == flags
 
 
 @functools.lru_cache(maxsize=None)
@@ -63,44 +75,40 @@ def op_id(op):
 
 @functools.lru_cache(maxsize=None)
 def table(op, backend):
-    """Rows (name, step, summary, flags) of a backend's variant table, in
-    tutorial order. Needs no GPU: the table is part of the build (and never
-    changes, so it is read once)."""
+    """The ladder of `op` on `backend`: Rung rows in table order, which is
+    tutorial (step) order. Needs no GPU: the table is part of the build (and
+    never changes, so it is read once)."""
     op_number = op_id(op)
     if backend not in _BACKEND_IDS:
         raise ValueError(f"unknown backend {backend!r}: expected 'cpu' or 'cuda'")
     if backend == "cuda" and not cuda_built():
         raise RuntimeError("cuatomic was built without CUDA: there is no cuda variant table")
-    return tuple(sorted(_C.variants(_BACKEND_IDS[backend], op_number), key=lambda row: row[1]))
+    return tuple(Rung(i, *row) for i, row in enumerate(_C.variants(_BACKEND_IDS[backend], op_number)))
+
+
+def check_method(op, backend, method):
+    """TypeError unless `method` is a string (naming the valid ones)."""
+    if not isinstance(method, str):
+        valid = ", ".join(["auto"] + [r.name for r in table(op, backend)])
+        raise TypeError(f"method must be a string, one of {valid} (got {type(method).__name__} {method!r})")
+
+
+@functools.lru_cache(maxsize=256)
+def rung(op, backend, name):
+    """The row named `name`; ValueError naming the valid ones if none is."""
+    for row in table(op, backend):
+        if row.name == name:
+            return row
+    valid = ", ".join(["auto"] + [r.name for r in table(op, backend)])
+    raise ValueError(f"unknown method {name!r} for {op} on {backend}: expected one of {valid}")
 
 
 def is_wide(op, backend, method):
     """Whether a rung accumulates floats wider than the result (F_WIDE:
-    compensated float64 for float32 and float64)."""
-    return bool(choose(op, backend, method)[1] & _C.F_WIDE)
-
-
-def choose(op, backend, method, *, require=0):
-    """Resolve `method` against the table: "auto" picks the row flagged as
-    default (that has the `require` flags); a name must exist."""
-    if not isinstance(method, str):
-        valid = ", ".join(["auto"] + [row[0] for row in table(op, backend)])
-        raise TypeError(f"method must be a string, one of {valid} (got {type(method).__name__} {method!r})")
-    return _choose(op, backend, method, require)
-
-
-@functools.lru_cache(maxsize=256)
-def _choose(op, backend, method, require):
-    rows = table(op, backend)
+    compensated float64 for float32 and float64). "auto" is the rung auto
+    runs for a large float array."""
+    check_method(op, backend, method)
     if method == "auto":
-        for name, _, _, flags in rows:
-            if flags & _C.F_DEFAULT and (flags & require) == require:
-                return name, flags
-        for name, _, _, flags in rows:
-            if (flags & require) == require:
-                return name, flags
-    for name, _, _, flags in rows:
-        if name == method:
-            return name, flags
-    valid = ", ".join(["auto"] + [row[0] for row in rows])
-    raise ValueError(f"unknown method {method!r} for {op} on {backend}: expected one of {valid}")
+        from . import _auto
+        return _auto.choose(op, backend, {"n": 1 << 24, "dtype": "float32"}).rung.has(_C.F_WIDE)
+    return rung(op, backend, method).has(_C.F_WIDE)

@@ -22,7 +22,9 @@ import warnings
 
 import numpy as np
 
-from . import _backend, _exact, _ops, datasets
+import cuatomic
+
+from . import _backend, _exact, datasets
 from ._device import to_device
 from ._backend import resolve
 from .timing import benchmark, sweep
@@ -36,10 +38,10 @@ def race(blocks=10, threads=16, backend=None, runs=5):
     """add_one with every method: what the counter holds, and what it should;
     the racy rung `runs` times (how many updates it loses varies)."""
     be = resolve(backend)
-    counts = {m: _ops.add_one(blocks, threads, method=m, backend=be) for m, _, _ in _ops.methods("add_one", be)}
-    racy = [_ops.add_one(blocks, threads, method="racy", backend=be) for _ in range(runs)]
+    counts = {m: cuatomic.add_one(blocks, threads, method=m, backend=be) for m, _, _ in cuatomic.methods("add_one", be)}
+    racy = [cuatomic.add_one(blocks, threads, method="racy", backend=be) for _ in range(runs)]
     return {"blocks": blocks, "threads": threads, "expected": blocks * threads, "counts": counts,
-            "racy_runs": racy, "mutex_add_one": _ops.mutex_add_one(blocks, threads, backend=be)}
+            "racy_runs": racy, "mutex_add_one": cuatomic.mutex_add_one(blocks, threads, backend=be)}
 
 
 def sum_ladder(n=1 << 24, backend=None, repeat=5, seed=0):
@@ -53,11 +55,11 @@ def sum_ladder(n=1 << 24, backend=None, repeat=5, seed=0):
         ref = np.sum(x)
         rows.append({"dtype": np.dtype(dtype).name, "method": "np.sum", "ms": _ms(np.sum, x, repeat=repeat),
                      "matches": True})
-        for m, _, _ in _ops.methods("sum", be):
-            got = _ops.sum(d, method=m, backend=be)
+        for m, _, _ in cuatomic.methods("sum", be):
+            got = cuatomic.sum(d, method=m, backend=be)
             ok = bool(got == ref) if x.dtype.kind == "i" else _exact.float_result_ok(
                 "sum", got, x, wide=_backend.is_wide("sum", be, m))
-            rows.append({"dtype": np.dtype(dtype).name, "method": m, "ms": _ms(_ops.sum, d, method=m, backend=be,
+            rows.append({"dtype": np.dtype(dtype).name, "method": m, "ms": _ms(cuatomic.sum, d, method=m, backend=be,
                                                                              repeat=repeat), "matches": ok})
     return {"n": n, "rows": rows}
 
@@ -83,11 +85,11 @@ def histogram_comparison(text, backend=None, repeat=5):
     times["CPU loop"] = 1e3 * (time.perf_counter() - t0)
     matches["CPU loop"] = bool(np.array_equal(loop, ref))
     label = "GPU" if be == "cuda" else "cuatomic cpu"
-    for m, _, _ in _ops.methods("histogram", be):
-        hist = _ops.histogram(d, bins=128, range=(0, 128), method=m, backend=be)[0]
+    for m, _, _ in cuatomic.methods("histogram", be):
+        hist = cuatomic.histogram(d, bins=128, range=(0, 128), method=m, backend=be)[0]
         hist = hist.copy_to_host() if hasattr(hist, "copy_to_host") else hist
         matches[f"{label} {m}"] = bool(np.array_equal(hist, ref))
-        times[f"{label} {m}"] = _ms(_ops.histogram, d, bins=128, range=(0, 128), method=m, backend=be,
+        times[f"{label} {m}"] = _ms(cuatomic.histogram, d, bins=128, range=(0, 128), method=m, backend=be,
                                     repeat=repeat)
     return {"nbytes": int(text.nbytes), "times_ms": times, "matches": matches, "counts": ref.tolist(),
             "backend": be}
@@ -109,9 +111,9 @@ def dot_ladder(n=1 << 24, backend=None, repeat=5, seed=0):
     a, b = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
     da, db = to_device(a, backend=be), to_device(b, backend=be)
     rows = [{"method": "np.dot", "ms": _ms(np.dot, a, b, repeat=repeat), "matches": True}]
-    for m, _, _ in _ops.methods("dot", be):
-        got = float(_ops.dot(da, db, method=m, backend=be))
-        rows.append({"method": m, "ms": _ms(_ops.dot, da, db, method=m, backend=be, repeat=repeat),
+    for m, _, _ in cuatomic.methods("dot", be):
+        got = float(cuatomic.dot(da, db, method=m, backend=be))
+        rows.append({"method": m, "ms": _ms(cuatomic.dot, da, db, method=m, backend=be, repeat=repeat),
                      "matches": _exact.float_result_ok("dot", got, a, b, wide=_backend.is_wide("dot", be, m))})
     return {"n": n, "rows": rows}
 
@@ -124,11 +126,11 @@ def cas_atomics(n=1 << 20, backend=None, seed=0):
     ints = rng.choice(np.array([1, 3, 5, 7], np.int64), n)  # odd: the wrapped product is not 0
     out = []
     for label, x, fn, ref in [
-        ("prod float64 (CAS multiply)", near_one, _ops.prod, np.prod),
-        ("prod float32 (CAS multiply)", near_one.astype(np.float32), _ops.prod, np.prod),
-        ("prod int64 (CAS multiply, wraps mod 2^64)", ints, _ops.prod, np.prod),
-        ("sum float32 (CAS add)", near_one.astype(np.float32), _ops.sum, np.sum),
-        ("sum float64 (CAS add)", near_one, _ops.sum, np.sum),
+        ("prod float64 (CAS multiply)", near_one, cuatomic.prod, np.prod),
+        ("prod float32 (CAS multiply)", near_one.astype(np.float32), cuatomic.prod, np.prod),
+        ("prod int64 (CAS multiply, wraps mod 2^64)", ints, cuatomic.prod, np.prod),
+        ("sum float32 (CAS add)", near_one.astype(np.float32), cuatomic.sum, np.sum),
+        ("sum float64 (CAS add)", near_one, cuatomic.sum, np.sum),
     ]:
         got, want = fn(x, method="cas", backend=be), ref(x)
         ok = bool(got == want) if x.dtype.kind == "i" else bool(np.isclose(got, want, rtol=n * 4e-7))
@@ -147,9 +149,9 @@ def barrier_table(n=1 << 24, backend=None, repeat=5, threads=256):
         row = {"blocks": blocks}
         for m in ("grid_lock", "grid_flags", "cooperative", "last_block"):
             try:
-                if _ops.sum(x, method=m, backend=be, blocks=blocks, threads=threads) != n:
+                if cuatomic.sum(x, method=m, backend=be, blocks=blocks, threads=threads) != n:
                     raise RuntimeError(f"{m} gave a wrong sum")
-                row[m] = _ms(_ops.sum, x, method=m, backend=be, blocks=blocks, threads=threads, repeat=repeat)
+                row[m] = _ms(cuatomic.sum, x, method=m, backend=be, blocks=blocks, threads=threads, repeat=repeat)
             except ValueError:
                 row[m] = None  # more blocks than can be resident
         if all(row[m] is None for m in ("grid_lock", "grid_flags", "cooperative")):

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import _C, _backend, _interop
+from . import _C, _auto, _backend, _interop
 from ._interop import stream_handle as _stream_handle
 
 
@@ -189,7 +189,7 @@ def _numpy_reference(fn, args, kwargs):
     """NumPy's result for a call of fn (a cuatomic array op), and the
     scale its float results are checked at: sum(|x|) for sum, sum(|a*b|)
     for dot, |result| for prod."""
-    from ._ops import _COMPARE
+    from ._filter import _COMPARE
     call = inspect.signature(fn).bind(*args, **kwargs)
     given = call.arguments
     a = _interop.host_copy(given["a"], "a")
@@ -277,14 +277,17 @@ def sweep(op, *args, blocks=None, threads=None, methods=None, repeat=5, warmup=1
     ValueError
         For an op that is not one of the array operations.
     """
-    from . import _ops
+    import cuatomic
     be = _backend.resolve(backend)
     if op not in ARRAY_OPS:
         raise ValueError(f"unknown op {op!r} for sweep: it times the array operations ({', '.join(ARRAY_OPS)}); "
                          "time add_one and mutex_add_one with benchmark()")
-    fn = getattr(_ops, op)
-    methods = list(methods) if methods is not None else [m for m, _, _ in _ops.methods(op, be)]
-    flags = {m: _backend.choose(op, be, m)[1] for m in methods}  # an unknown method is an error, not skipped
+    fn = getattr(cuatomic, op)
+    methods = list(methods) if methods is not None else [m for m, _, _ in cuatomic.methods(op, be)]
+    for m in methods:  # an unknown method is an error, not skipped
+        _backend.check_method(op, be, m)
+    flags = {m: _auto.choose(op, be, {}).rung.flags if m == "auto" else _backend.rung(op, be, m).flags
+             for m in methods}
     blocks = list(blocks) if blocks is not None else default_blocks(be)
     threads = [None] if threads is None else ([threads] if np.ndim(threads) == 0 else list(threads))
     nbytes = sum(int(a.nbytes) for a in args if hasattr(a, "nbytes"))

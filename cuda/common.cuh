@@ -78,6 +78,10 @@ static inline int cua_wait(cua_launch *cfg)
 
 __host__ __device__ static inline int64_t cua_ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// Dynamic shared memory a block may use without opting in: a kernel that
+// needs more must raise cudaFuncAttributeMaxDynamicSharedMemorySize first.
+#define CUA_STATIC_SMEM_BYTES (48 * 1024)
+
 static inline cudaStream_t cua_stream(const cua_launch *cfg)
 {
     return (cudaStream_t)cfg->stream;

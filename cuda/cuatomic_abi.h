@@ -17,37 +17,44 @@
 extern "C" {
 #endif
 
-/* Element types. NumPy's bool is passed as CUA_BOOL and read as bytes 0/1. */
-enum cua_dtype {
-    CUA_BOOL = 0,
-    CUA_INT8,
-    CUA_UINT8,
-    CUA_INT16,
-    CUA_UINT16,
-    CUA_INT32,
-    CUA_UINT32,
-    CUA_INT64,
-    CUA_UINT64,
-    CUA_FLOAT32,
-    CUA_FLOAT64,
-    CUA_NDTYPES
-};
+/* Element types: id, name (NumPy's), size in bytes. NumPy's bool is
+ * passed as CUA_BOOL and read as bytes 0/1. The enum, the names _C exports
+ * and cua_dtype_size all come from this one list. */
+#define CUA_DTYPES(X)          \
+    X(BOOL, "bool", 1)         \
+    X(INT8, "int8", 1)         \
+    X(UINT8, "uint8", 1)       \
+    X(INT16, "int16", 2)       \
+    X(UINT16, "uint16", 2)     \
+    X(INT32, "int32", 4)       \
+    X(UINT32, "uint32", 4)     \
+    X(INT64, "int64", 8)       \
+    X(UINT64, "uint64", 8)     \
+    X(FLOAT32, "float32", 4)   \
+    X(FLOAT64, "float64", 8)
+
+#define CUA_DTYPE_ENUM_(id, name, size) CUA_##id,
+enum cua_dtype { CUA_DTYPES(CUA_DTYPE_ENUM_) CUA_NDTYPES };
 
 /* Accumulator kinds for sum and dot. Integers accumulate in 64 bits with
  * two's-complement wrap-around (the same bits serve int64 and uint64, and a
  * narrower result type is the low bits of the same sum). */
 enum cua_acc { CUA_ACC_INT64 = 0, CUA_ACC_FLOAT32, CUA_ACC_FLOAT64 };
 
-enum cua_op {
-    CUA_OP_SUM = 0,
-    CUA_OP_DOT,
-    CUA_OP_HISTOGRAM,
-    CUA_OP_FILTER,
-    CUA_OP_MUTEX_ADD_ONE,
-    CUA_OP_ADD_ONE,
-    CUA_OP_PROD,
-    CUA_NOPS
-};
+/* Operations: id, name (the Python function's), row type of its ladder.
+ * The enum, the names _C exports and each backend's ladder index
+ * (CUA_LADDER_INDEX) all come from this one list. */
+#define CUA_OPS(X, p)                                \
+    X(p, SUM, sum, cua_sum_row)                      \
+    X(p, DOT, dot, cua_dot_row)                      \
+    X(p, HISTOGRAM, histogram, cua_hist_row)         \
+    X(p, FILTER, filter, cua_filter_row)             \
+    X(p, MUTEX_ADD_ONE, mutex_add_one, cua_counter_row) \
+    X(p, ADD_ONE, add_one, cua_counter_row)          \
+    X(p, PROD, prod, cua_prod_row)
+
+#define CUA_OP_ENUM_(p, id, name, row) CUA_OP_##id,
+enum cua_op { CUA_OPS(CUA_OP_ENUM_, ~) CUA_NOPS };
 
 /* Status returned by every backend entry point: 0 is success, a positive
  * value is a cudaError_t, a negative value is one of these. */
@@ -59,14 +66,19 @@ enum cua_status {
     CUA_EINTR = -4      /* cua_launch.poll asked the call to stop (Ctrl-C) */
 };
 
-/* Variant flags. */
+/* What a rung is, as flags of its table row. Tests and "auto" read these,
+ * never a rung's name. */
 enum cua_flags {
-    CUA_F_ORDERED = 1u << 0,   /* filter: output keeps input order */
-    CUA_F_RESIDENT = 1u << 1,  /* waits across blocks: all blocks must be resident */
-    CUA_F_DEFAULT = 1u << 2,   /* the rung "auto" picks (per op, see docs) */
-    CUA_F_WIDE = 1u << 3       /* sum/dot/prod: floats accumulated in float64
-                                * with compensation (the caller passes
-                                * CUA_ACC_FLOAT64 for every float result) */
+    CUA_F_ORDERED = 1u << 0,       /* filter: output keeps input order */
+    CUA_F_RESIDENT = 1u << 1,      /* waits across blocks: all blocks must be resident */
+    CUA_F_DETERMINISTIC = 1u << 2, /* the same input gives the same bits every call
+                                    * (float sums: a fixed order of additions) */
+    CUA_F_WIDE = 1u << 3,          /* sum/dot/prod: floats accumulated in float64
+                                    * with compensation (the caller passes
+                                    * CUA_ACC_FLOAT64 for every float result) */
+    CUA_F_RACY = 1u << 4           /* the lesson's race: loses updates on purpose,
+                                    * so its result is not the answer ("auto"
+                                    * never runs it) */
 };
 
 /* Launch configuration. blocks/threads <= 0 mean "the method's default".
@@ -82,6 +94,7 @@ typedef struct {
     void *result_device;
     int64_t used_blocks;
     int used_threads;
+    int64_t chunks;         /* launches made for this call (host input streamed in pieces: one per piece) */
     char msg[256];
     /* Ctrl-C. A call that can run long asks poll() (may be NULL) now and
      * then, from the calling thread only; nonzero means stop: the backend
@@ -139,28 +152,72 @@ typedef int (*cua_filter_fn)(const void *x, int64_t n, int dtype,
                              cua_launch *cfg);
 typedef int (*cua_counter_fn)(int64_t *result, cua_launch *cfg);
 
-typedef void (*cua_fn)(void);
+/* A histogram rung's limits: 0 if it can count `nbins` bins of `dtype`
+ * data with the launch configuration asked for (blocks/threads <= 0: its
+ * defaults) on the current device; else CUA_EINVAL with the limit in
+ * cfg->msg. The launcher applies the same test, so an explicitly requested
+ * rung that cannot run raises, and "auto" asks first and picks another. */
+typedef int (*cua_hist_fits_fn)(int64_t nbins, int dtype, cua_launch *cfg);
 
-/* One rung of a ladder: the only thing csrc/ sees of a kernel. */
+/* What every row of every ladder starts with: the only part of a rung that
+ * is not typed by its op. */
 typedef struct {
     const char *name;     /* the idea: "atomic", "block_tree", ... */
-    int step;             /* position in the tutorial's order */
+    int step;             /* position in the tutorial's order (rows are in this order) */
     const char *summary;  /* what this rung fixes, in one line */
     unsigned flags;       /* enum cua_flags */
-    cua_fn fn;            /* cast to the op's cua_*_fn */
-} cua_variant;
+} cua_rung;
+
+/* One row type per op: the rung, then its launcher with the op's own
+ * signature (the compiler checks every row). */
+typedef struct { cua_rung rung; cua_sum_fn run; } cua_sum_row;
+typedef struct { cua_rung rung; cua_prod_fn run; } cua_prod_row;
+typedef struct { cua_rung rung; cua_dot_fn run; } cua_dot_row;
+typedef struct { cua_rung rung; cua_hist_fn run; cua_hist_fits_fn fits; } cua_hist_row;
+typedef struct { cua_rung rung; cua_filter_fn run; } cua_filter_row;
+typedef struct { cua_rung rung; cua_counter_fn run; } cua_counter_row;
+
+/* One op's ladder as csrc/ indexes it: `rows` points at an array of the
+ * op's row type (the cua_rung comes first in each), `stride` is that
+ * type's size. */
+typedef struct {
+    const void *rows;
+    size_t stride;
+    int count;
+} cua_ladder;
+
+#define CUA_LADDER(table) {(table), sizeof((table)[0]), (int)(sizeof(table) / sizeof((table)[0]))}
+
+static inline const cua_rung *cua_ladder_rung(const cua_ladder *ladder, int i)
+{
+    return (const cua_rung *)((const char *)ladder->rows + (size_t)i * ladder->stride);
+}
 
 /* Size in bytes of one element of a cua_dtype, 0 for an unknown id. */
 static inline size_t cua_dtype_size(int dtype)
 {
+#define CUA_DTYPE_SIZE_(id, name, size) case CUA_##id: return size;
     switch (dtype) {
-    case CUA_BOOL: case CUA_INT8: case CUA_UINT8: return 1;
-    case CUA_INT16: case CUA_UINT16: return 2;
-    case CUA_INT32: case CUA_UINT32: case CUA_FLOAT32: return 4;
-    case CUA_INT64: case CUA_UINT64: case CUA_FLOAT64: return 8;
+    CUA_DTYPES(CUA_DTYPE_SIZE_)
     default: return 0;
     }
+#undef CUA_DTYPE_SIZE_
 }
+
+/* A backend's index of its ladders: defines `const cua_ladder
+ * *<prefix>_ladder(int op)` over the tables `<prefix>_<op>_ladder` that the
+ * backend's op files define (NULL for an id outside enum cua_op). */
+#define CUA_LADDER_DECL_(p, id, name, row) extern const cua_ladder p##_##name##_ladder;
+#define CUA_LADDER_CASE_(p, id, name, row) case CUA_OP_##id: return &p##_##name##_ladder;
+#define CUA_LADDER_INDEX(prefix)                    \
+    CUA_OPS(CUA_LADDER_DECL_, prefix)               \
+    const cua_ladder *prefix##_ladder(int op)       \
+    {                                               \
+        switch (op) {                               \
+            CUA_OPS(CUA_LADDER_CASE_, prefix)       \
+        default: return NULL;                       \
+        }                                           \
+    }
 
 #ifdef __cplusplus
 }

@@ -29,8 +29,8 @@ typedef struct {
 /* Probe the current device without failing: fills info, returns 0. */
 int cua_cuda_probe(cua_cuda_device *info);
 
-/* The variant table of one op, in tutorial order; NULL for an unknown op. */
-const cua_variant *cua_cuda_variants(int op, int *count);
+/* The ladder of one op, in tutorial order; NULL for an unknown op. */
+const cua_ladder *cua_cuda_ladder(int op);
 
 /* Memory. Copies are synchronous with respect to the host. */
 int cua_cuda_malloc(void **ptr, size_t nbytes);

@@ -100,8 +100,9 @@ static int prod_CAS(const void *x, int64_t n, int dtype, int acc, void *result, 
     });
 }
 
-extern "C" const cua_variant cua_cuda_prod_variants[] = {
-    {"cas", 1, "per-thread local product, multiplied into the total by an atomicCAS loop; floats compensated",
-     CUA_F_DEFAULT | CUA_F_WIDE, (cua_fn)prod_CAS},
+static const cua_prod_row prod_rows[] = {
+    {{"cas", 1, "per-thread local product, multiplied into the total by an atomicCAS loop; floats compensated",
+      CUA_F_WIDE},
+     prod_CAS},
 };
-extern "C" const int cua_cuda_prod_nvariants = sizeof cua_cuda_prod_variants / sizeof cua_cuda_prod_variants[0];
+extern "C" const cua_ladder cua_cuda_prod_ladder = CUA_LADDER(prod_rows);

@@ -1,17 +1,8 @@
 // device.cu -- the device probe, memory helpers, error names, and the index
-// of variant tables that csrc/ looks rungs up in.
+// of the ladders that csrc/ looks rungs up in.
 #include <pthread.h>
 
 #include "common.cuh"
-
-extern "C" {
-extern const cua_variant cua_cuda_sum_variants[], cua_cuda_dot_variants[], cua_cuda_histogram_variants[],
-    cua_cuda_filter_variants[], cua_cuda_mutex_add_one_variants[], cua_cuda_add_one_variants[];
-extern const cua_variant cua_cuda_prod_variants[];
-extern const int cua_cuda_prod_nvariants;
-extern const int cua_cuda_sum_nvariants, cua_cuda_dot_nvariants, cua_cuda_histogram_nvariants,
-    cua_cuda_filter_nvariants, cua_cuda_mutex_add_one_nvariants, cua_cuda_add_one_nvariants;
-}
 
 // A kernel that does nothing: launching it proves this binary carries code
 // the current GPU can run.
@@ -20,18 +11,8 @@ __global__ void probe_kernel(int *p)
     if (p) *p = 1;
 }
 
-extern "C" const cua_variant *cua_cuda_variants(int op, int *count)
-{
-    switch (op) {
-    case CUA_OP_SUM: *count = cua_cuda_sum_nvariants; return cua_cuda_sum_variants;
-    case CUA_OP_DOT: *count = cua_cuda_dot_nvariants; return cua_cuda_dot_variants;
-    case CUA_OP_HISTOGRAM: *count = cua_cuda_histogram_nvariants; return cua_cuda_histogram_variants;
-    case CUA_OP_FILTER: *count = cua_cuda_filter_nvariants; return cua_cuda_filter_variants;
-    case CUA_OP_MUTEX_ADD_ONE: *count = cua_cuda_mutex_add_one_nvariants; return cua_cuda_mutex_add_one_variants;
-    case CUA_OP_ADD_ONE: *count = cua_cuda_add_one_nvariants; return cua_cuda_add_one_variants;
-    case CUA_OP_PROD: *count = cua_cuda_prod_nvariants; return cua_cuda_prod_variants;
-    default: *count = 0; return NULL;
-    }
+extern "C" {
+CUA_LADDER_INDEX(cua_cuda)
 }
 
 static void say(cua_cuda_device *info, const char *what, cudaError_t e)

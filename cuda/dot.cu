@@ -122,16 +122,21 @@ static int dot_VECTOR(const void *a, const void *b, int64_t n, int dtype, int ac
     });
 }
 
-extern "C" const cua_variant cua_cuda_dot_variants[] = {
-    {"partial", 1, "block results to their own slots, final sum on the host: no atomics, deterministic",
-     0, (cua_fn)dot_PARTIAL},
-    {"mutex", 2, "block result added under the CAS spin lock, fenced: any read-modify-write made safe", 0,
-     (cua_fn)dot_MUTEX},
-    {"atomic", 3, "block result added with one native atomicAdd: the lock's work in one instruction", 0,
-     (cua_fn)dot_ATOMIC},
-    {"cas", 4, "block result added by an atomicCAS loop on the bit pattern (NaN-safe integer compare)", 0,
-     (cua_fn)dot_CAS},
-    {"vector", 5, "16-byte loads of both inputs, exact products in compensated double, last block adds in order: "
-     "deterministic", CUA_F_DEFAULT | CUA_F_WIDE, (cua_fn)dot_VECTOR},
+static const cua_dot_row dot_rows[] = {
+    {{"partial", 1, "block results to their own slots, final sum on the host: no atomics, deterministic",
+      CUA_F_DETERMINISTIC},
+     dot_PARTIAL},
+    {{"mutex", 2, "block result added under the CAS spin lock, fenced: any read-modify-write made safe",
+      0},
+     dot_MUTEX},
+    {{"atomic", 3, "block result added with one native atomicAdd: the lock's work in one instruction",
+      0},
+     dot_ATOMIC},
+    {{"cas", 4, "block result added by an atomicCAS loop on the bit pattern (NaN-safe integer compare)",
+      0},
+     dot_CAS},
+    {{"vector", 5, "16-byte loads of both inputs, exact products in compensated double, last block adds in order: deterministic",
+      CUA_F_WIDE | CUA_F_DETERMINISTIC},
+     dot_VECTOR},
 };
-extern "C" const int cua_cuda_dot_nvariants = sizeof cua_cuda_dot_variants / sizeof cua_cuda_dot_variants[0];
+extern "C" const cua_ladder cua_cuda_dot_ladder = CUA_LADDER(dot_rows);

@@ -322,7 +322,7 @@ static int filter_typed(const T *x, int64_t n, const cua_pred *pred, T *out, int
     } else if constexpr (R == LOOKBACK) {
         const int64_t ntiles = cua_ceil_div(n, (int64_t)threads * LB_ITEMS);
         const size_t smem = (size_t)threads * LB_ITEMS * sizeof(T);
-        if (smem > 48 * 1024)
+        if (smem > CUA_STATIC_SMEM_BYTES)
             CUA_CHECK(cudaFuncSetAttribute(filter_lookback_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                            (int)smem));
         // Scratch: total, tile counter, then one status word per tile, all zero.
@@ -379,12 +379,15 @@ static int filter_LOOKBACK(const void *x, int64_t n, int d, const cua_pred *p, v
     return filter_run<LOOKBACK>(x, n, d, p, o, c, cfg);
 }
 
-extern "C" const cua_variant cua_cuda_filter_variants[] = {
-    {"atomic", 1, "push_back: the old value atomicAdd returns is the output slot (unordered)", 0,
-     (cua_fn)filter_ATOMIC},
-    {"ordered", 2, "count per block, scan the counts, scatter with warp ballots: keeps input order",
-     CUA_F_ORDERED, (cua_fn)filter_ORDERED},
-    {"lookback", 3, "single pass: tile counts published, predecessors' prefixes read back by a warp; ordered",
-     CUA_F_ORDERED | CUA_F_DEFAULT, (cua_fn)filter_LOOKBACK},
+static const cua_filter_row filter_rows[] = {
+    {{"atomic", 1, "push_back: the old value atomicAdd returns is the output slot (unordered)",
+      0},
+     filter_ATOMIC},
+    {{"ordered", 2, "count per block, scan the counts, scatter with warp ballots: keeps input order",
+      CUA_F_ORDERED | CUA_F_DETERMINISTIC},
+     filter_ORDERED},
+    {{"lookback", 3, "single pass: tile counts published, predecessors' prefixes read back by a warp; ordered",
+      CUA_F_ORDERED | CUA_F_DETERMINISTIC},
+     filter_LOOKBACK},
 };
-extern "C" const int cua_cuda_filter_nvariants = sizeof cua_cuda_filter_variants / sizeof cua_cuda_filter_variants[0];
+extern "C" const cua_ladder cua_cuda_filter_ladder = CUA_LADDER(filter_rows);

@@ -329,13 +329,36 @@ __global__ void hist_thread_counters_kernel(const T *__restrict__ x, int64_t n, 
         if (totals[j]) atomicAdd(&counts[j], (u64)totals[j]);
 }
 
-// Shared memory of the wide rungs, and (warp_private) how many copies fit.
+// What a rung needs of shared memory for nb bins on a device whose blocks
+// can opt in to `optin` bytes, with the threads asked for (cfg->threads <= 0:
+// the default, which thread_counters shrinks until its counters fit): the
+// bytes, and (warp_private) how many copies fit. A rung that cannot count nb
+// bins refuses with the limit; the launcher and histogram_fits both ask here.
 template <int R>
-static int wide_smem(int64_t nb, bool defaulted, int optin, int *copies, size_t *smem, cua_launch *cfg)
+static int hist_plan(int64_t nb, int optin, int *copies, size_t *smem, cua_launch *cfg)
 {
+    *copies = 0;
+    *smem = 0;
+    if (R == GLOBAL) return 0;
+    if (R == SHARED) {
+        if (nb > optin / 4)
+            return cua_refuse(cfg,
+                              "method 'shared' keeps one 4-byte counter per bin in shared memory: "
+                              "this device fits at most %d bins per block (got %lld); use method='global'",
+                              optin / 4, (long long)nb);
+        *smem = (size_t)nb * 4;
+        return 0;
+    }
+    const bool defaulted = cfg->threads <= 0;
+    if (defaulted) cfg->threads = 256;
     int threads = cfg->threads;
     if (R == WARP_PRIVATE) {
         const int64_t warps = (threads + 31) / 32, fit = optin / ((nb + 1) * 4);
+        if (fit < 1)
+            return cua_refuse(cfg,
+                              "method 'warp_private' keeps a 4-byte counter per bin per warp in shared memory: "
+                              "this device fits at most %d bins per block (got %lld); use method='global'",
+                              optin / 4 - 1, (long long)nb);
         *copies = (int)(fit < warps ? fit : warps);
         *smem = (size_t)*copies * (nb + 1) * 4;
         return 0;
@@ -359,25 +382,41 @@ static int wide_smem(int64_t nb, bool defaulted, int optin, int *copies, size_t 
     return 0;
 }
 
+static int shared_optin(int *optin)
+{
+    int dev;
+    CUA_CHECK(cudaGetDevice(&dev));
+    CUA_CHECK(cudaDeviceGetAttribute(optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    return 0;
+}
+
+template <int R>
+static int hist_fits(int64_t nbins, int dtype, cua_launch *cfg)
+{
+    (void)dtype;
+    int optin, copies;
+    size_t smem;
+    int st = shared_optin(&optin);
+    return st ? st : hist_plan<R>(nbins, optin, &copies, &smem, cfg);
+}
+
 template <int R, class T, class E>
 static int hist_typed(const T *x, int64_t n, const cua_bins *bins, u64 *counts, cua_launch *cfg)
 {
     cudaStream_t s = cua_stream(cfg);
     const bool wide = R == WARP_PRIVATE || R == THREAD_COUNTERS;
     const int64_t nb = bins->nbins;
-    int dev, optin;
-    CUA_CHECK(cudaGetDevice(&dev));
-    CUA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    int optin;
+    int st = shared_optin(&optin);
+    if (st) return st;
     size_t smem = 0;
     int copies = 0;
+    st = hist_plan<R>(nb, optin, &copies, &smem, cfg);
+    if (st) return st;
     if (wide) {
-        const bool defaulted = cfg->threads <= 0;
-        if (defaulted) cfg->threads = 256;
-        int st = wide_smem<R>(nb, defaulted, optin, &copies, &smem, cfg);
-        if (st) return st;
         if (R == THREAD_COUNTERS && (uintptr_t)x % sizeof(T) != 0)
             return cua_refuse(cfg, "method 'thread_counters' needs input aligned to its element size");
-        if (smem > 48 * 1024) {
+        if (smem > CUA_STATIC_SMEM_BYTES) {
             if (R == WARP_PRIVATE)
                 CUA_CHECK(cudaFuncSetAttribute(hist_warp_private_kernel<T, E>,
                                                cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
@@ -399,17 +438,9 @@ static int hist_typed(const T *x, int64_t n, const cua_bins *bins, u64 *counts, 
         cfg->used_blocks = cfg->blocks;
         cfg->used_threads = cfg->threads;
     } else {
-        int st = cua_default_config(cfg, n, 128);
+        st = cua_default_config(cfg, n, 128);
         if (st) return st;
-    }
-    if (R == SHARED) {
-        if (nb > optin / 4)
-            return cua_refuse(cfg,
-                              "method 'shared' keeps one 4-byte counter per bin in shared memory: "
-                              "this device fits at most %d bins per block (got %lld); use method='global'",
-                              optin / 4, (long long)nb);
-        smem = (size_t)nb * 4;
-        if (smem > 48 * 1024)
+        if (R == SHARED && smem > CUA_STATIC_SMEM_BYTES)
             CUA_CHECK(cudaFuncSetAttribute(hist_shared_kernel<T, E>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                            (int)smem));
     }
@@ -486,17 +517,21 @@ static int hist_THREAD_COUNTERS(const void *x, int64_t n, int d, const cua_bins 
     return hist_run<THREAD_COUNTERS>(x, n, d, b, c, cfg);
 }
 
-extern "C" const cua_variant cua_cuda_histogram_variants[] = {
-    {"global", 1, "one global atomicAdd per element: contention on popular bins", 0, (cua_fn)hist_GLOBAL},
-    {"shared", 2, "block-private histogram in shared memory, one global atomicAdd per bin per block",
-     0, (cua_fn)hist_SHARED},
-    {"warp_private", 3, "a shared-memory histogram per warp, 16-byte loads: contention only within a warp",
-     CUA_F_DEFAULT, (cua_fn)hist_WARP_PRIVATE},
-    {"thread_counters", 4, "8-bit counters per thread per bin, flushed before they overflow: no atomics, skew-proof",
-     0, (cua_fn)hist_THREAD_COUNTERS},
+static const cua_hist_row histogram_rows[] = {
+    {{"global", 1, "one global atomicAdd per element: contention on popular bins",
+      CUA_F_DETERMINISTIC},
+     hist_GLOBAL, hist_fits<GLOBAL>},
+    {{"shared", 2, "block-private histogram in shared memory, one global atomicAdd per bin per block",
+      CUA_F_DETERMINISTIC},
+     hist_SHARED, hist_fits<SHARED>},
+    {{"warp_private", 3, "a shared-memory histogram per warp, 16-byte loads: contention only within a warp",
+      CUA_F_DETERMINISTIC},
+     hist_WARP_PRIVATE, hist_fits<WARP_PRIVATE>},
+    {{"thread_counters", 4, "8-bit counters per thread per bin, flushed before they overflow: no atomics, skew-proof",
+      CUA_F_DETERMINISTIC},
+     hist_THREAD_COUNTERS, hist_fits<THREAD_COUNTERS>},
 };
-extern "C" const int cua_cuda_histogram_nvariants =
-    sizeof cua_cuda_histogram_variants / sizeof cua_cuda_histogram_variants[0];
+extern "C" const cua_ladder cua_cuda_histogram_ladder = CUA_LADDER(histogram_rows);
 
 // ------------------------------------------------------------------ minmax
 

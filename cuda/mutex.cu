@@ -201,21 +201,25 @@ static int add_one_ATOMIC(int64_t *r, cua_launch *c) { return add_one_run<ATOMIC
 static int add_one_MUTEX(int64_t *r, cua_launch *c) { return add_one_run<MUTEX>(r, c); }
 static int add_one_WARP_LOCK(int64_t *r, cua_launch *c) { return add_one_run<WARP_LOCK>(r, c); }
 
-extern "C" const cua_variant cua_cuda_add_one_variants[] = {
-    {"racy", 1, "plain load + store on one counter: concurrent increments overwrite each other", 0,
-     (cua_fn)add_one_RACY},
-    {"atomic", 2, "atomicAdd: one indivisible read-modify-write, no update lost", CUA_F_DEFAULT,
-     (cua_fn)add_one_ATOMIC},
-    {"mutex", 3, "the plain increment inside a CAS spin-lock critical section", 0, (cua_fn)add_one_MUTEX},
+static const cua_counter_row add_one_rows[] = {
+    {{"racy", 1, "plain load + store on one counter: concurrent increments overwrite each other",
+      CUA_F_RACY},
+     add_one_RACY},
+    {{"atomic", 2, "atomicAdd: one indivisible read-modify-write, no update lost",
+      CUA_F_DETERMINISTIC},
+     add_one_ATOMIC},
+    {{"mutex", 3, "the plain increment inside a CAS spin-lock critical section",
+      CUA_F_DETERMINISTIC},
+     add_one_MUTEX},
 };
-extern "C" const int cua_cuda_add_one_nvariants =
-    sizeof cua_cuda_add_one_variants / sizeof cua_cuda_add_one_variants[0];
+extern "C" const cua_ladder cua_cuda_add_one_ladder = CUA_LADDER(add_one_rows);
 
-extern "C" const cua_variant cua_cuda_mutex_add_one_variants[] = {
-    {"spin", 1, "CAS 0->1 until acquired + fence; increment; fence + atomicExch back to 0", 0,
-     (cua_fn)add_one_MUTEX},
-    {"warp_lock", 2, "one lane locks for its warp (test-and-test-and-set, backoff); lanes increment in turn inside",
-     CUA_F_DEFAULT, (cua_fn)add_one_WARP_LOCK},
+static const cua_counter_row mutex_add_one_rows[] = {
+    {{"spin", 1, "CAS 0->1 until acquired + fence; increment; fence + atomicExch back to 0",
+      CUA_F_DETERMINISTIC},
+     add_one_MUTEX},
+    {{"warp_lock", 2, "one lane locks for its warp (test-and-test-and-set, backoff); lanes increment in turn inside",
+      CUA_F_DETERMINISTIC},
+     add_one_WARP_LOCK},
 };
-extern "C" const int cua_cuda_mutex_add_one_nvariants =
-    sizeof cua_cuda_mutex_add_one_variants / sizeof cua_cuda_mutex_add_one_variants[0];
+extern "C" const cua_ladder cua_cuda_mutex_add_one_ladder = CUA_LADDER(mutex_add_one_rows);

@@ -279,23 +279,33 @@ SUM_LAUNCHER(GRID_FLAGS)
 SUM_LAUNCHER(COOPERATIVE)
 SUM_LAUNCHER(LAST_BLOCK)
 
-extern "C" const cua_variant cua_cuda_sum_variants[] = {
-    {"atomic", 1, "one atomicAdd per element: no lost updates, but every add queues on one address", 0,
-     (cua_fn)sum_ATOMIC},
-    {"cas", 2, "per-thread local sum, then an add built from an atomicCAS loop (how custom atomics are made)", 0,
-     (cua_fn)sum_CAS},
-    {"thread_local", 3, "grid-stride sum in a register, one native atomicAdd per thread", 0,
-     (cua_fn)sum_THREAD_LOCAL},
-    {"block_tree", 4, "shared-memory tree per block, one atomicAdd per block", 0, (cua_fn)sum_BLOCK_TREE},
-    {"grid_lock", 5, "block partials, inter-block barrier on one atomic counter, block 0 adds them",
-     CUA_F_RESIDENT, (cua_fn)sum_GRID_LOCK},
-    {"grid_flags", 6, "the same barrier lock-free: per-block arrive and release flags", CUA_F_RESIDENT,
-     (cua_fn)sum_GRID_FLAGS},
-    {"cooperative", 7, "the same barrier from cooperative groups grid.sync()", CUA_F_RESIDENT,
-     (cua_fn)sum_COOPERATIVE},
-    {"last_block", 8, "threadfence + ticket: the last block to finish adds the partials, any grid size",
-     0, (cua_fn)sum_LAST_BLOCK},
-    {"vector", 9, "16-byte loads in flight, floats in compensated double, warp shuffles, last-block finish: "
-     "deterministic, as accurate as NumPy or better", CUA_F_DEFAULT | CUA_F_WIDE, (cua_fn)sum_VECTOR},
+static const cua_sum_row sum_rows[] = {
+    {{"atomic", 1, "one atomicAdd per element: no lost updates, but every add queues on one address",
+      0},
+     sum_ATOMIC},
+    {{"cas", 2, "per-thread local sum, then an add built from an atomicCAS loop (how custom atomics are made)",
+      0},
+     sum_CAS},
+    {{"thread_local", 3, "grid-stride sum in a register, one native atomicAdd per thread",
+      0},
+     sum_THREAD_LOCAL},
+    {{"block_tree", 4, "shared-memory tree per block, one atomicAdd per block",
+      0},
+     sum_BLOCK_TREE},
+    {{"grid_lock", 5, "block partials, inter-block barrier on one atomic counter, block 0 adds them",
+      CUA_F_RESIDENT | CUA_F_DETERMINISTIC},
+     sum_GRID_LOCK},
+    {{"grid_flags", 6, "the same barrier lock-free: per-block arrive and release flags",
+      CUA_F_RESIDENT | CUA_F_DETERMINISTIC},
+     sum_GRID_FLAGS},
+    {{"cooperative", 7, "the same barrier from cooperative groups grid.sync()",
+      CUA_F_RESIDENT | CUA_F_DETERMINISTIC},
+     sum_COOPERATIVE},
+    {{"last_block", 8, "threadfence + ticket: the last block to finish adds the partials, any grid size",
+      CUA_F_DETERMINISTIC},
+     sum_LAST_BLOCK},
+    {{"vector", 9, "16-byte loads in flight, floats in compensated double, warp shuffles, last-block finish: deterministic, as accurate as NumPy or better",
+      CUA_F_WIDE | CUA_F_DETERMINISTIC},
+     sum_VECTOR},
 };
-extern "C" const int cua_cuda_sum_nvariants = sizeof cua_cuda_sum_variants / sizeof cua_cuda_sum_variants[0];
+extern "C" const cua_ladder cua_cuda_sum_ladder = CUA_LADDER(sum_rows);

@@ -7,7 +7,7 @@ from conftest import CUDA, make, requires_cuda
 
 import cuatomic
 from cuatomic._exact import float_result_ok
-from cuatomic import _interop, _ops
+from cuatomic import _common, _interop
 
 
 class FakeCAI:
@@ -149,7 +149,7 @@ def test_dlpack_roundtrip_own_arrays():
 def test_cupy_zero_copy_both_ways():
     cp = pytest.importorskip("cupy")
     x = cp.arange(100_000, dtype=cp.int32) - 50_000
-    assert _ops.prepare(x, "cuda").x == x.data.ptr  # read in place
+    assert _common.prepare(x, "cuda").x == x.data.ptr  # read in place
     assert cuatomic.sum(x) == int(x.sum())
     assert cuatomic.sum(x[::7]) == int(x[::7].sum())  # strided: gathered on the device
     hist, edges = cuatomic.histogram(x, bins=64)

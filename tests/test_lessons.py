@@ -122,14 +122,13 @@ def _wrong(monkeypatch, op, spoil):
     code would: a reference computed by cuatomic itself could not see it."""
     import functools
 
-    from cuatomic import _ops
-    real = getattr(_ops, op)
+    real = getattr(cuatomic, op)
 
     @functools.wraps(real)
     def spoiled(*args, **kwargs):
         return spoil(real(*args, **kwargs), kwargs)
 
-    monkeypatch.setattr(_ops, op, spoiled)
+    monkeypatch.setattr(cuatomic, op, spoiled)
 
 
 @pytest.mark.parametrize("case", ["sum off by one", "sum of the wrong dtype", "float sum off by a block",

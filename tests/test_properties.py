@@ -76,7 +76,7 @@ def rungs(op):
 
 
 def flags(op, name):
-    return next(f for n, _, _, f in cuatomic._backend.table(op, BACKEND) if n == name)
+    return cuatomic._backend.rung(op, BACKEND, name).flags
 
 
 # ------------------------------------------------------------ strategies
@@ -491,13 +491,18 @@ def test_every_launch_configuration_is_exact_on_integers(data, x, blocks, thread
     for method in rungs("filter"):
         ordered = bool(flags("filter", method) & _C.F_ORDERED)
         with np.errstate(all="ignore"):
-            expected = flat[flat >= value]
+            try:
+                expected = flat[flat >= value]
+            except OverflowError:  # NumPy cannot compare (bool with 2**63): neither can cuatomic
+                with pytest.raises(OverflowError):
+                    cuatomic.filter(x, ">=", value, ordered=ordered, method=method, **grid)
+                continue
         got = cuatomic.filter(x, ">=", value, ordered=ordered, method=method, **grid)
         assert same_array(got, expected, ordered), method
     b, t = blocks or 10, threads or 16  # the counters' own defaults are the tutorial's 10 x 16
     for method in rungs("add_one"):
         got = cuatomic.add_one(b, t, method=method, backend=BACKEND)
-        racy = not flags("add_one", method) and method == "racy"
+        racy = bool(flags("add_one", method) & _C.F_RACY)
         assert (1 <= got <= b * t) if racy else got == b * t, (method, got)
     for method in rungs("mutex_add_one"):
         assert cuatomic.mutex_add_one(b, t, method=method, backend=BACKEND) == b * t, method

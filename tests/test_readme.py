@@ -187,8 +187,8 @@ def test_readme_ladder_table_is_the_variant_tables():
     if _backend.cuda_built():  # the summaries are the cuda tables' (a CUDA build has them without a GPU)
         summaries = {(op, name): summary for op, _, name, summary in rows}
         for op in _backend.OPS:
-            for name, _, summary, _ in _backend.table(op, "cuda"):
-                assert summaries[(op, name)] == summary, f"README's {op} {name!r} row drifted from cuda/*.cu"
+            for r in _backend.table(op, "cuda"):
+                assert summaries[(op, r.name)] == r.summary, f"README's {op} {r.name!r} row drifted from cuda/*.cu"
 
 
 def test_the_repr_reader_reads_reprs_and_not_words():

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import cuatomic
-from cuatomic import _C, _auto, _backend, _ops, datasets
+from cuatomic import _C, _backend, _common, datasets
 
 from conftest import BACKENDS, CUDA, host, requires_cuda
 
@@ -57,20 +57,28 @@ def test_top_rungs_read_unaligned_device_memory(dtype, offset):
     full = (np.random.default_rng(offset).integers(0, 100, 50_000) % 100).astype(dt)
     d = cuatomic.to_device(full)
     x = full[offset:]
-    ptr, n, ident = d.ptr + offset * dt.itemsize, x.size, _ops.dtype_id(dt)
-    acc = _ops.ACC_INT64 if dt.kind != "f" else (_ops.ACC_FLOAT32 if dt.itemsize == 4 else _ops.ACC_FLOAT64)
+    ptr, n, ident = d.ptr + offset * dt.itemsize, x.size, _common.dtype_id(dt)
+    acc = _C.ACC_INT64 if dt.kind != "f" else (_C.ACC_FLOAT32 if dt.itemsize == 4 else _C.ACC_FLOAT64)
     out_num = np.dtype(np.int64).num if dt.kind != "f" else dt.num
-    got = _C.sum(1, "vector", ptr, n, ident, acc, -1, -1, None, out_num)
+    cuda = _C.BACKEND_CUDA
+    launch = dict(blocks=-1, threads=-1, stream=None)
+    got = _C.sum(backend=cuda, rung=_backend.rung("sum", "cuda", "vector").index, x=ptr, n=n, dtype=ident, acc=acc,
+                 out_type=out_num, **launch)
     assert float(got) == float(x.sum(dtype=np.float64))
-    got = _C.dot(1, "vector", ptr, d.ptr, n, ident, acc, -1, -1, None, out_num)  # different offsets: scalar
+    got = _C.dot(backend=cuda, rung=_backend.rung("dot", "cuda", "vector").index, a=ptr, b=d.ptr, n=n, dtype=ident,
+                 acc=acc, out_type=out_num, **launch)  # different offsets: scalar
     exact = float(np.dot(x.astype(np.float64), full[:n].astype(np.float64)))
     assert float(got) == exact if dt.kind != "f" else np.isclose(float(got), exact, rtol=1e-5)
     edges = np.linspace(0, 100, 101)
     for method in ("warp_private", "thread_counters"):
-        counts = _C.histogram(1, method, ptr, n, ident, edges, 1, 1.0, 1 if dt.kind in "iu" and dt.itemsize <= 4
-                              else 0, 0, 1, -1, -1, False, None)
+        counts = _C.histogram(backend=cuda, rung=_backend.rung("histogram", "cuda", method).index, x=ptr, n=n,
+                              dtype=ident, edges=edges, uniform=1, inv_width=1.0,
+                              integer=int(dt.kind in "iu" and dt.itemsize <= 4), ilo=0, iwidth=1, device_out=False,
+                              **launch)
         assert np.array_equal(counts, np.histogram(x, edges)[0]), method
-    out, count = _C.filter(1, "lookback", ptr, n, ident, 1, *_bounds(dt, 50), -1, -1, True, None)
+    lo, hi = _bounds(dt, 50)
+    out, count = _C.filter(backend=cuda, rung=_backend.rung("filter", "cuda", "lookback").index, x=ptr, n=n,
+                           dtype=ident, negate=1, lo=lo, hi=hi, device_out=True, **launch)
     got = cuatomic.DeviceArray(out, (n,), dt).copy_to_host()[:count]
     assert np.array_equal(got, x[~((x >= 0) & (x <= 50))])
 
@@ -137,21 +145,6 @@ def test_warp_lock_counts_every_thread(backend, blocks, threads):
 
 # ------------------------------------------------------------ auto and explain
 
-# Where each op hands its rung's name to the compiled core: (function, position).
-_CORE_CALLS = {"sum": ("sum", 1), "prod": ("prod", 1), "dot": ("dot", 1), "histogram": ("histogram", 1),
-               "filter": ("filter", 1), "add_one": ("counter", 2), "mutex_add_one": ("counter", 2)}
-
-
-def _record_rungs(monkeypatch):
-    """A list that fills with the rung name of every call into _C the ops make."""
-    seen = []
-    for fn, pos in set(_CORE_CALLS.values()):
-        real = getattr(_C, fn)
-        monkeypatch.setattr(_C, fn, lambda *args, real=real, pos=pos: (seen.append(args[pos]), real(*args))[1])
-    monkeypatch.setattr(_ops, "_PLANS", {})  # cached call plans hold the real function
-    return seen
-
-
 def _auto_call(op, backend):
     """(args of the op and of explain(), what the call with method='auto' does)."""
     x = np.arange(1, 1001, dtype=np.int32)
@@ -161,6 +154,7 @@ def _auto_call(op, backend):
         "prod": ((data,), lambda: cuatomic.prod(data, method="auto", backend=backend)),
         "dot": ((data, data), lambda: cuatomic.dot(data, data, method="auto", backend=backend)),
         "filter": ((data, "<", 10), lambda: cuatomic.filter(data, "<", 10, method="auto", backend=backend)),
+        "histogram": ((data, 64), lambda: cuatomic.histogram(data, 64, method="auto", backend=backend)),
         "add_one": ((), lambda: cuatomic.add_one(method="auto", backend=backend)),
         "mutex_add_one": ((), lambda: cuatomic.mutex_add_one(method="auto", backend=backend)),
     }
@@ -168,47 +162,66 @@ def _auto_call(op, backend):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("op", sorted(_auto._FIXED))
-def test_auto_runs_what_explain_names_and_the_table_flags(monkeypatch, backend, op):
-    """For the ops whose rule ignores the data: the rung a method='auto' call
-    hands to the compiled core is the one explain() names, and the one the
-    variant table flags as default (three sources that must agree)."""
+@pytest.mark.parametrize("op", _backend.OPS)
+def test_auto_runs_what_explain_names(backend, op):
+    """The rung a method='auto' call launches (as the core reports it) is
+    the one explain() names, a rung of the ladder, never the racy lesson."""
     args, call = _auto_call(op, backend)
-    seen = _record_rungs(monkeypatch)
     call()
-    assert len(seen) == 1, seen
-    assert cuatomic.explain(op, *args, backend=backend).method == seen[0]
-    flagged = [n for n, _, _, flags in _backend.table(op, backend) if flags & _C.F_DEFAULT]
-    assert flagged == seen
+    ran = cuatomic.last_launch()
+    choice = cuatomic.explain(op, *args, backend=backend)
+    assert ran["op"] == op and ran["backend"] == backend and ran["method"] == choice.method
+    assert not _backend.rung(op, backend, choice.method).flags & _C.F_RACY
+    assert choice.reason and choice.method in str(choice)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_explain_histogram_reads_bins_and_skew(monkeypatch, backend):
+def test_explain_histogram_reads_bins_and_skew(backend):
     c = cuatomic.explain("histogram", TEXT, bins=128, range=(0, 128), backend=backend)
     assert isinstance(c, cuatomic.Choice) and c.op == "histogram" and c.facts["bins"] == 128
     assert c.reason and c.method in str(c) and 0.05 < c.facts["top_bin_share"] < 0.5  # text: space leads
-    assert c.method == ("warp_private" if backend == "cuda" else "thread_counters")
     one = np.full(100_000, ord("e"), np.uint8)
     d = cuatomic.to_device(one, backend=backend) if backend == "cuda" else one
     e = cuatomic.explain("histogram", d, bins=128, range=(0, 128), backend=backend)
-    assert e.facts["top_bin_share"] == 1.0 and e.method == c.method  # skew does not change the choice
-    many = cuatomic.explain("histogram", TEXT.astype(np.int32), bins=65_536, range=(0, 65_536), backend=backend)
-    assert many.method == "warp_private"
-    # The call runs what the report says, on both sides of the cpu's copy limit.
-    seen = _record_rungs(monkeypatch)
-    for bins, data in ((128, TEXT), (65_536, TEXT.astype(np.int32)), (_auto.CPU_COPY_BINS, TEXT),
-                       (_auto.CPU_COPY_BINS + 1, TEXT)):
-        said = cuatomic.explain("histogram", data, bins=bins, range=(0, bins), backend=backend).method
-        cuatomic.histogram(data, bins=bins, range=(0, bins), backend=backend)
-        assert seen.pop() == said, bins
-    if backend == "cpu":  # the limit is where the rule changes its mind
-        assert cuatomic.explain("histogram", TEXT, bins=_auto.CPU_COPY_BINS, range=(0, 1), backend="cpu").method \
-            == "thread_counters"
-        assert cuatomic.explain("histogram", TEXT, bins=_auto.CPU_COPY_BINS + 1, range=(0, 1),
-                                backend="cpu").method == "warp_private"
-    # auto gives NumPy's answer whatever it picks
-    got, _ = cuatomic.histogram(TEXT, bins=128, range=(0, 128), backend=backend)
-    assert np.array_equal(host(got), np.histogram(TEXT, 128, (0, 128))[0])
+    assert e.facts["top_bin_share"] == 1.0
+    # The call runs what the report says, whatever the bins.
+    for bins, data in ((128, TEXT), (4096, TEXT), (65_536, TEXT.astype(np.int32)),
+                       (1 << 20, TEXT.astype(np.int32))):
+        said = cuatomic.explain("histogram", data, bins=bins, range=(0, bins), backend=backend)
+        got, _ = cuatomic.histogram(data, bins=bins, range=(0, bins), backend=backend)
+        assert cuatomic.last_launch()["method"] == said.method, bins
+        assert np.array_equal(host(got), np.histogram(data, bins, (0, bins))[0])
+        # the rung auto picked can count these bins: it said so and it did
+        assert _C.histogram_fits(backend=_backend.backend_id(backend),
+                                 rung=_backend.rung("histogram", backend, said.method).index, nbins=bins,
+                                 dtype=_common.dtype_id(data.dtype), blocks=-1, threads=-1) is None
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_named_rung_that_cannot_count_the_bins_raises_and_auto_passes_it_by(backend):
+    """One policy: a rung asked for by name that cannot run raises a
+    ValueError naming its limit; auto skips it and says so."""
+    data = TEXT.astype(np.int32)
+    ladder = _backend.table("histogram", backend)
+    bins = 1 << 20
+    refusals = {r.name: _C.histogram_fits(backend=_backend.backend_id(backend), rung=r.index, nbins=bins,
+                                          dtype=_common.dtype_id(data.dtype), blocks=-1, threads=-1)
+                for r in ladder}
+    assert any(v is None for v in refusals.values())  # some rung can always run
+    for name, why in refusals.items():
+        if why is None:
+            continue
+        assert "bins" in why or "fit" in why, why
+        with pytest.raises(ValueError, match="fit"):
+            cuatomic.histogram(data, bins=bins, range=(0, bins), method=name, backend=backend)
+    choice = cuatomic.explain("histogram", data, bins=bins, range=(0, bins), backend=backend)
+    assert refusals[choice.method] is None
+    skipped = [name for name, why in refusals.items() if why is not None]
+    if backend == "cuda":
+        assert skipped  # a million 4-byte counters fit in no GPU's shared memory
+    for name in skipped:
+        if name in choice.reason:
+            assert "cannot run this call" in choice.reason
 
 
 def test_explain_refuses_unknown_ops():

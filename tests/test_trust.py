@@ -186,11 +186,13 @@ def test_c_layer_checks_the_launch_it_trusts():
     blocks out of range are refused in C."""
     r = _run("""
         import numpy as np
-        from cuatomic import _C
+        from cuatomic import _C, _backend
         x = np.ones(10)
+        tree = _backend.rung("sum", "cpu", "block_tree").index
         for blocks, threads in [(1, 2000), (1, 0), (0, 32), (2**31, 32), (-5, 32)]:
             try:
-                _C.sum(_C.BACKEND_CPU, "block_tree", x, 10, 10, 2, blocks, threads, None, x.dtype.num)
+                _C.sum(backend=_C.BACKEND_CPU, rung=tree, x=x, n=10, dtype=10, acc=_C.ACC_FLOAT64, blocks=blocks,
+                       threads=threads, stream=None, out_type=x.dtype.num)
             except ValueError as e:
                 assert "between" in str(e), e
             else:

@@ -16,8 +16,8 @@
 
 #include "../../cuda/cuatomic_abi.h"
 
-/* The variant table of one op, in tutorial order; NULL for an unknown op. */
-const cua_variant *cua_cpu_variants(int op, int *count);
+/* The ladder of one op, in tutorial order; NULL for an unknown op. */
+const cua_ladder *cua_cpu_ladder(int op);
 
 /* Threads in the OpenMP team (omp_get_max_threads). */
 int cua_cpu_threads(void);

@@ -85,8 +85,9 @@ static int prod_cas(const void *x, int64_t n, int dtype, int acc, void *result, 
     return CUA_CPU_DONE(cfg);
 }
 
-const cua_variant cua_cpu_prod_variants[] = {
-    {"cas", 1, "per-thread local product, multiplied into the total by a compare-exchange loop; floats compensated",
-     CUA_F_DEFAULT | CUA_F_WIDE, (cua_fn)prod_cas},
+static const cua_prod_row prod_rows[] = {
+    {{"cas", 1, "per-thread local product, multiplied into the total by a compare-exchange loop; floats compensated",
+      CUA_F_WIDE},
+     prod_cas},
 };
-const int cua_cpu_prod_nvariants = sizeof cua_cpu_prod_variants / sizeof cua_cpu_prod_variants[0];
+const cua_ladder cua_cpu_prod_ladder = CUA_LADDER(prod_rows);

@@ -72,13 +72,21 @@ static int dot_vector(const void *a, const void *b, int64_t n, int d, int acc, v
     return cua_cpu_vector_reduce(a, b, n, d, acc, r, c);
 }
 
-const cua_variant cua_cpu_dot_variants[] = {
-    {"partial", 1, "block values to their own slots, summed in order afterwards: deterministic", 0,
-     (cua_fn)dot_PARTIAL},
-    {"mutex", 2, "block value added under the CAS spin lock, with fences", 0, (cua_fn)dot_MUTEX},
-    {"atomic", 3, "block value added atomically (fetch_add; CAS loop for floats)", 0, (cua_fn)dot_ATOMIC},
-    {"cas", 4, "block value added by a compare-exchange loop on the bit pattern", 0, (cua_fn)dot_CAS},
-    {"vector", 5, "a chunk per thread in SIMD lanes, floats in compensated float64 with exact products, chunks "
-     "added in order: deterministic", CUA_F_DEFAULT | CUA_F_WIDE, (cua_fn)dot_vector},
+static const cua_dot_row dot_rows[] = {
+    {{"partial", 1, "block values to their own slots, summed in order afterwards: deterministic",
+      CUA_F_DETERMINISTIC},
+     dot_PARTIAL},
+    {{"mutex", 2, "block value added under the CAS spin lock, with fences",
+      0},
+     dot_MUTEX},
+    {{"atomic", 3, "block value added atomically (fetch_add; CAS loop for floats)",
+      0},
+     dot_ATOMIC},
+    {{"cas", 4, "block value added by a compare-exchange loop on the bit pattern",
+      0},
+     dot_CAS},
+    {{"vector", 5, "a chunk per thread in SIMD lanes, floats in compensated float64 with exact products, chunks added in order: deterministic",
+      CUA_F_WIDE | CUA_F_DETERMINISTIC},
+     dot_vector},
 };
-const int cua_cpu_dot_nvariants = sizeof cua_cpu_dot_variants / sizeof cua_cpu_dot_variants[0];
+const cua_ladder cua_cpu_dot_ladder = CUA_LADDER(dot_rows);

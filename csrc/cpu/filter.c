@@ -139,11 +139,15 @@ static int filter_lookback(const void *x, int64_t n, int dtype, const cua_pred *
     return failed ? CUA_ENOMEM : CUA_CPU_DONE(cfg);
 }
 
-const cua_variant cua_cpu_filter_variants[] = {
-    {"atomic", 1, "push_back: fetch_add's old value is the output slot (unordered)", 0, (cua_fn)filter_atomic},
-    {"ordered", 2, "count per block, scan, copy to offsets: keeps input order", CUA_F_ORDERED,
-     (cua_fn)filter_ordered},
-    {"lookback", 3, "single pass: tiles publish counts, predecessors' prefixes read back; keeps input order",
-     CUA_F_ORDERED | CUA_F_DEFAULT, (cua_fn)filter_lookback},
+static const cua_filter_row filter_rows[] = {
+    {{"atomic", 1, "push_back: fetch_add's old value is the output slot (unordered)",
+      0},
+     filter_atomic},
+    {{"ordered", 2, "count per block, scan, copy to offsets: keeps input order",
+      CUA_F_ORDERED | CUA_F_DETERMINISTIC},
+     filter_ordered},
+    {{"lookback", 3, "single pass: tiles publish counts, predecessors' prefixes read back; keeps input order",
+      CUA_F_ORDERED | CUA_F_DETERMINISTIC},
+     filter_lookback},
 };
-const int cua_cpu_filter_nvariants = sizeof cua_cpu_filter_variants / sizeof cua_cpu_filter_variants[0];
+const cua_ladder cua_cpu_filter_ladder = CUA_LADDER(filter_rows);

@@ -140,12 +140,26 @@ static int hist_thread_counters(const void *x, int64_t n, int d, const cua_bins 
     return hist_private(1, x, n, d, b, c, cfg);
 }
 
-const cua_variant cua_cpu_histogram_variants[] = {
-    {"global", 1, "one atomic fetch_add on the shared counts per element", 0, (cua_fn)hist_global},
-    {"shared", 2, "private histogram per block, one atomic add per bin per block", 0, (cua_fn)hist_shared},
-    {"warp_private", 3, "a private histogram per thread for its whole share, merged without atomics",
-     CUA_F_DEFAULT, (cua_fn)hist_warp_private},
-    {"thread_counters", 4, "eight interleaved 32-bit copies per thread, branch-free: runs of one value do not serialize", 0,
-     (cua_fn)hist_thread_counters},
+/* Every CPU rung keeps its counts in heap memory: no bin count is too many
+ * (beyond what malloc refuses, reported as MemoryError when it happens). */
+static int hist_fits_any(int64_t nbins, int dtype, cua_launch *cfg)
+{
+    (void)nbins, (void)dtype, (void)cfg;
+    return CUA_OK;
+}
+
+static const cua_hist_row histogram_rows[] = {
+    {{"global", 1, "one atomic fetch_add on the shared counts per element",
+      CUA_F_DETERMINISTIC},
+     hist_global, hist_fits_any},
+    {{"shared", 2, "private histogram per block, one atomic add per bin per block",
+      CUA_F_DETERMINISTIC},
+     hist_shared, hist_fits_any},
+    {{"warp_private", 3, "a private histogram per thread for its whole share, merged without atomics",
+      CUA_F_DETERMINISTIC},
+     hist_warp_private, hist_fits_any},
+    {{"thread_counters", 4, "eight interleaved 32-bit copies per thread, branch-free: runs of one value do not serialize",
+      CUA_F_DETERMINISTIC},
+     hist_thread_counters, hist_fits_any},
 };
-const int cua_cpu_histogram_nvariants = sizeof cua_cpu_histogram_variants / sizeof cua_cpu_histogram_variants[0];
+const cua_ladder cua_cpu_histogram_ladder = CUA_LADDER(histogram_rows);

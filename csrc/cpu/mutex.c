@@ -87,18 +87,25 @@ static int add_one_atomic(int64_t *r, cua_launch *c) { return add_one_run(ATOMIC
 static int add_one_mutex(int64_t *r, cua_launch *c) { return add_one_run(MUTEX, r, c); }
 static int add_one_warp_lock(int64_t *r, cua_launch *c) { return add_one_run(WARP_LOCK, r, c); }
 
-const cua_variant cua_cpu_add_one_variants[] = {
-    {"racy", 1, "relaxed load then store: concurrent increments overwrite each other", 0, (cua_fn)add_one_racy},
-    {"atomic", 2, "fetch_add: one indivisible read-modify-write", CUA_F_DEFAULT, (cua_fn)add_one_atomic},
-    {"mutex", 3, "the plain increment inside a CAS spin-lock critical section", 0, (cua_fn)add_one_mutex},
+static const cua_counter_row add_one_rows[] = {
+    {{"racy", 1, "relaxed load then store: concurrent increments overwrite each other",
+      CUA_F_RACY},
+     add_one_racy},
+    {{"atomic", 2, "fetch_add: one indivisible read-modify-write",
+      CUA_F_DETERMINISTIC},
+     add_one_atomic},
+    {{"mutex", 3, "the plain increment inside a CAS spin-lock critical section",
+      CUA_F_DETERMINISTIC},
+     add_one_mutex},
 };
-const int cua_cpu_add_one_nvariants = sizeof cua_cpu_add_one_variants / sizeof cua_cpu_add_one_variants[0];
+const cua_ladder cua_cpu_add_one_ladder = CUA_LADDER(add_one_rows);
 
-const cua_variant cua_cpu_mutex_add_one_variants[] = {
-    {"spin", 1, "CAS 0->1 until acquired + fence; increment; fence + exchange back to 0", 0,
-     (cua_fn)add_one_mutex},
-    {"warp_lock", 2, "one lock acquisition per group of 32; the group's increments made inside it in turn",
-     CUA_F_DEFAULT, (cua_fn)add_one_warp_lock},
+static const cua_counter_row mutex_add_one_rows[] = {
+    {{"spin", 1, "CAS 0->1 until acquired + fence; increment; fence + exchange back to 0",
+      CUA_F_DETERMINISTIC},
+     add_one_mutex},
+    {{"warp_lock", 2, "one lock acquisition per group of 32; the group's increments made inside it in turn",
+      CUA_F_DETERMINISTIC},
+     add_one_warp_lock},
 };
-const int cua_cpu_mutex_add_one_nvariants =
-    sizeof cua_cpu_mutex_add_one_variants / sizeof cua_cpu_mutex_add_one_variants[0];
+const cua_ladder cua_cpu_mutex_add_one_ladder = CUA_LADDER(mutex_add_one_rows);

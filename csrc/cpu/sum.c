@@ -226,19 +226,33 @@ SUM_BAR(GRID_LOCK)
 SUM_BAR(GRID_FLAGS)
 SUM_BAR(COOPERATIVE)
 
-const cua_variant cua_cpu_sum_variants[] = {
-    {"atomic", 1, "one atomic add per element (fetch_add; a CAS loop for floats)", 0, (cua_fn)sum_ATOMIC},
-    {"cas", 2, "per-thread local sum, then an add built from a compare-exchange loop", 0, (cua_fn)sum_CAS},
-    {"thread_local", 3, "local sum per logical thread, one atomic add each", 0, (cua_fn)sum_THREAD_LOCAL},
-    {"block_tree", 4, "lanes of a logical block combine in a tree, one atomic add per block", 0,
-     (cua_fn)sum_BLOCK_TREE},
-    {"grid_lock", 5, "block partials, team barrier on one atomic counter, thread 0 adds them", CUA_F_RESIDENT,
-     (cua_fn)sum_GRID_LOCK},
-    {"grid_flags", 6, "the same barrier lock-free: per-thread arrive and release flags", CUA_F_RESIDENT,
-     (cua_fn)sum_GRID_FLAGS},
-    {"cooperative", 7, "the same barrier as an OpenMP barrier", CUA_F_RESIDENT, (cua_fn)sum_COOPERATIVE},
-    {"last_block", 8, "acq_rel ticket: whoever finishes last adds the partials", 0, (cua_fn)sum_last_block},
-    {"vector", 9, "a chunk per thread in SIMD lanes (floats in compensated float64), chunks added in order: "
-     "deterministic, as accurate as NumPy or better", CUA_F_DEFAULT | CUA_F_WIDE, (cua_fn)sum_vector},
+static const cua_sum_row sum_rows[] = {
+    {{"atomic", 1, "one atomic add per element (fetch_add; a CAS loop for floats)",
+      0},
+     sum_ATOMIC},
+    {{"cas", 2, "per-thread local sum, then an add built from a compare-exchange loop",
+      0},
+     sum_CAS},
+    {{"thread_local", 3, "local sum per logical thread, one atomic add each",
+      0},
+     sum_THREAD_LOCAL},
+    {{"block_tree", 4, "lanes of a logical block combine in a tree, one atomic add per block",
+      0},
+     sum_BLOCK_TREE},
+    {{"grid_lock", 5, "block partials, team barrier on one atomic counter, thread 0 adds them",
+      CUA_F_RESIDENT | CUA_F_DETERMINISTIC},
+     sum_GRID_LOCK},
+    {{"grid_flags", 6, "the same barrier lock-free: per-thread arrive and release flags",
+      CUA_F_RESIDENT | CUA_F_DETERMINISTIC},
+     sum_GRID_FLAGS},
+    {{"cooperative", 7, "the same barrier as an OpenMP barrier",
+      CUA_F_RESIDENT | CUA_F_DETERMINISTIC},
+     sum_COOPERATIVE},
+    {{"last_block", 8, "acq_rel ticket: whoever finishes last adds the partials",
+      CUA_F_DETERMINISTIC},
+     sum_last_block},
+    {{"vector", 9, "a chunk per thread in SIMD lanes (floats in compensated float64), chunks added in order: deterministic, as accurate as NumPy or better",
+      CUA_F_WIDE | CUA_F_DETERMINISTIC},
+     sum_vector},
 };
-const int cua_cpu_sum_nvariants = sizeof cua_cpu_sum_variants / sizeof cua_cpu_sum_variants[0];
+const cua_ladder cua_cpu_sum_ladder = CUA_LADDER(sum_rows);

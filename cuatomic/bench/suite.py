@@ -14,10 +14,13 @@ import platform
 
 import numpy as np
 
-from . import _auto, _backend, _exact, _ops
-from ._device import DeviceArray, to_device
-from .datasets import english_like_text, text_to_array
-from .timing import benchmark
+import cuatomic
+
+from .. import _backend, _exact
+from .._common import dtype_id
+from .._device import DeviceArray, to_device
+from ..datasets import english_like_text, text_to_array
+from ..timing import benchmark
 
 OPS = ("sum", "dot", "histogram", "filter")
 ENTROPIES = ("uniform", "text", "one")
@@ -43,13 +46,13 @@ def make_input(op, dtype, n, entropy, seed=0):
 def _call(op):
     """(cuatomic call, NumPy reference, bytes moved) for an op."""
     if op == "sum":
-        return (lambda x, **k: _ops.sum(x, **k), lambda x: np.sum(x), lambda x, out: x.nbytes)
+        return (lambda x, **k: cuatomic.sum(x, **k), lambda x: np.sum(x), lambda x, out: x.nbytes)
     if op == "dot":
-        return (lambda x, **k: _ops.dot(x, x, **k), lambda x: np.dot(x, x), lambda x, out: 2 * x.nbytes)
+        return (lambda x, **k: cuatomic.dot(x, x, **k), lambda x: np.dot(x, x), lambda x, out: 2 * x.nbytes)
     if op == "histogram":
-        return (lambda x, **k: _ops.histogram(x, bins=128, range=(0, 128), **k)[0],
+        return (lambda x, **k: cuatomic.histogram(x, bins=128, range=(0, 128), **k)[0],
                 lambda x: np.histogram(x, bins=128, range=(0, 128))[0], lambda x, out: x.nbytes)
-    return (lambda x, **k: _ops.filter(x, ">=", 2, **k), lambda x: x[x >= 2],
+    return (lambda x, **k: cuatomic.filter(x, ">=", 2, **k), lambda x: x[x >= 2],
             lambda x, out: x.nbytes + out.size * x.itemsize)
 
 
@@ -106,7 +109,7 @@ def read_ceiling_gbps(backend, nbytes=1 << 28):
         b = np.empty_like(a)
         ms = benchmark(np.copyto, b, a, repeat=5, warmup=1).median
         return 2 * a.nbytes / (ms * 1e-3) / 1e9
-    from ._device import DeviceArray
+    from .._device import DeviceArray
     src = DeviceArray.empty(nbytes, np.uint8)
     dst = DeviceArray.empty(nbytes, np.uint8)
     ms = benchmark(lambda backend: dst._buffer.copy_from_device(src.ptr, nbytes), repeat=5, warmup=1,
@@ -158,7 +161,7 @@ def run(ops=OPS, sizes=None, dtypes=None, entropies=ENTROPIES, backend=None, rep
                     placed = [to_device(x, backend=be) for _ in range(copies)]
                     turn = iter(range(1 << 62))
                     group = []
-                    for name, _, _ in _ops.methods(op, be):
+                    for name, _, _ in cuatomic.methods(op, be):
                         kw = {"method": name, "backend": be}
                         if op == "filter" and name != "ordered":
                             kw["ordered"] = False
@@ -262,7 +265,7 @@ def _gpu_peers():
     except ImportError:
         pass
     try:
-        from . import _tutorial_numba
+        from . import tutorial_numba as _tutorial_numba
         found["numba"] = _tutorial_numba
     except Exception:  # numba-cuda missing or unusable
         pass
@@ -314,33 +317,33 @@ def _cpu_targets(t, rng, text, shrink, repeat):
     f = rng.standard_normal(n).astype(np.float32)
     ref_hist = np.histogram(text, 128, (0, 128))[0]
     work = f"histogram 128 bins, text {text.nbytes / 1e6:.1f} MB"
-    t.add(work, "cuatomic auto", lambda: _ops.histogram(text, 128, (0, 128), backend="cpu")[0],
+    t.add(work, "cuatomic auto", lambda: cuatomic.histogram(text, 128, (0, 128), backend="cpu")[0],
           lambda h: np.array_equal(h, ref_hist), text.nbytes, repeat, ("ratio", 20))
     t.add(work, "numpy", lambda: np.histogram(text, 128, (0, 128))[0], lambda h: np.array_equal(h, ref_hist),
           text.nbytes, repeat)
     work = f"sum int32 -> int64, 2^{26 - shrink}"
-    t.add(work, "cuatomic auto", lambda: _ops.sum(x, backend="cpu"), lambda v: v == x.sum(), x.nbytes, repeat,
+    t.add(work, "cuatomic auto", lambda: cuatomic.sum(x, backend="cpu"), lambda v: v == x.sum(), x.nbytes, repeat,
           ("ratio", 1.5))
     t.add(work, "numpy", lambda: np.sum(x), lambda v: True, x.nbytes, repeat)
     work = f"sum float32, 2^{26 - shrink}"
-    t.add(work, "cuatomic auto", lambda: _ops.sum(f, backend="cpu"), lambda v: agrees("sum", v, f.sum(), f),
+    t.add(work, "cuatomic auto", lambda: cuatomic.sum(f, backend="cpu"), lambda v: agrees("sum", v, f.sum(), f),
           f.nbytes, repeat, ("ratio", 1.5))
     t.add(work, "numpy", lambda: np.sum(f), lambda v: True, f.nbytes, repeat)
     g = rng.standard_normal(n).astype(np.float32)
     work = f"dot float32, 2^{26 - shrink}"
-    t.add(work, "cuatomic auto", lambda: _ops.dot(f, g, backend="cpu"),
+    t.add(work, "cuatomic auto", lambda: cuatomic.dot(f, g, backend="cpu"),
           lambda v: _exact.float_result_ok("dot", v, f, g), 2 * f.nbytes, repeat, ("ratio", 1.0))
     t.add(work, "numpy", lambda: np.dot(f, g), lambda v: True, 2 * f.nbytes, repeat)
     work = f"filter >= 2, int32, 2^{26 - shrink}"
     ref = x[x >= 2]
     moved = x.nbytes + ref.nbytes
-    t.add(work, "cuatomic auto", lambda: _ops.filter(x, ">=", 2, backend="cpu"), lambda o: np.array_equal(o, ref),
+    t.add(work, "cuatomic auto", lambda: cuatomic.filter(x, ">=", 2, backend="cpu"), lambda o: np.array_equal(o, ref),
           moved, repeat, ("ratio", 1.5))
     t.add(work, "numpy", lambda: x[x >= 2], lambda o: True, moved, repeat)
 
 
 def _gpu_targets(t, rng, text, shrink, repeat):
-    from . import _C
+    from .. import _C
     peers = _gpu_peers()
     cp, torch, nb = peers.get("cupy"), peers.get("torch"), peers.get("numba")
     tb = lambda x: x * 1e3  # noqa: E731  (TB/s goals in GB/s)
@@ -351,9 +354,9 @@ def _gpu_targets(t, rng, text, shrink, repeat):
     dx = to_device(x)
     exact = int(x.sum(dtype=np.int64))
     work = f"sum int32 -> int64, 2^{28 - shrink}"
-    t.add(work, "cuatomic auto (vector)", lambda: int(_ops.sum(dx)), lambda v: v == exact, x.nbytes, repeat,
+    t.add(work, "cuatomic auto (vector)", lambda: int(cuatomic.sum(dx)), lambda v: v == exact, x.nbytes, repeat,
           ("gbps", tb(4.2)))
-    t.add(work, "CUB DeviceReduce", lambda: _C.cub_sum(dx.ptr, n, 5, None), lambda v: v == exact, x.nbytes, repeat)
+    t.add(work, "CUB DeviceReduce", lambda: _C.cub_sum(dx.ptr, n, dtype_id(np.int32), None), lambda v: v == exact, x.nbytes, repeat)
     if cp is not None:
         cx = cp.asarray(dx)
         t.add(work, "cupy", lambda: int(cx.sum(dtype=cp.int64)), lambda v: v == exact, x.nbytes, repeat)
@@ -365,11 +368,11 @@ def _gpu_targets(t, rng, text, shrink, repeat):
     f = rng.standard_normal(n).astype(np.float32)
     df = to_device(f)
     work = f"sum float32, 2^{28 - shrink}"
-    runs = {np.float32(_ops.sum(df)).tobytes() for _ in range(10)}
+    runs = {np.float32(cuatomic.sum(df)).tobytes() for _ in range(10)}
     note = "bit-identical over 10 runs" if len(runs) == 1 else f"{len(runs)} different results over 10 runs"
-    t.add(work, "cuatomic auto (vector)", lambda: _ops.sum(df), lambda v: agrees("sum", v, f.sum(), f) and len(runs) == 1,
+    t.add(work, "cuatomic auto (vector)", lambda: cuatomic.sum(df), lambda v: agrees("sum", v, f.sum(), f) and len(runs) == 1,
           f.nbytes, repeat, ("gbps", tb(4.2)), note)
-    t.add(work, "CUB DeviceReduce", lambda: _C.cub_sum(df.ptr, n, 9, None), lambda v: agrees("sum", v, f.sum(), f),
+    t.add(work, "CUB DeviceReduce", lambda: _C.cub_sum(df.ptr, n, dtype_id(np.float32), None), lambda v: agrees("sum", v, f.sum(), f),
           f.nbytes, repeat)
     if cp is not None:
         cf = cp.asarray(df)
@@ -383,9 +386,9 @@ def _gpu_targets(t, rng, text, shrink, repeat):
     dg = to_device(g)
     close = lambda v: _exact.float_result_ok("dot", v, f, g, wide=False)  # noqa: E731 (peers too)
     work = f"dot float32, 2^{28 - shrink}"
-    runs = {np.float32(_ops.dot(df, dg)).tobytes() for _ in range(10)}
+    runs = {np.float32(cuatomic.dot(df, dg)).tobytes() for _ in range(10)}
     note = "bit-identical over 10 runs" if len(runs) == 1 else f"{len(runs)} different results over 10 runs"
-    t.add(work, "cuatomic auto (vector)", lambda: _ops.dot(df, dg), lambda v: close(v) and len(runs) == 1,
+    t.add(work, "cuatomic auto (vector)", lambda: cuatomic.dot(df, dg), lambda v: close(v) and len(runs) == 1,
           2 * f.nbytes, repeat, ("gbps", tb(4.2)), note)
     if cp is not None:
         cf, cg = cp.asarray(df), cp.asarray(dg)
@@ -404,10 +407,10 @@ def _gpu_targets(t, rng, text, shrink, repeat):
     moved = x.nbytes + keep.nbytes
     dx = to_device(x)
     same = lambda o: np.array_equal(_host(o), keep)  # noqa: E731
-    t.add(work, "cuatomic auto (lookback)", lambda: _ops.filter(dx, ">=", 2), same, moved, repeat, ("gbps", tb(3.0)))
-    t.add(work, "cuatomic ordered", lambda: _ops.filter(dx, ">=", 2, method="ordered"), same, moved, repeat)
+    t.add(work, "cuatomic auto (lookback)", lambda: cuatomic.filter(dx, ">=", 2), same, moved, repeat, ("gbps", tb(3.0)))
+    t.add(work, "cuatomic ordered", lambda: cuatomic.filter(dx, ">=", 2, method="ordered"), same, moved, repeat)
     out = DeviceArray.empty((n,), np.int32)
-    t.add(work, "CUB DeviceSelect::If", lambda: _C.cub_select(dx.ptr, n, 5, 2.0, out.ptr, None),
+    t.add(work, "CUB DeviceSelect::If", lambda: _C.cub_select(dx.ptr, n, dtype_id(np.int32), 2.0, out.ptr, None),
           lambda c: c == keep.size and np.array_equal(out.copy_to_host()[:c], keep), moved, repeat)
     if cp is not None:
         cx = cp.asarray(dx)
@@ -433,13 +436,13 @@ def _gpu_targets(t, rng, text, shrink, repeat):
         open_ref[-1] -= int(np.count_nonzero(data == 128))
         same_open = lambda h, ref=open_ref: np.array_equal(_host(h), ref)  # noqa: E731
         d = to_device(data)
-        choice = _auto.histogram("cuda", _ops.prepare(d, "cuda"), np.linspace(0, 128, 129))
-        t.add(work, f"cuatomic auto ({choice.method})", lambda: _ops.histogram(d, 128, (0, 128))[0], same,
+        choice = cuatomic.explain("histogram", d, 128, (0, 128), backend="cuda")
+        t.add(work, f"cuatomic auto ({choice.method})", lambda: cuatomic.histogram(d, 128, (0, 128))[0], same,
               data.nbytes, repeat, goal, choice.reason)
         for m in ("warp_private", "thread_counters", "shared"):
-            t.add(work, f"cuatomic {m}", lambda m=m: _ops.histogram(d, 128, (0, 128), method=m)[0], same,
+            t.add(work, f"cuatomic {m}", lambda m=m: cuatomic.histogram(d, 128, (0, 128), method=m)[0], same,
                   data.nbytes, repeat)
-        t.add(work, "CUB HistogramEven", lambda: _C.cub_histogram(d.ptr, data.size, 2, 128, 0, 128, None), same_open,
+        t.add(work, "CUB HistogramEven", lambda: _C.cub_histogram(d.ptr, data.size, dtype_id(np.uint8), 128, 0, 128, None), same_open,
               data.nbytes, repeat)
         if cp is not None:
             cd = cp.asarray(d)
@@ -460,14 +463,13 @@ def _gpu_targets(t, rng, text, shrink, repeat):
         ref = np.histogram(data, bins, (lo, hi))[0]
         same = lambda h, ref=ref: np.array_equal(_host(h), ref)  # noqa: E731
         d = to_device(data)
-        edges = np.histogram_bin_edges(np.empty(0, dt), bins, (lo, hi))
-        choice = _auto.histogram("cuda", _ops.prepare(d, "cuda"), edges)
-        t.add(work, f"cuatomic auto ({choice.method})", lambda: _ops.histogram(d, bins, (lo, hi))[0], same,
+        choice = cuatomic.explain("histogram", d, bins, (lo, hi), backend="cuda")
+        t.add(work, f"cuatomic auto ({choice.method})", lambda: cuatomic.histogram(d, bins, (lo, hi))[0], same,
               data.nbytes, repeat, note=choice.reason)
         # CUB bins floats by (x - lo) * scale: values within rounding of an edge may land one bin over
         near = lambda h, ref=ref, m=m: (np.array_equal(h, ref) if dt == np.int32 else  # noqa: E731
                                         int(np.abs(h - ref).sum()) <= max(2, m // 10_000))
-        t.add(work, "CUB HistogramEven", lambda: _C.cub_histogram(d.ptr, m, 5 if dt == np.int32 else 9, bins, lo, hi,
+        t.add(work, "CUB HistogramEven", lambda: _C.cub_histogram(d.ptr, m, dtype_id(dt), bins, lo, hi,
                                                                  None), near, data.nbytes, repeat,
               note="" if dt == np.int32 else "edge rounding differs from NumPy's")
         if cp is not None:
@@ -479,7 +481,7 @@ def _gpu_targets(t, rng, text, shrink, repeat):
     # -- the mutex
     blocks, threads = 264, 256
     work = f"mutex_add_one {blocks} x {threads}"
-    t.add(work, "cuatomic auto (warp_lock)", lambda: _ops.mutex_add_one(blocks, threads, method="auto"),
+    t.add(work, "cuatomic auto (warp_lock)", lambda: cuatomic.mutex_add_one(blocks, threads, method="auto"),
           lambda v: v == blocks * threads, 0, repeat, ("ms", 20.0))
     if nb is not None:
         nb.mutex_add_one(1, 1)  # compile outside the timing
@@ -499,7 +501,7 @@ def _environment(be):
             except Exception:
                 pass
     else:
-        from . import _C
+        from .. import _C
         env.update(device=platform.processor() or platform.machine(), cpu_threads=_C.cpu_threads())
     return env
 

@@ -1,0 +1,94 @@
+/* filter.c -- filter: the elements that pass an interval test, as a new
+ * ndarray (or device buffer) and their count. */
+#include <string.h>
+
+#include "call.h"
+
+static const int npy_of_dtype[CUA_NDTYPES] = {NPY_BOOL,   NPY_INT8,   NPY_UINT8,  NPY_INT16,   NPY_UINT16, NPY_INT32,
+                                              NPY_UINT32, NPY_INT64,  NPY_UINT64, NPY_FLOAT32, NPY_FLOAT64};
+
+static int read_bound(PyObject *bytes, void *dst)
+{
+    if (!PyBytes_Check(bytes) || PyBytes_GET_SIZE(bytes) != 8) {
+        PyErr_SetString(PyExc_SystemError, "cuatomic: predicate bounds must be 8 bytes");
+        return -1;
+    }
+    memcpy(dst, PyBytes_AS_STRING(bytes), 8);
+    return 0;
+}
+
+/* The host output is made for every element to pass; give back what was
+ * not used (realloc: the untouched pages were never resident, and now they
+ * are not reserved either). -1 with an exception. */
+static int shrink(PyObject *out, int64_t count)
+{
+    npy_intp dims[1] = {(npy_intp)count};
+    PyArray_Dims shape = {dims, 1};
+    PyObject *none = PyArray_Resize((PyArrayObject *)out, &shape, 0, NPY_CORDER);
+    if (!none) return -1;
+    Py_DECREF(none);
+    return 0;
+}
+
+PyObject *cua_op_filter(PyObject *self, PyObject *args, PyObject *kw)
+{
+    (void)self;
+    static char *kwlist[] = {"backend", "rung",   "x",       "n",          "dtype",  "negate", "lo",
+                             "hi",      "blocks", "threads", "device_out", "stream", NULL};
+    int backend, rung, dtype, threads, device_out;
+    PyObject *x, *lo, *hi, *sobj;
+    long long n, blocks;
+    void *stream;
+    cua_pred pred;
+    memset(&pred, 0, sizeof pred);
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "iiOLipOOLipO", kwlist, &backend, &rung, &x, &n, &dtype,
+                                     &pred.negate, &lo, &hi, &blocks, &threads, &device_out, &sobj) ||
+        cua_as_ptr(sobj, &stream) < 0)
+        return NULL;
+    const cua_filter_row *row = (const cua_filter_row *)cua_find_rung(backend, CUA_OP_FILTER, rung);
+    cua_input in;
+    if (!row || cua_parse_input(backend, x, n, dtype, stream, &in) < 0 || read_bound(lo, &pred.lo) < 0 ||
+        read_bound(hi, &pred.hi) < 0)
+        return NULL;
+    cua_launch cfg;
+    if (cua_launch_config(blocks, threads, stream, &cfg) < 0) return NULL;
+    const size_t size = cua_dtype_size(dtype);
+    PyObject *out;
+    void *dst;
+    if (device_out) {
+        if (backend != BACKEND_CUDA) {
+            PyErr_SetString(PyExc_SystemError, "cuatomic: device output needs the cuda backend");
+            return NULL;
+        }
+        CuaDeviceBuffer *buf = cua_buffer_new_on((Py_ssize_t)(n * size), stream, 0);
+        if (!buf) return NULL;
+        out = (PyObject *)buf;
+        dst = buf->ptr;
+    } else {
+        npy_intp dims[1] = {(npy_intp)n};
+        out = PyArray_SimpleNew(1, dims, npy_of_dtype[dtype]);
+        if (!out) return NULL;
+        dst = PyArray_DATA((PyArrayObject *)out);
+    }
+    int64_t count = 0;
+    int st;
+    Py_BEGIN_ALLOW_THREADS
+    void *dev = NULL;
+    st = cua_stage(&in);
+    if (!st && !device_out) st = cua_device_alloc(backend, &dev, (size_t)n * size, stream);
+    if (!st) st = row->run(in.ptr, n, dtype, &pred, dev ? dev : dst, &count, &cfg);
+    if (!st && dev) st = cua_copy_to_host(dst, dev, (size_t)count * size, stream);
+    cua_device_free(dev, stream);
+    cua_unstage(&in);
+    Py_END_ALLOW_THREADS
+    if (st) {
+        Py_DECREF(out);
+        return cua_raise(st, &cfg);
+    }
+    if (!device_out && count < n && shrink(out, count) < 0) {
+        Py_DECREF(out);
+        return NULL;
+    }
+    cua_record_launch(backend, CUA_OP_FILTER, &row->rung, &cfg);
+    return Py_BuildValue("(NL)", out, (long long)count);
+}

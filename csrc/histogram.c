@@ -1,0 +1,197 @@
+/* histogram.c -- histogram: bins from Python, counts back as an int64
+ * ndarray (or a device buffer); a large host array for the GPU is streamed
+ * in chunks and the counts added up. Also the min/max that sizes a device
+ * array's range, and whether a rung can count a number of bins. */
+#include <string.h>
+
+#include "call.h"
+#include "pipeline.h"
+
+typedef struct {
+    cua_hist_fn run;
+    int dtype;
+    const cua_bins *bins;
+    uint64_t *dev_counts, *tmp, *counts;
+} hist_ctx;
+
+static int hist_chunk(const void *const *dev, int64_t m, cua_launch *cfg, void *vctx)
+{
+    hist_ctx *c = vctx;
+    const size_t bytes = (size_t)c->bins->nbins * sizeof(uint64_t);
+    int st = c->run(dev[0], m, c->dtype, c->bins, c->dev_counts, cfg);
+    if (!st) st = cua_copy_to_host(c->tmp, c->dev_counts, bytes, cfg->stream);
+    for (int64_t b = 0; !st && b < c->bins->nbins; b++) c->counts[b] += c->tmp[b];
+    return st;
+}
+
+/* The edges as the backend reads them; -1 with an exception. Integer edges
+ * only for 64-bit integer data of the same signedness (by kind and size:
+ * long and long long are both int64 on Linux). */
+static int read_edges(PyObject *edges_obj, int dtype, cua_bins *bins)
+{
+    if (!PyArray_Check(edges_obj)) {
+        PyErr_SetString(PyExc_SystemError, "cuatomic: edges must be an ndarray");
+        return -1;
+    }
+    PyArrayObject *edges = (PyArrayObject *)edges_obj;
+    const int et = PyArray_TYPE(edges);
+    const int int_edges = PyArray_ITEMSIZE(edges) == 8 && ((PyArray_ISSIGNED(edges) && dtype == CUA_INT64) ||
+                                                           (PyArray_ISUNSIGNED(edges) && dtype == CUA_UINT64));
+    if (!PyArray_IS_C_CONTIGUOUS(edges) || !PyArray_ISNOTSWAPPED(edges) || PyArray_NDIM(edges) != 1 ||
+        PyArray_SIZE(edges) < 2 || (et != NPY_FLOAT32 && et != NPY_FLOAT64 && !int_edges)) {
+        PyErr_SetString(PyExc_SystemError,
+                        "cuatomic: edges must be 1-D contiguous float32/float64 (or int64/uint64 for that "
+                        "data), >= 2");
+        return -1;
+    }
+    bins->nbins = PyArray_SIZE(edges) - 1;
+    bins->edge_dtype = int_edges ? dtype : et == NPY_FLOAT32 ? CUA_FLOAT32 : CUA_FLOAT64;
+    if (int_edges) bins->uniform = bins->integer = 0; /* searched, compared exactly */
+    bins->edges = PyArray_DATA(edges);
+    if (bins->integer && bins->iwidth < 1) {
+        PyErr_SetString(PyExc_SystemError, "cuatomic: integer bins need a width >= 1");
+        return -1;
+    }
+    return 0;
+}
+
+/* The output: an int64 ndarray, or a device buffer (cuda only). */
+static PyObject *new_counts(int backend, int device_out, int64_t nbins, void *stream, void **counts)
+{
+    if (device_out) {
+        if (backend != BACKEND_CUDA) {
+            PyErr_SetString(PyExc_SystemError, "cuatomic: device output needs the cuda backend");
+            return NULL;
+        }
+        CuaDeviceBuffer *buf = cua_buffer_new_on((Py_ssize_t)((size_t)nbins * sizeof(uint64_t)), stream, 0);
+        if (!buf) return NULL;
+        *counts = buf->ptr;
+        return (PyObject *)buf;
+    }
+    npy_intp dims[1] = {(npy_intp)nbins};
+    PyObject *out = PyArray_SimpleNew(1, dims, NPY_INT64);
+    if (out) *counts = PyArray_DATA((PyArrayObject *)out);
+    return out;
+}
+
+PyObject *cua_op_histogram(PyObject *self, PyObject *args, PyObject *kw)
+{
+    (void)self;
+    static char *kwlist[] = {"backend", "rung",  "x",      "n",       "dtype",      "edges",  "uniform", "inv_width",
+                             "integer", "ilo",   "iwidth", "blocks",  "threads",    "device_out", "stream", NULL};
+    int backend, rung, dtype, threads, device_out;
+    PyObject *x, *edges, *sobj;
+    long long n, blocks, ilo, iwidth;
+    void *stream;
+    cua_bins bins;
+    memset(&bins, 0, sizeof bins);
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "iiOLiOidiLLLipO", kwlist, &backend, &rung, &x, &n, &dtype, &edges,
+                                     &bins.uniform, &bins.inv_width, &bins.integer, &ilo, &iwidth, &blocks,
+                                     &threads, &device_out, &sobj) ||
+        cua_as_ptr(sobj, &stream) < 0)
+        return NULL;
+    bins.ilo = ilo;
+    bins.iwidth = iwidth;
+    const cua_hist_row *row = (const cua_hist_row *)cua_find_rung(backend, CUA_OP_HISTOGRAM, rung);
+    cua_input in;
+    if (!row || cua_parse_input(backend, x, n, dtype, stream, &in) < 0 || read_edges(edges, dtype, &bins) < 0)
+        return NULL;
+    cua_launch cfg;
+    if (cua_launch_config(blocks, threads, stream, &cfg) < 0) return NULL;
+    const size_t cbytes = (size_t)bins.nbins * sizeof(uint64_t);
+    void *counts; /* where the backend writes */
+    PyObject *out = new_counts(backend, device_out, bins.nbins, stream, &counts);
+    if (!out) return NULL;
+    int st;
+    Py_BEGIN_ALLOW_THREADS
+    void *dev = NULL;
+    int chunked = 0;
+    st = 0;
+    if (in.host && !device_out) { /* a large host array: streamed in chunks, counts added up */
+        uint64_t *tmp = malloc(cbytes);
+        st = tmp ? cua_device_alloc(backend, &dev, cbytes, stream) : CUA_ENOMEM;
+        if (!st) {
+            memset(counts, 0, cbytes);
+            hist_ctx hc = {row->run, dtype, &bins, dev, tmp, counts};
+            st = cua_pipeline_run(1, &in.host, cua_dtype_size(dtype), n, &cfg, hist_chunk, &hc, &chunked);
+        }
+        free(tmp);
+        if (!chunked) { /* not worth it: back to one staged copy */
+            cua_device_free(dev, stream);
+            dev = NULL;
+        }
+    }
+    if (!chunked && !st) {
+        st = cua_stage(&in);
+        if (!st && !device_out) st = cua_device_alloc(backend, &dev, cbytes, stream);
+        if (!st) st = row->run(in.ptr, n, dtype, &bins, (uint64_t *)(dev ? dev : counts), &cfg);
+        if (!st && dev) st = cua_copy_to_host(counts, dev, cbytes, stream);
+        cua_unstage(&in);
+    }
+    cua_device_free(dev, stream);
+    Py_END_ALLOW_THREADS
+    if (st) {
+        Py_DECREF(out);
+        return cua_raise(st, &cfg);
+    }
+    cua_record_launch(backend, CUA_OP_HISTOGRAM, &row->rung, &cfg);
+    return out;
+}
+
+/* histogram_fits(backend, rung, nbins, dtype, blocks, threads) -> None if
+ * the rung can count that many bins with that launch configuration, else
+ * the reason (the ValueError a call would raise). */
+PyObject *cua_histogram_fits(PyObject *self, PyObject *args, PyObject *kw)
+{
+    (void)self;
+    static char *kwlist[] = {"backend", "rung", "nbins", "dtype", "blocks", "threads", NULL};
+    int backend, rung, dtype, threads;
+    long long nbins, blocks;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "iiLiLi", kwlist, &backend, &rung, &nbins, &dtype, &blocks, &threads))
+        return NULL;
+    const cua_hist_row *row = (const cua_hist_row *)cua_find_rung(backend, CUA_OP_HISTOGRAM, rung);
+    cua_launch cfg;
+    if (!row || cua_launch_config(blocks, threads, NULL, &cfg) < 0) return NULL;
+    if (nbins < 1 || cua_dtype_size(dtype) == 0) {
+        PyErr_SetString(PyExc_SystemError, "cuatomic: bad bin count or dtype id");
+        return NULL;
+    }
+    int st;
+    Py_BEGIN_ALLOW_THREADS
+    st = row->fits(nbins, dtype, &cfg);
+    Py_END_ALLOW_THREADS
+    if (st == CUA_EINVAL) return PyUnicode_FromString(cfg.msg);
+    if (st) return cua_raise(st, &cfg);
+    Py_RETURN_NONE;
+}
+
+/* minmax(x, n, dtype, stream) -> (min bytes, max bytes, has_nan) of a
+ * non-empty device array: the range of histogram(bins=k) without a copy. */
+PyObject *cua_op_minmax(PyObject *self, PyObject *args)
+{
+    (void)self;
+#ifdef CUATOMIC_WITH_CUDA
+    PyObject *x, *sobj;
+    long long n;
+    int dtype;
+    void *stream;
+    if (!PyArg_ParseTuple(args, "OLiO", &x, &n, &dtype, &sobj) || cua_as_ptr(sobj, &stream) < 0) return NULL;
+    cua_input in;
+    if (cua_parse_input(BACKEND_CUDA, x, n, dtype, stream, &in) < 0) return NULL;
+    if (n <= 0 || !in.ptr) {
+        PyErr_SetString(PyExc_SystemError, "cuatomic: minmax needs a non-empty device array");
+        return NULL;
+    }
+    uint64_t lo = 0, hi = 0;
+    int nan = 0, st;
+    Py_BEGIN_ALLOW_THREADS
+    st = cua_cuda_minmax(in.ptr, n, dtype, &lo, &hi, &nan, stream);
+    Py_END_ALLOW_THREADS
+    if (st) return cua_raise(st, NULL);
+    return Py_BuildValue("(y#y#O)", (const char *)&lo, (Py_ssize_t)8, (const char *)&hi, (Py_ssize_t)8,
+                         nan ? Py_True : Py_False);
+#else
+    (void)args;
+    return cua_no_cuda();
+#endif
+}

@@ -1,0 +1,132 @@
+"""What every operation shares: the dtype and launch checks, the input as
+the core reads it, the accumulator for a result type, and the rung a call
+runs (a named one, or the one ``method="auto"`` picks). The operations
+themselves live one family per module: ``_reduce`` (sum, prod, dot),
+``_histogram``, ``_filter``, ``_counter`` (add_one, mutex_add_one)."""
+import operator
+
+import numpy as np
+
+from . import _C, _auto, _backend, _interop
+from ._device import DeviceArray, host_array
+
+MAX_BLOCKS = _C.MAX_BLOCKS
+MAX_THREADS = _C.MAX_THREADS
+
+# (kind, itemsize) -> the ABI's dtype id, from _C's names in id order.
+_DTYPE_IDS = {(np.dtype(name).kind, np.dtype(name).itemsize): i for i, name in enumerate(_C.DTYPES)}
+SUPPORTED = "bool, int8-int64, uint8-uint64, float32 and float64"
+
+
+_ID_OF_DTYPE = {}
+
+
+def dtype_id(dt):
+    """The ABI id of a NumPy dtype; TypeError for what cuatomic cannot take."""
+    found = _ID_OF_DTYPE.get(dt)
+    if found is not None:
+        return found
+    dt = np.dtype(dt)
+    key = (dt.kind, dt.itemsize)
+    if key not in _DTYPE_IDS or dt.fields is not None:
+        hint = " (cast to float32)" if key == ("f", 2) else ""
+        raise TypeError(f"unsupported dtype {dt}{hint}: cuatomic works on {SUPPORTED} arrays")
+    if dt.isnative:
+        _ID_OF_DTYPE[dt] = _DTYPE_IDS[key]
+    return _DTYPE_IDS[key]
+
+
+def launch_config(blocks, threads):
+    """(blocks, threads) for the core: -1 means the method's default."""
+    return _count("blocks", blocks, MAX_BLOCKS), _count("threads", threads, MAX_THREADS)
+
+
+def _count(name, value, limit):
+    if value is None:
+        return -1
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be an integer, not bool")
+    try:
+        value = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an integer (got {type(value).__name__})") from None
+    if not 1 <= value <= limit:
+        raise ValueError(f"{name} must be between 1 and {limit} (got {value})")
+    return value
+
+
+class Input:
+    """An input as the core reads it: a flat host array or a device pointer."""
+
+    __slots__ = ("x", "n", "dtype", "id", "device", "ndim", "owner")
+
+    def __init__(self, x, n, dtype, device, ndim, owner):
+        self.x, self.n, self.dtype, self.device, self.ndim, self.owner = x, n, dtype, device, ndim, owner
+        self.id = dtype_id(dtype)
+
+    def cast(self, dt, why):
+        """The same data converted to dt, as NumPy would convert it."""
+        if self.device:
+            raise TypeError(f"{why} needs the {self.dtype} device array converted to {dt}: "
+                            f"cast it before to_device()")
+        return Input(self.x.astype(dt), self.n, np.dtype(dt), False, self.ndim, self.owner)
+
+
+def prepare(a, backend, name="a", stream=0):
+    """Normalize an argument for the backend: a DeviceArray or another
+    library's device array (read in place) or a flat host array. Every
+    array argument of every operation passes through here; a masked array
+    is refused (its mask would be dropped)."""
+    if type(a) is np.ndarray:  # the common case, without protocol lookups
+        return _host_input(a, a)
+    if isinstance(a, DeviceArray):
+        if backend != "cuda":
+            raise TypeError(f"{name} is a cuatomic.DeviceArray but the backend is {backend!r}: "
+                            "use backend='cuda', or .copy_to_host()")
+        return Input(a.ptr, a.size, a.dtype, True, a.ndim, a)
+    if backend != "cuda" and _interop.on_cuda(a):
+        raise TypeError(f"{name} is a CUDA device array but the backend is {backend!r}: use backend='cuda'")
+    found = _interop.foreign(a, stream)
+    if isinstance(found, _interop.ForeignDevice):
+        dtype_id(found.dtype)
+        return Input(found.ptr, found.size, found.dtype, True, len(found.shape), found.keep)
+    return _host_input(host_array(a if found is None else found, name), a)
+
+
+def _host_input(arr, owner):
+    """A host array in C order and native byte order, flattened."""
+    dtype_id(arr.dtype)  # refuse before copying anything
+    if not arr.dtype.isnative:
+        arr = arr.astype(arr.dtype.newbyteorder("="))
+    flat = arr if arr.ndim == 1 and arr.flags.c_contiguous else np.ascontiguousarray(arr.reshape(-1))
+    return Input(flat, flat.size, flat.dtype, False, arr.ndim, owner)
+
+
+def _acc_of(dt, flags):
+    """The accumulator for a result of dtype dt: 64-bit integers, floats in
+    their own precision -- or always float64 for a rung flagged F_WIDE,
+    which sums float32 and float64 in float64 with compensation."""
+    if dt.kind == "f":
+        return _C.ACC_FLOAT64 if dt.itemsize == 8 or flags & _C.F_WIDE else _C.ACC_FLOAT32
+    return _C.ACC_INT64
+
+
+def _check_result_dtype(dt, what):
+    if dt.kind not in "biuf" or (dt.kind == "f" and dt.itemsize not in (4, 8)):
+        raise TypeError(f"{what} result dtype {dt} is not supported: cuatomic computes in {SUPPORTED}")
+
+
+def named_rung(op, backend, method):
+    """The rung a call names, checked before any input is read: None for
+    "auto" (chosen once the input is known, by :func:`auto_rung`)."""
+    _backend.check_method(op, backend, method)
+    return None if method == "auto" else _backend.rung(op, backend, method)
+
+
+def auto_rung(op, backend, facts, *, require=0, fits=None):
+    """The rung ``method="auto"`` runs for a call with these facts."""
+    return _auto.choose(op, backend, facts, require=require, fits=fits).rung
+
+
+def stream_of(stream):
+    return _interop.stream_handle(stream)

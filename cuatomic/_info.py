@@ -1,0 +1,142 @@
+"""What cuatomic can tell about itself: the ladders, the backends, what
+"auto" would run for a call, and what the last call launched."""
+import os
+
+import numpy as np
+
+from . import _C, _auto, _backend, _histogram
+from ._common import prepare, stream_of
+
+def explain(op, *args, backend=None, stream=None, **kwargs):
+    """What ``method="auto"`` runs for a call, and why.
+
+    Parameters
+    ----------
+    op : {"sum", "dot", "histogram", "filter", "mutex_add_one", "add_one", "prod"}
+    *args, **kwargs
+        The call's arguments, as for the op itself (only what the rule looks
+        at is used: the input, and ``bins``/``range`` for a histogram).
+    backend, stream
+        As for :func:`sum`.
+
+    Returns
+    -------
+    Choice
+        ``method``, ``reason`` and the ``facts`` the rule looked at (size,
+        dtype, bins, the measured skew of a sample); ``str()`` reads as a
+        sentence.
+
+    Raises
+    ------
+    TypeError
+        ``explain("histogram")`` without the array (the rule needs the
+        bins, the report the data), or the op's own argument errors.
+    ValueError
+        An unknown op.
+
+    Examples
+    --------
+    >>> import numpy as np, cuatomic
+    >>> text = np.frombuffer(b"the quick brown fox " * 100, np.uint8)
+    >>> cuatomic.explain("histogram", text, bins=128, range=(0, 128), backend="cpu").method
+    'thread_counters'
+    """
+    _backend.op_id(op)
+    be = _backend.resolve(backend)
+    s = stream_of(stream)
+    if op == "histogram":
+        if not args and "a" not in kwargs:
+            raise TypeError("explain('histogram') needs the array, as the call takes it: "
+                            "explain('histogram', a, bins=..., range=...) (the rule reads the bins, and the "
+                            "report the data's skew)")
+        a = args[0] if args else kwargs["a"]
+        bins = args[1] if len(args) > 1 else kwargs.get("bins", 10)
+        bounds = args[2] if len(args) > 2 else kwargs.get("range")
+        return _histogram.explain(be, a, bins, bounds, blocks=kwargs.get("blocks"), threads=kwargs.get("threads"),
+                                  stream=s)
+    if op in ("add_one", "mutex_add_one"):
+        blocks = args[0] if args else kwargs.get("blocks", 10)
+        threads = args[1] if len(args) > 1 else kwargs.get("threads", 16)
+        return _auto.choose(op, be, {"n": (blocks or 1) * (threads or 1)})
+    facts = {}
+    a = args[0] if args else kwargs.get("a")
+    if a is not None:
+        inp = prepare(a, be, stream=s)
+        facts = {"n": inp.n, "dtype": str(inp.dtype)}
+    require = _C.F_ORDERED if op == "filter" and kwargs.get("ordered", True) else 0
+    return _auto.choose(op, be, facts, require=require)
+
+
+def last_launch():
+    """What the last call on this thread launched.
+
+    Returns
+    -------
+    dict or None
+        ``backend``, ``op``, ``method`` (the rung that ran: the one named,
+        or the one ``"auto"`` picked), ``blocks`` and ``threads`` (the grid
+        it launched, after defaults), and ``chunks`` (launches: more than
+        one when a large host array was streamed to the GPU in pieces);
+        None before the first call on this thread.
+    """
+    found = _C.last_launch()
+    if found is None:
+        return None
+    found["backend"] = "cpu" if found["backend"] == _C.BACKEND_CPU else "cuda"
+    found["op"] = _backend.OPS[found["op"]]
+    return found
+
+
+def methods(op, backend=None):
+    """The method ladder of an operation, in tutorial order.
+
+    Parameters
+    ----------
+    op : {"sum", "dot", "histogram", "filter", "mutex_add_one", "add_one", "prod"}
+    backend : {"cuda", "cpu"}, optional
+        Default: the default backend.
+
+    Returns
+    -------
+    list of (name, step, summary)
+    """
+    be = _backend.resolve(backend) if backend is None else backend
+    return [(r.name, r.step, r.summary) for r in _backend.table(op, be)]
+
+
+def backends():
+    """Usable backends in preference order: ``["cuda", "cpu"]`` or ``["cpu"]``.
+
+    The first call probes the GPU (no CUDA call happens at import)."""
+    return list(_backend.usable())
+
+
+def backend_info():
+    """What this build has and what this machine offers.
+
+    Returns
+    -------
+    dict
+        The same keys in every build (with or without CUDA) and on every
+        machine: ``build`` (``cuda``: bool, ``archs``: list of SM versions),
+        ``backends``, ``default_backend``, ``cpu_threads``, ``numpy``, and
+        ``cuda``: the probe of the current device (``usable``, ``reason``:
+        why it is not, ``name``, ``device``, ``compute_capability``,
+        ``sm_count``, ``cooperative_launch``, ``driver_version``,
+        ``runtime_version``, ``total_memory``, ``shared_per_block_optin``;
+        numbers are 0 and strings empty where there is no device or no CUDA).
+    """
+    build = dict(_C.build_info())
+    build["archs"] = [a for a in build["archs"].split(",") if a]
+    probe = dict(_backend.cuda_probe())
+    usable = _backend.usable()
+    return {
+        "build": build,
+        "backends": usable,
+        "default_backend": os.environ.get("CUATOMIC_BACKEND") or usable[0],
+        "cpu_threads": _C.cpu_threads(),
+        "numpy": np.__version__,
+        "cuda": probe,
+    }
+
+

@@ -1,0 +1,27 @@
+"""cuatomic.bench: the benchmarks and the peers they are measured against.
+
+Not loaded by ``import cuatomic``: the peers (CuPy, PyTorch, Numba and the
+tutorial's Numba kernels, CUB through ``_C``) are imported only here.
+
+    python -m cuatomic bench [--quick] [--backend cpu|cuda] [--out DIR]
+    python -m cuatomic bench --targets        the target table against the peers
+    python -m cuatomic bench auto [--out F]   re-measure the rule of method="auto"
+
+See ``suite`` (the ladder benchmark and target table) and ``auto`` (the
+measurements ``method="auto"`` reads).
+"""
+from .suite import ENTROPIES, OPS, agrees, make_input, markdown, run, targets, targets_markdown
+
+
+def main(argv=None):
+    """``python -m cuatomic bench``: the ``auto`` subcommand, else the suite."""
+    import sys
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["auto"]:
+        from .auto import main as auto_main
+        return auto_main(argv[1:])
+    from .suite import main as suite_main
+    return suite_main(argv)
+
+
+__all__ = ["ENTROPIES", "OPS", "agrees", "make_input", "main", "markdown", "run", "targets", "targets_markdown"]
