@@ -10,7 +10,9 @@ measured case nearest to it (same dtype first, then the nearest bin count,
 then the nearest size, on a log scale) and runs the fastest rung of that
 case that the call can use: one that keeps order when ``ordered=True``,
 that can count the bins on this device (``histogram_fits``), and that is
-not the lesson's race (``F_RACY``). Rungs never measured come after the
+not the lesson's race (``F_RACY``); a float sum, dot or product also keeps
+the accuracy promise (compensated and deterministic rungs only, whatever
+the times say). Rungs never measured come after the
 measured ones, highest step first; with no measurement at all, the top
 rung of the ladder runs. Every step of that is reported in the Choice.
 """
@@ -129,26 +131,47 @@ def _ranking(op, backend, dtype, n, bins):
         _case_name(op, case)
 
 
+_LACKS = ((_C.F_ORDERED, "does not keep input order"), (_C.F_WIDE, "is not compensated"),
+          (_C.F_DETERMINISTIC, "is not deterministic"))
+
+
+def _why_not(row, require):
+    """Why auto may not run this rung whatever its speed, or None."""
+    if row.flags & _C.F_RACY:
+        return "the lesson's race (loses updates)"
+    missing = [text for flag, text in _LACKS if require & flag and not row.flags & flag]
+    return ", ".join(missing) or None
+
+
+def accuracy_flags(op, dtype):
+    """Flags auto requires whatever the speed: a float sum, dot or product
+    keeps cuatomic's accuracy promise (compensated float64, F_WIDE) and
+    gives the same bits every call (F_DETERMINISTIC), so "auto" never
+    trades them for a faster tutorial rung."""
+    if op in ("sum", "dot", "prod") and dtype is not None and np.dtype(dtype).kind == "f":
+        return _C.F_WIDE | (_C.F_DETERMINISTIC if op != "prod" else 0)
+    return 0
+
+
 def choose(op, backend, facts, *, require=0, fits=None):
     """The Choice for a call with these facts (``n``, ``dtype``, and
     ``bins`` for a histogram): the fastest measured rung that has the
-    `require` flags, is not racy, and that ``fits(rung)`` (None, or why it
-    cannot run) accepts."""
+    `require` flags (and :func:`accuracy_flags`), is not racy, and that
+    ``fits(rung)`` (None, or why it cannot run) accepts."""
     dtype = facts.get("dtype")
+    require |= accuracy_flags(op, dtype)
     ranked, why, case = _ranking(op, backend, str(dtype) if dtype is not None else None, int(facts.get("n", 1)),
                                  facts.get("bins"))
     skipped = []
     for row in ranked:
-        if row.flags & _C.F_RACY or not row.has(require):
+        why_not = _why_not(row, require) or (fits(row) if fits else None)
+        if why_not is not None:
+            skipped.append(f"{row.name}: {why_not}")
             continue
-        refusal = fits(row) if fits else None
-        if refusal is not None:
-            skipped.append(f"{row.name} cannot run this call ({refusal})")
-            continue
-        reason = why if row is ranked[0] else f"{why}; {'; '.join(skipped) or 'the faster ones lack what was asked'}"
         out = dict(facts)
         if case:
             out["measured"] = case
+        reason = why if not skipped else f"{why}; passed by -- {'; '.join(skipped)}"
         return Choice(op, backend, row.name, reason, out, row)
     raise ValueError(f"no rung of {op} on {backend} can run this call: " + "; ".join(skipped))
 

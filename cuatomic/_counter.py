@@ -22,7 +22,8 @@ def add_one(blocks=10, threads=16, *, method="auto", backend=None, stream=None):
     method : {"racy", "atomic", "mutex", "auto"}, optional
         ``racy``: an unprotected load and store, so concurrent increments
         are lost; ``atomic``: atomicAdd; ``mutex``: the plain increment under
-        the CAS spin lock. ``"auto"`` is ``atomic``.
+        the CAS spin lock. ``"auto"``: the fastest correct rung measured
+        for this grid size (never ``racy``).
     backend : {"cuda", "cpu"}, optional
     stream : optional
         As for :func:`sum`.
@@ -50,7 +51,8 @@ def mutex_add_one(blocks=10, threads=16, *, method="auto", backend=None, stream=
         ``spin`` (the tutorial's lesson: every thread takes the lock) or
         ``warp_lock`` (one lane takes it for its warp, test-and-test-and-set
         with backoff, and the warp's lanes increment in turn inside it);
-        ``"auto"`` picks ``warp_lock``.
+        ``"auto"`` (the default, as for every op): the rung measured
+        fastest for this grid size (see :func:`explain`).
     backend : {"cuda", "cpu"}, optional
     stream : optional
         As for :func:`sum`.

@@ -124,7 +124,9 @@ def filter(a, op, value, *, ordered=True, method="auto", backend=None, blocks=No
     method : str, optional
         ``"atomic"`` (push_back with atomicAdd's old value; unordered),
         ``"ordered"`` (count, scan, scatter) or ``"lookback"`` (single pass
-        with decoupled look-back; ordered). ``"auto"`` picks ``lookback``.
+        with decoupled look-back; ordered). ``"auto"``: the rung measured
+        fastest for this dtype and size among those that keep order when
+        ``ordered=True`` (see :func:`explain`).
     backend, blocks, threads, stream
         As for :func:`sum`.
 

@@ -256,8 +256,11 @@ def histogram(a, bins=10, range=None, *, density=False, method="auto", backend=N
     method : str, optional
         A rung of the histogram ladder (see ``methods("histogram")``):
         ``global``, ``shared`` (the tutorial's), ``warp_private``,
-        ``thread_counters``. ``"auto"`` picks by the number of bins
-        (:func:`explain` says which and why, with the skew of a sample).
+        ``thread_counters``. ``"auto"`` runs the rung measured fastest for
+        this dtype, number of bins and size that can count these bins on
+        this device (:func:`explain` says which and why, with the skew of a
+        sample). A rung named here that cannot count the bins (shared
+        memory too small) raises a ValueError naming its limit.
         Integer data with integer edges of an integer width
         (``histogram(text, bins=128, range=(0, 128))``) is binned with
         integer arithmetic only.

@@ -21,10 +21,11 @@ def sum(a, *, dtype=None, method="auto", backend=None, blocks=None, threads=None
     dtype : data-type, optional
         Type of the result and of the accumulation, as NumPy's ``dtype``.
     method : str, optional
-        A rung of the sum ladder (see ``methods("sum")``); ``"auto"`` picks
-        ``vector``: 16-byte loads, warp shuffles, the resident grid and an
-        in-order last-block finish -- the fastest rung, and bit-identical
-        run to run for floats (see :func:`explain`).
+        A rung of the sum ladder (see ``methods("sum")``). ``"auto"`` runs
+        the rung measured fastest for calls like this one (dtype and size:
+        ``python -m cuatomic bench auto``); for floats only a compensated,
+        deterministic rung (``vector``), so the result keeps the accuracy
+        promise below. :func:`explain` says which and why.
     backend : {"cuda", "cpu"}, optional
         Default: ``CUATOMIC_BACKEND``, else cuda when usable, else cpu.
     blocks, threads : int, optional
@@ -169,9 +170,9 @@ def dot(a, b, *, method="auto", backend=None, blocks=None, threads=None, stream=
     a, b : array_like or DeviceArray
         1-D, of equal length.
     method : str, optional
-        A rung of the dot ladder (see ``methods("dot")``); ``"auto"`` picks
-        ``vector``: one pass with wide loads of both inputs, finished in
-        order on the device -- the fastest rung, deterministic.
+        A rung of the dot ladder (see ``methods("dot")``). ``"auto"``: the
+        rung measured fastest for calls like this one; for floats only a
+        compensated, deterministic rung (``vector``). See :func:`explain`.
     backend, blocks, threads, stream
         As for :func:`sum`.
 

@@ -1,0 +1,170 @@
+"""``python -m cuatomic bench auto``: measure the rule of ``method="auto"``.
+
+Times every rung of every ladder on a set of cases (op, dtype, size, bins)
+and writes, per case, each rung's median time in milliseconds: the file
+:mod:`cuatomic._auto` reads. A rung is checked against NumPy before it is
+timed; one that refuses the case (bins that do not fit, a grid that cannot
+be resident) or gives a wrong answer gets no time, so auto never picks it
+there. The racy lesson is not timed.
+
+    python -m cuatomic bench auto [--backend cpu|cuda] [--quick] [--out FILE]
+
+The files measured for a release live in ``cuatomic/rules/<backend>.json``;
+to use one measured on your own machine, point ``CUATOMIC_AUTO_RULES`` at it.
+"""
+import argparse
+import datetime
+import json
+import pathlib
+import platform
+
+import numpy as np
+
+import cuatomic
+
+from .. import _C, _backend
+from ..datasets import english_like_text, text_to_array
+from ..timing import benchmark
+from .suite import agrees
+
+# Sizes (log2 elements) measured per backend: small calls, cache-sized, and
+# past the last-level cache (a GPU's 2^26 float32 is 256 MiB).
+SIZES = {"cpu": (12, 18, 22), "cuda": (12, 20, 26)}
+QUICK_SIZES = {"cpu": (12,), "cuda": (12,)}
+REDUCE_DTYPES = ("int32", "float32", "float64")
+FILTER_DTYPES = ("int32", "float32")
+# (dtype, bins, data): the histogram cases -- the tutorial's letters, bytes,
+# then bin counts that leave shared memory behind on a GPU.
+HISTOGRAMS = (("uint8", 128, "text"), ("uint8", 256, "uniform"), ("float32", 64, "normal"),
+              ("int32", 4096, "uniform"), ("float32", 16384, "normal"), ("int32", 65536, "uniform"))
+GRIDS = ((10, 16), (64, 256))  # the counters: the tutorial's grid, and a contended one
+
+
+def cases(backend, quick=False, ops=None):
+    """The cases to measure, as dicts of facts (op, dtype, n, bins)."""
+    sizes = [1 << k for k in (QUICK_SIZES if quick else SIZES)[backend]]
+    out = []
+    for op in ("sum", "dot"):
+        out += [{"op": op, "dtype": dt, "n": n} for dt in REDUCE_DTYPES for n in sizes]
+    hist_sizes = sizes[-1:] if quick else sizes[-2:]
+    out += [{"op": "histogram", "dtype": dt, "n": n, "bins": bins, "data": data}
+            for dt, bins, data in HISTOGRAMS for n in hist_sizes]
+    out += [{"op": "filter", "dtype": dt, "n": n} for dt in FILTER_DTYPES for n in sizes]
+    for op in ("add_one", "mutex_add_one"):
+        out += [{"op": op, "n": b * t, "grid": [b, t]} for b, t in (GRIDS[:1] if quick else GRIDS)]
+    return [c for c in out if ops is None or c["op"] in ops]
+
+
+def _data(case, seed=0):
+    """The host input of an array case."""
+    rng = np.random.default_rng(seed)
+    dt, n = np.dtype(case.get("dtype", "int32")), case["n"]
+    if case["op"] == "histogram":
+        if case["data"] == "text":
+            return text_to_array(english_like_text(n, seed=seed)).astype(dt)
+        if case["data"] == "normal":
+            return rng.standard_normal(n).astype(dt)
+        return rng.integers(0, case["bins"], n).astype(dt)
+    if dt.kind == "f":
+        return rng.standard_normal(n).astype(dt)
+    return rng.integers(-1000, 1000, n).astype(dt)
+
+
+def _calls(case, backend, x):
+    """(call(method) -> result, check(result) -> bool, extra keywords) of a case."""
+    op = case["op"]
+    if op in ("add_one", "mutex_add_one"):
+        b, t = case["grid"]
+        fn = getattr(cuatomic, op)
+        return (lambda m: fn(b, t, method=m, backend=backend)), (lambda v: v == b * t)
+    host = x.copy_to_host() if isinstance(x, cuatomic.DeviceArray) else x
+    if op == "sum":
+        return (lambda m: cuatomic.sum(x, method=m, backend=backend)), \
+            (lambda v: agrees("sum", v, np.sum(host), host))
+    if op == "dot":
+        return (lambda m: cuatomic.dot(x, x, method=m, backend=backend)), \
+            (lambda v: agrees("dot", v, np.dot(host, host), host))
+    if op == "histogram":
+        bins = case["bins"]
+        bounds = (-4.0, 4.0) if case["data"] == "normal" else (0, bins)
+        ref = np.histogram(host, bins, bounds)[0]
+        return (lambda m: cuatomic.histogram(x, bins, bounds, method=m, backend=backend)[0]), \
+            (lambda v: agrees("histogram", v, ref, host))
+    ref = host[host >= 0]
+    return (lambda m: cuatomic.filter(x, ">=", 0, ordered=False, method=m, backend=backend)), \
+        (lambda v: agrees("filter", v, ref, host, ordered=False))
+
+
+def measure(case, backend, repeat=10, progress=print):
+    """Median ms of every rung on one case: {"ms": {rung: ms or None}, ...}."""
+    x = None
+    if case["op"] not in ("add_one", "mutex_add_one"):
+        x = _data(case)
+        if backend == "cuda":
+            x = cuatomic.to_device(x)
+    call, check = _calls(case, backend, x)
+    ms, why = {}, {}
+    for rung in _backend.table(case["op"], backend):
+        if rung.flags & _C.F_RACY:
+            continue
+        try:
+            ok = check(call(rung.name))
+        except ValueError as e:  # the rung's limits: it cannot run this case
+            ms[rung.name], why[rung.name] = None, f"refused: {e}"
+            continue
+        if not ok:
+            ms[rung.name], why[rung.name] = None, "wrong answer"
+            continue
+        ms[rung.name] = round(benchmark(lambda backend, m=rung.name: call(m), repeat=repeat, warmup=2,
+                                        backend=backend).median, 5)
+    row = dict(case, ms=ms)
+    if why:
+        row["not_timed"] = why
+    timed = {k: v for k, v in ms.items() if v is not None}
+    progress(f"  {_describe(case)}: " + (f"fastest {min(timed, key=timed.get)}" if timed else "nothing ran")
+             + (f" ({len(why)} not timed)" if why else ""))
+    return row
+
+
+def _describe(case):
+    return " ".join(f"{k}={case[k]}" for k in ("op", "dtype", "n", "bins") if k in case)
+
+
+def _device(backend):
+    if backend == "cuda":
+        return _backend.cuda_probe()["name"]
+    return f"{platform.processor() or platform.machine()}, {_C.cpu_threads()} OpenMP threads"
+
+
+def run(backend=None, quick=False, repeat=10, ops=None, progress=print):
+    """Measure every case on one backend: the rules file's contents."""
+    be = _backend.resolve(backend)
+    todo = cases(be, quick, ops)
+    progress(f"bench auto: {len(todo)} cases on {be} ({_device(be)}), median of {repeat}")
+    rows = [measure(c, be, repeat, progress) for c in todo]
+    return {
+        "backend": be,
+        "device": _device(be),
+        "produced_by": f"python -m cuatomic bench auto --backend {be}" + (" --quick" if quick else "")
+                       + f" --repeat {repeat}",
+        "cuatomic": cuatomic.__version__,
+        "numpy": np.__version__,
+        "date": datetime.date.today().isoformat(),
+        "repeat": repeat,
+        "cases": rows,
+    }
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m cuatomic bench auto", description=__doc__.splitlines()[0])
+    parser.add_argument("--backend", choices=["cpu", "cuda"], default=None)
+    parser.add_argument("--quick", action="store_true", help="small sizes only (a smoke test, not a rule)")
+    parser.add_argument("--repeat", type=int, default=10)
+    parser.add_argument("--ops", nargs="+", choices=_backend.OPS, default=None)
+    parser.add_argument("--out", default=None, help="default: cuatomic-rules-<backend>.json")
+    args = parser.parse_args(argv)
+    data = run(args.backend, args.quick, args.repeat, args.ops)
+    out = pathlib.Path(args.out or f"cuatomic-rules-{data['backend']}.json")
+    out.write_text(json.dumps(data, indent=1) + "\n")
+    print(f"bench auto: {len(data['cases'])} cases written to {out}; use them with CUATOMIC_AUTO_RULES={out}")
+    return 0
