@@ -222,7 +222,10 @@ def test_device_results_stay_on_device():
 def test_barrier_rungs_refuse_grids_that_cannot_be_resident():
     a = np.ones(1000, np.int32)
     sms = cuatomic.backend_info()["cuda"]["sm_count"]
-    for m in ("grid_lock", "grid_flags", "cooperative"):
+    from cuatomic import _C, _backend
+    resident = [r.name for r in _backend.table("sum", "cuda") if r.has(_C.F_RESIDENT)]
+    assert resident  # the barrier rungs say so in their rows
+    for m in resident:
         with pytest.raises(ValueError, match="resident"):
             cuatomic.sum(a, method=m, backend="cuda", blocks=10_000 * sms, threads=1024)
         assert cuatomic.sum(a, method=m, backend="cuda") == 1000  # and the next call still works
@@ -236,3 +239,53 @@ def test_cuda_error_is_raised_and_does_not_poison():
     assert info.value.name == "cudaErrorMemoryAllocation" and info.value.code > 0
     assert "cudaErrorMemoryAllocation" in str(info.value)
     assert cuatomic.sum(np.arange(10), backend="cuda") == 45
+
+
+def _forced_calls(backend):
+    """(op, call(method)) of every op on small data."""
+    x = np.arange(1, 2001, dtype=np.int32)
+    d = cuatomic.to_device(x, backend=backend) if backend == "cuda" else x
+    return [
+        ("sum", lambda m, **k: cuatomic.sum(d, method=m, backend=backend, **k)),
+        ("prod", lambda m, **k: cuatomic.prod(d, method=m, backend=backend, **k)),
+        ("dot", lambda m, **k: cuatomic.dot(d, d, method=m, backend=backend, **k)),
+        ("histogram", lambda m, **k: cuatomic.histogram(d, 64, method=m, backend=backend, **k)),
+        ("filter", lambda m, **k: cuatomic.filter(d, "<", 100, ordered=False, method=m, backend=backend, **k)),
+        ("add_one", lambda m, **k: cuatomic.add_one(4, 64, method=m, backend=backend, **k)),
+        ("mutex_add_one", lambda m, **k: cuatomic.mutex_add_one(4, 64, method=m, backend=backend, **k)),
+    ]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_forced_method_is_the_one_that_ran(backend):
+    """The core reports what it launched: a named rung is the rung that ran,
+    on the backend asked for, with the grid asked for when one is given."""
+    for op, call in _forced_calls(backend):
+        for name, _, _ in cuatomic.methods(op, backend):
+            call(name)
+            ran = cuatomic.last_launch()
+            assert (ran["op"], ran["backend"], ran["method"]) == (op, backend, name)
+            assert ran["blocks"] >= 1 and 1 <= ran["threads"] <= 1024 and ran["chunks"] == 1
+            if op not in ("add_one", "mutex_add_one"):
+                call(name, blocks=2, threads=64)
+                ran = cuatomic.last_launch()
+                assert ran["method"] == name and ran["threads"] <= 64 and 1 <= ran["blocks"] <= 2, (op, ran)
+
+
+def test_last_launch_is_per_thread_and_none_before_a_call():
+    import threading
+    seen = []
+    worker = threading.Thread(target=lambda: seen.append(cuatomic.last_launch()))
+    cuatomic.sum(np.ones(10), backend="cpu")
+    worker.start()
+    worker.join()
+    assert seen == [None] and cuatomic.last_launch()["op"] == "sum"
+
+
+@requires_cuda
+def test_last_launch_counts_the_chunks_of_a_streamed_host_array(monkeypatch):
+    monkeypatch.setenv("CUATOMIC_PIPELINE_CHUNK", str(1 << 16))
+    x = np.ones(1 << 20, np.int32)  # 4 MiB through 64 KiB buffers
+    assert cuatomic.sum(x, method="atomic", backend="cuda") == x.size
+    ran = cuatomic.last_launch()
+    assert ran["method"] == "atomic" and ran["chunks"] > 1

@@ -5,6 +5,7 @@ import pytest
 from conftest import DTYPES, SIZES, host, make, placed, where_params
 
 import cuatomic
+from cuatomic import _C, _backend
 
 OPS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq,
        "!=": operator.ne}
@@ -31,8 +32,9 @@ def default_value(dtype):
     return True if dt.kind == "b" else (0.25 if dt.kind == "f" else 7)
 
 
-def ordered_flags(method):
-    return [True, False] if method == "ordered" else [False]
+def ordered_flags(backend, method):
+    """ordered= values a rung takes: both if its row keeps order, else False."""
+    return [True, False] if _backend.rung("filter", backend, method).has(_C.F_ORDERED) else [False]
 
 
 @pytest.mark.parametrize("backend,method,where", where_params("filter"))
@@ -40,7 +42,7 @@ def ordered_flags(method):
 @pytest.mark.parametrize("n", SIZES)
 def test_filter_matches_numpy(backend, method, where, dtype, n):
     a = make(dtype, n)
-    for ordered in ordered_flags(method):
+    for ordered in ordered_flags(backend, method):
         for op in ("<", ">="):
             got = cuatomic.filter(placed(a, backend, where), op, default_value(dtype), ordered=ordered,
                                   method=method, backend=backend)
@@ -70,7 +72,7 @@ def test_filter_every_op_and_value(backend, method, where, op, dtype):
             with pytest.raises(type(e)):
                 cuatomic.filter(x, op, value, ordered=False, method=method, backend=backend)
             continue
-        for ordered in ordered_flags(method):
+        for ordered in ordered_flags(backend, method):
             got = cuatomic.filter(x, op, value, ordered=ordered, method=method, backend=backend)
             check_filter(got, a, op, value, ordered)
 
@@ -79,9 +81,9 @@ def test_filter_every_op_and_value(backend, method, where, op, dtype):
 def test_filter_launch_configs_and_one_value(backend, method, where):
     a = make(np.int32, 100_000, "one")
     for blocks, threads in [(1, 1), (3, 33), (1000, 1024), (7, 100)]:
-        got = cuatomic.filter(placed(a, backend, where), "==", 3, ordered=method == "ordered", method=method,
+        got = cuatomic.filter(placed(a, backend, where), "==", 3, ordered=_backend.rung("filter", backend, method).has(_C.F_ORDERED), method=method,
                               backend=backend, blocks=blocks, threads=threads)
-        check_filter(got, a, "==", 3, method == "ordered")
+        check_filter(got, a, "==", 3, _backend.rung("filter", backend, method).has(_C.F_ORDERED))
 
 
 @pytest.mark.parametrize("backend", cuatomic.backends())

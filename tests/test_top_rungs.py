@@ -20,16 +20,30 @@ TEXT = datasets.text_to_array(datasets.english_like_text(200_000, seed=5))
 
 # ------------------------------------------------------------ determinism
 
-@pytest.mark.parametrize("backend", BACKENDS)
+def _deterministic():
+    return [pytest.param(op, be, r.name, id=f"{op}-{be}-{r.name}") for op in ("sum", "dot") for be in BACKENDS
+            for r in _backend.table(op, be) if r.has(_C.F_DETERMINISTIC)]
+
+
+@pytest.mark.parametrize("op,backend,method", _deterministic())
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_vector_float_results_are_bit_identical_run_to_run(backend, dtype):
+def test_deterministic_rungs_give_the_same_bits_run_to_run(op, backend, method, dtype):
+    """Every float sum and dot rung whose row says F_DETERMINISTIC gives
+    bit-identical results call after call (a wrong flag fails here)."""
     x = np.random.default_rng(1).standard_normal(3_000_017).astype(dtype)
     y = np.random.default_rng(2).standard_normal(x.size).astype(dtype)
     a = cuatomic.to_device(x, backend=backend) if backend == "cuda" else x
     b = cuatomic.to_device(y, backend=backend) if backend == "cuda" else y
-    sums = {np.asarray(cuatomic.sum(a, method="vector", backend=backend)).tobytes() for _ in range(8)}
-    dots = {np.asarray(cuatomic.dot(a, b, method="vector", backend=backend)).tobytes() for _ in range(8)}
-    assert len(sums) == 1 and len(dots) == 1
+    call = (lambda: cuatomic.sum(a, method=method, backend=backend)) if op == "sum" else \
+        (lambda: cuatomic.dot(a, b, method=method, backend=backend))
+    assert len({np.asarray(call()).tobytes() for _ in range(8)}) == 1
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_vector_sum_is_within_the_naive_bound(backend, dtype):
+    x = np.random.default_rng(1).standard_normal(3_000_017).astype(dtype)
+    a = cuatomic.to_device(x, backend=backend) if backend == "cuda" else x
     exact = float(np.sum(x.astype(np.float64)))
     bound = (x.size + 1) * np.finfo(dtype).eps * float(np.abs(x.astype(np.float64)).sum())
     assert abs(float(cuatomic.sum(a, method="vector", backend=backend)) - exact) <= bound
