@@ -1,7 +1,7 @@
 /* reduce.c -- sum, prod and dot: one input (two for dot) reduced to one
  * accumulator, streamed in chunks when a large host array goes to the GPU.
  *
- * The Python layer (cuatomic/sum.py, dot.py) has chosen the backend, the
+ * The Python layer (cuatomic/_reduce.py) has chosen the backend, the
  * rung, the element and accumulator types, and normalized the input to a
  * C-contiguous native-order ndarray (host) or a device pointer (int). This
  * file re-checks what could crash the process if it were wrong. */

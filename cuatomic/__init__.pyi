@@ -1,40 +1,74 @@
+import dataclasses
 from typing import Any, Literal, Sequence
 
 import numpy as np
 import numpy.typing as npt
 
-from . import bench as bench
 from . import datasets as datasets
+from ._backend import Rung as _Rung
 from .timing import BenchmarkResult as BenchmarkResult
 from .timing import SweepRow as SweepRow
 
 __version__: str
+__all__ = [
+    "BenchmarkResult",
+    "Choice",
+    "CudaError",
+    "Stream",
+    "SweepRow",
+    "Timer",
+    "benchmark",
+    "sweep",
+    "prod",
+    "DeviceArray",
+    "add_one",
+    "backend_info",
+    "backends",
+    "datasets",
+    "dot",
+    "explain",
+    "filter",
+    "histogram",
+    "last_launch",
+    "methods",
+    "pinned_array",
+    "pinned_empty",
+    "mutex_add_one",
+    "sum",
+    "to_device",
+]
 
-Backend = Literal["cuda", "cpu"]
-Op = Literal["sum", "dot", "histogram", "filter", "mutex_add_one", "add_one", "prod"]
-CompareOp = Literal["<", "<=", ">", ">=", "==", "!="]
+# Names for the stubs only (not at runtime: private, so stubtest passes them over).
+_Backend = Literal["cuda", "cpu"]
+_Op = Literal["sum", "dot", "histogram", "filter", "mutex_add_one", "add_one", "prod"]
+_CompareOp = Literal["<", "<=", ">", ">=", "==", "!="]
 
 class CudaError(RuntimeError):
     code: int
     name: str
     def __init__(self, message: str, code: int = ..., name: str = ...) -> None: ...
 
+@dataclasses.dataclass(frozen=True)
 class Choice:
     op: str
     backend: str
     method: str
     reason: str
     facts: dict[str, Any]
+    rung: _Rung | None = ...
 
-def explain(op: Op, *args: Any, backend: Backend | None = None, stream: Any = None, **kwargs: Any) -> Choice: ...
+def explain(op: _Op, *args: Any, backend: _Backend | None = None, stream: Any = None, **kwargs: Any) -> Choice: ...
+def last_launch() -> dict[str, Any] | None: ...
 
 class Stream:
     @property
     def ptr(self) -> int: ...
     def synchronize(self) -> None: ...
     def close(self) -> None: ...
+    def __del__(self) -> None: ...
 
 class DeviceArray:
+    def __init__(self, buffer: Any, shape: int | Sequence[int], dtype: npt.DTypeLike) -> None: ...
     @property
     def shape(self) -> tuple[int, ...]: ...
     @property
@@ -57,73 +91,74 @@ class DeviceArray:
     def __dlpack__(self, *, stream: int | None = None, max_version: tuple[int, int] | None = None,
                    dl_device: tuple[int, int] | None = None, copy: bool | None = None) -> Any: ...
     def __dlpack_device__(self) -> tuple[int, int]: ...
+    def __array__(self, dtype: npt.DTypeLike | None = None, copy: bool | None = None) -> np.ndarray: ...
     def reshape(self, *shape: int | Sequence[int]) -> DeviceArray: ...
     def __len__(self) -> int: ...
 
-ArrayIn = npt.ArrayLike | DeviceArray
+_ArrayIn = npt.ArrayLike | DeviceArray
 
 def pinned_empty(shape: int | Sequence[int], dtype: npt.DTypeLike = ...) -> np.ndarray: ...
 def pinned_array(a: npt.ArrayLike) -> np.ndarray: ...
 def backends() -> list[str]: ...
 def backend_info() -> dict[str, Any]: ...
-def methods(op: Op, backend: Backend | None = None) -> list[tuple[str, int, str]]: ...
-def to_device(a: ArrayIn, backend: Backend | None = None) -> DeviceArray | np.ndarray: ...
+def methods(op: _Op, backend: _Backend | None = None) -> list[tuple[str, int, str]]: ...
+def to_device(a: _ArrayIn, backend: _Backend | None = None) -> DeviceArray | np.ndarray: ...
 def sum(
-    a: ArrayIn,
+    a: _ArrayIn,
     *,
     dtype: npt.DTypeLike | None = None,
     method: str = "auto",
-    backend: Backend | None = None,
+    backend: _Backend | None = None,
     blocks: int | None = None,
     threads: int | None = None,
     stream: Any = None,
 ) -> np.generic: ...
 def dot(
-    a: ArrayIn,
-    b: ArrayIn,
+    a: _ArrayIn,
+    b: _ArrayIn,
     *,
     method: str = "auto",
-    backend: Backend | None = None,
+    backend: _Backend | None = None,
     blocks: int | None = None,
     threads: int | None = None,
     stream: Any = None,
 ) -> np.generic: ...
 def histogram(
-    a: ArrayIn,
+    a: _ArrayIn,
     bins: int | str | npt.ArrayLike = 10,
     range: tuple[float, float] | None = None,
     *,
     density: bool = False,
     method: str = "auto",
-    backend: Backend | None = None,
+    backend: _Backend | None = None,
     blocks: int | None = None,
     threads: int | None = None,
     stream: Any = None,
 ) -> tuple[np.ndarray | DeviceArray, np.ndarray]: ...
 def filter(
-    a: ArrayIn,
-    op: CompareOp,
+    a: _ArrayIn,
+    op: _CompareOp,
     value: Any,
     *,
     ordered: bool = True,
     method: str = "auto",
-    backend: Backend | None = None,
+    backend: _Backend | None = None,
     blocks: int | None = None,
     threads: int | None = None,
     stream: Any = None,
 ) -> np.ndarray | DeviceArray: ...
 def mutex_add_one(
-    blocks: int = 10, threads: int = 16, *, method: str = "spin", backend: Backend | None = None, stream: Any = None
+    blocks: int = 10, threads: int = 16, *, method: str = "auto", backend: _Backend | None = None, stream: Any = None
 ) -> int: ...
 def add_one(
-    blocks: int = 10, threads: int = 16, *, method: str = "auto", backend: Backend | None = None, stream: Any = None
+    blocks: int = 10, threads: int = 16, *, method: str = "auto", backend: _Backend | None = None, stream: Any = None
 ) -> int: ...
 def prod(
-    a: ArrayIn,
+    a: _ArrayIn,
     *,
     dtype: npt.DTypeLike | None = None,
     method: str = "auto",
-    backend: Backend | None = None,
+    backend: _Backend | None = None,
     blocks: int | None = None,
     threads: int | None = None,
     stream: Any = None,
@@ -133,12 +168,13 @@ class Timer:
     backend: str
     stream: int
     elapsed: float | None
-    def __init__(self, stream: Any = None, backend: Backend | None = None) -> None: ...
+    def __init__(self, stream: Any = None, backend: _Backend | None = None) -> None: ...
     def __enter__(self) -> Timer: ...
     def __exit__(self, *exc: object) -> bool: ...
+    def __del__(self) -> None: ...
 
 def benchmark(fn: Any, *args: Any, repeat: int = 20, warmup: int = 2, stream: Any = None,
               **kwargs: Any) -> BenchmarkResult: ...
 def sweep(op: str, *args: Any, blocks: Sequence[int] | None = None, threads: int | Sequence[int] | None = None,
-          methods: Sequence[str] | None = None, repeat: int = 5, warmup: int = 1, backend: Backend | None = None,
+          methods: Sequence[str] | None = None, repeat: int = 5, warmup: int = 1, backend: _Backend | None = None,
           progress: bool | None = None, **kwargs: Any) -> list[SweepRow]: ...

@@ -167,6 +167,16 @@ def test_no_cuda_call_at_import():
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
 
 
+def test_import_loads_no_benchmark_and_no_peer_library():
+    # The peers are imported by cuatomic.bench.peers only, when a benchmark asks.
+    code = ("import sys, cuatomic; import numpy as np; cuatomic.sum(np.arange(10)); "
+            "print(sorted(m for m in ('cuatomic.bench', 'cupy', 'torch', 'numba') if m in sys.modules)); "
+            "import cuatomic.bench; "
+            "print(sorted(m for m in ('cupy', 'torch', 'numba') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=os.getcwd())
+    assert out.returncode == 0 and out.stdout.split("\n")[:2] == ["[]", "[]"], (out.stdout, out.stderr)
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_threads_share_the_module(backend):
     a = make(np.int64, 200_001)

@@ -6,7 +6,10 @@ by the dynamic linker against, or in place of, the same names in CuPy,
 PyTorch or Numba loaded into the same process: a crash that shows only on a
 GPU machine. The symbol table is read from the ELF file itself, so the test
 needs neither a GPU nor binutils.
+
+Also: a wheel carries every subpackage (pyproject lists them by name).
 """
+import pathlib
 import re
 import struct
 
@@ -66,3 +69,13 @@ def test_extension_exports_only_its_init():
     assert "PyInit__C" in [name for name, _ in symbols], "the module init is not exported"
     assert not others, (f"{len(others)} exported symbols besides PyInit__C ({len(cxx)} C++, {len(cuda)} CUDA/CUB, "
                         f"{len(unique)} GNU-unique), e.g. {others[:5]}: build with hidden visibility")
+
+
+def test_pyproject_lists_every_subpackage():
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    root = pathlib.Path(__file__).resolve().parents[1]
+    if not (root / "pyproject.toml").exists():
+        pytest.skip("pyproject.toml not next to the tests")
+    listed = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    found = sorted(".".join(p.parent.relative_to(root).parts) for p in (root / "cuatomic").rglob("__init__.py"))
+    assert sorted(listed) == found, "a subpackage missing from pyproject's packages is left out of the wheel"

@@ -22,6 +22,7 @@ import numpy as np
 
 import cuatomic
 from cuatomic import _C, _backend
+from cuatomic._common import dtype_id
 from cuatomic._exact import exact_dot, exact_sum
 
 
@@ -72,6 +73,7 @@ def median_ms(f, repeat=20, warm=3):
 
 def speed(backend, n):
     be_id = _backend.backend_id(backend)
+    vector = _backend.rung("sum", backend, "vector")
     rng = np.random.default_rng(1)
     rows = []
     data = {
@@ -84,11 +86,12 @@ def speed(backend, n):
         x = cuatomic.to_device(host, backend=backend)
         ptr = x.ptr if backend == "cuda" else x
         dt = np.dtype(name)
-        dtype_id = _ops_dtype_id(dt)
         variants = [("vector (as shipped)", lambda: cuatomic.sum(x, method="vector", backend=backend))]
         if dt == np.float32:  # the same kernel accumulating in float32: the path before compensation
-            variants.append(("vector, float32 accumulator", lambda: _C.sum(be_id, "vector", ptr, n, dtype_id, 1, -1,
-                                                                           -1, None, np.dtype(np.float32).num)))
+            variants.append(("vector, float32 accumulator",
+                             lambda: _C.sum(backend=be_id, rung=vector.index, x=ptr, n=n, dtype=dtype_id(dt),
+                                            acc=_C.ACC_FLOAT32, blocks=-1, threads=-1, stream=None,
+                                            out_type=np.dtype(np.float32).num)))
         for label, f in variants:
             ms = median_ms(f)
             rows.append({"op": "sum", "dtype": name, "variant": label, "ms": ms, "GBps": host.nbytes / ms / 1e6})
@@ -97,11 +100,6 @@ def speed(backend, n):
             rows.append({"op": "dot", "dtype": name, "variant": "vector (as shipped)", "ms": ms,
                          "GBps": 2 * host.nbytes / ms / 1e6})
     return rows
-
-
-def _ops_dtype_id(dt):
-    from cuatomic._ops import dtype_id
-    return dtype_id(dt)
 
 
 def main():

@@ -1,49 +1,111 @@
 #!/usr/bin/env bash
-# One device call for checking (issue 4/5 sessions): the suite on the cuda
-# backend, compute-sanitizer, and the interop/latency benchmark. With
-# CUATOMIC_PREBUILT=1 the extension built on the development machine for the
-# device's Python (carried as cuatomic/_C.cpython-312-*.so) is used as is;
-# otherwise tools/gpu_check.sh builds it there. RUN_TARGETS=1 / RUN_SCALING=1
-# add `python -m cuatomic bench --targets` / the full bench (results packed
-# in bench.tgz: the device returns at most 8 files).
+# The device check: one call on a machine with a GPU. By default: build with
+# a plain pip install, the whole suite with the cuda backend as default
+# (pytest-xdist), compute-sanitizer memcheck and racecheck over every CUDA
+# rung (tools/sanitize_driver.py), and the accuracy/speed table
+# (tools/bench_accuracy.py). Switches (environment):
+#   PREBUILT=1          no build: use the extension already in the tree
+#                       (built elsewhere for the device's Python, carried over)
+#   PYTEST_ARGS=...     more pytest options (e.g. -rs, -k ...)
+#   PYTEST_TIMEOUT=300  seconds for the suite
+#   SKIP_SANITIZERS=1   no compute-sanitizer
+#   SKIP_ACCURACY=1     no accuracy table
+#   RUN_INTEROP=1       tools/bench_interop.py: transfers, call latency, memory growth beside CuPy
+#   RUN_TARGETS=1       python -m cuatomic bench --targets (TARGETS_TIMEOUT=240)
+#   RUN_BENCH=1         python -m cuatomic bench $BENCH_ARGS: every op x rung x size x entropy,
+#                       scaling plots (BENCH_TIMEOUT=300)
+#   RUN_AUTO=1          python -m cuatomic bench auto: the measurements method="auto" reads
+#                       (AUTO_TIMEOUT=240)
+#   RUN_FIGURES=1       python -m cuatomic.figures at full size (FIGURES_TIMEOUT=200)
+#   RUN_NCU=1           Nsight Compute kernel times of tools/profile_kernels.py $NCU_CASES
+#                       (default hist_small; NCU_TIMEOUT=150)
+# What comes back is at most 6 files in $OUT (the device tool returns 8):
+# pytest.log, accuracy_cuda.json, interop_cuda.json, rules_cuda.json (each
+# when its step ran), and results.tgz with everything else (build and
+# sanitizer logs, each step's output, bench/ targets/ figures/ ncu/),
+# packed again after every step so that a run cut short still returns it.
+#   OUT=/some/dir bash tools/device_check.sh     (OUT defaults to ./device_out)
 set -uo pipefail
 OUT=${OUT:-$PWD/device_out}
 mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
 cd "$(dirname "$0")/.."
-export PYTHONPATH=$PWD CUATOMIC_BACKEND=cuda
-unset OMP_NUM_THREADS
+WORK=$(mktemp -d)  # outside $OUT: only the packed copy counts against the file limit
+trap 'rm -rf "$WORK"' EXIT
+pack() { tar -C "$WORK" -czf "$OUT/results.tgz" .; }
 status=0
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
-python3 -c "import cuatomic, json; print(json.dumps(cuatomic.backend_info()))" > "$OUT/backend_info.json" || exit 1
-OMP_NUM_THREADS=${PYTEST_OMP:-2} timeout 240 python3 -m pytest -q -p no:cacheprovider -x ${PYTEST_ARGS:-} tests \
-    > "$OUT/pytest.log" 2>&1 || status=1
-tail -25 "$OUT/pytest.log"
+
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$WORK/device.txt"
+if [ "${PREBUILT:-0}" = 1 ]; then
+  export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+else
+  ( time python3 -m pip install --no-build-isolation --no-deps -e . ) > "$WORK/build.log" 2>&1 \
+    || { pack; tail -40 "$WORK/build.log"; exit 1; }
+  grep -E "cuatomic setup: building|^real" "$WORK/build.log"
+fi
+python3 -c "import cuatomic, json; print(json.dumps(cuatomic.backend_info()))" > "$WORK/backend_info.json" \
+  || { pack; exit 1; }
+export CUATOMIC_BACKEND=cuda
+pack
+
+# The suite: 8 pytest workers, OpenMP 2 threads each (the cpu-backend tests
+# would oversubscribe the cores otherwise).
+OMP_NUM_THREADS=2 timeout "${PYTEST_TIMEOUT:-300}" python3 -m pytest -q -p no:cacheprovider -n 8 \
+  ${PYTEST_ARGS:-} tests > "$OUT/pytest.log" 2>&1 || status=1
+grep -E "passed|failed|FAILED|Error" "$OUT/pytest.log" | tail -30
+
 for tool in $([ "${SKIP_SANITIZERS:-0}" = 1 ] || echo memcheck racecheck); do
-    timeout 150 compute-sanitizer --tool "$tool" --error-exitcode 3 python3 tools/sanitize_driver.py \
-        > "$OUT/$tool.log" 2>&1 || { status=1; tail -30 "$OUT/$tool.log"; }
-    grep -E "sanitize_driver|SUMMARY" "$OUT/$tool.log"
+  timeout 200 compute-sanitizer --tool "$tool" --error-exitcode 3 python3 tools/sanitize_driver.py \
+    > "$WORK/$tool.log" 2>&1 || { status=1; tail -30 "$WORK/$tool.log"; }
+  grep -E "sanitize_driver|SUMMARY" "$WORK/$tool.log"
+  pack
 done
-if [ "${SKIP_INTEROP:-0}" != 1 ]; then
-    timeout 150 python3 tools/bench_interop.py --out "$OUT/bench_interop.json" > "$OUT/bench_interop.txt" 2>&1 || status=1
-    tail -12 "$OUT/bench_interop.txt"
+
+if [ "${SKIP_ACCURACY:-0}" != 1 ]; then
+  timeout 200 python3 tools/bench_accuracy.py --backend cuda --speed-n $((1<<28)) --out "$OUT/accuracy_cuda.json" \
+    > "$WORK/accuracy_cuda.txt" 2>&1 || status=1
+  tail -12 "$WORK/accuracy_cuda.txt"; pack
 fi
-mkdir -p "$OUT/bench"
-if [ "${RUN_TARGETS:-0}" = 1 ]; then  # issue 5's target table, every peer, one run
-    timeout "${TARGETS_TIMEOUT:-240}" python3 -m cuatomic bench --targets --out "$OUT/bench" \
-        > "$OUT/bench/targets.txt" 2>&1 || status=1
-    tail -3 "$OUT/bench/targets.txt"
+
+if [ "${RUN_INTEROP:-0}" = 1 ]; then
+  timeout "${INTEROP_TIMEOUT:-150}" python3 tools/bench_interop.py --out "$OUT/interop_cuda.json" \
+    > "$WORK/interop_cuda.txt" 2>&1 || status=1
+  tail -12 "$WORK/interop_cuda.txt"; pack
 fi
-if [ "${RUN_SCALING:-0}" = 1 ]; then  # the full suite: every op x method x size x entropy, scaling plots
-    timeout "${SCALING_TIMEOUT:-200}" python3 -m cuatomic bench ${BENCH_ARGS:-} --out "$OUT/bench" \
-        > "$OUT/bench/scaling.txt" 2>&1 || status=1
-    tail -3 "$OUT/bench/scaling.txt"
+
+if [ "${RUN_TARGETS:-0}" = 1 ]; then  # every top rung beside CUB, CuPy, PyTorch, the tutorial's Numba
+  mkdir -p "$WORK/targets"
+  timeout "${TARGETS_TIMEOUT:-240}" python3 -m cuatomic bench --targets --out "$WORK/targets" \
+    > "$WORK/targets/targets.txt" 2>&1 || status=1
+  tail -3 "$WORK/targets/targets.txt"; pack
 fi
-if [ "${RUN_NCU:-0}" = 1 ]; then  # kernel-only times (Nsight Compute), cuatomic's rungs beside CUB's kernels
-    timeout "${NCU_TIMEOUT:-150}" ncu --metrics gpu__time_duration.sum \
-        -k regex:"hist_|filter_lookback|reduce_kernel|Histogram|Select|Compact|Reduce" \
-        python3 tools/profile_kernels.py ${NCU_CASES:-hist_small} > "$OUT/bench/ncu_times.txt" 2>&1 || status=1
-    grep -E "^  [a-zA-Z].*\(|gpu__time_duration" "$OUT/bench/ncu_times.txt" | cut -c1-110
+
+if [ "${RUN_BENCH:-0}" = 1 ]; then  # the whole suite (narrow it with BENCH_ARGS, e.g. --sizes 10 18 26)
+  mkdir -p "$WORK/bench"
+  timeout "${BENCH_TIMEOUT:-300}" python3 -m cuatomic bench ${BENCH_ARGS:-} --out "$WORK/bench" \
+    > "$WORK/bench/bench.txt" 2>&1 || status=1
+  tail -3 "$WORK/bench/bench.txt"; pack
 fi
-tar -C "$OUT" -czf "$OUT/bench.tgz" bench && rm -rf "$OUT/bench"
+
+if [ "${RUN_AUTO:-0}" = 1 ]; then  # what method="auto" reads: commit as cuatomic/rules/cuda.json
+  timeout "${AUTO_TIMEOUT:-240}" python3 -m cuatomic bench auto --backend cuda --out "$OUT/rules_cuda.json" \
+    > "$WORK/auto.txt" 2>&1 || status=1
+  tail -5 "$WORK/auto.txt"; pack
+fi
+
+if [ "${RUN_FIGURES:-0}" = 1 ]; then
+  timeout "${FIGURES_TIMEOUT:-200}" python3 -m cuatomic.figures --out "$WORK/figures" \
+    > "$WORK/figures.txt" 2>&1 || status=1
+  tail -6 "$WORK/figures.txt"; pack
+fi
+
+if [ "${RUN_NCU:-0}" = 1 ]; then  # kernel-only times: cuatomic's rungs beside CUB's kernels
+  mkdir -p "$WORK/ncu"
+  timeout "${NCU_TIMEOUT:-150}" ncu --metrics gpu__time_duration.sum \
+    -k regex:"hist_|filter_lookback|reduce_kernel|Histogram|Select|Compact|Reduce" \
+    python3 tools/profile_kernels.py ${NCU_CASES:-hist_small} > "$WORK/ncu/ncu_times.txt" 2>&1 || status=1
+  grep -E "^  [a-zA-Z].*\(|gpu__time_duration" "$WORK/ncu/ncu_times.txt" | cut -c1-110; pack
+fi
+
 echo "device_check exit status $status"
 exit $status

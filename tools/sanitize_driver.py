@@ -1,5 +1,5 @@
 """Call every CUDA method of every operation once on small inputs, checking
-each result against NumPy; run under compute-sanitizer by gpu_check.sh.
+each result against NumPy; run under compute-sanitizer by tools/device_check.sh.
 Exits non-zero on any mismatch."""
 import sys
 

@@ -1,14 +1,16 @@
 """cuatomic.bench: the benchmarks and the peers they are measured against.
 
-Not loaded by ``import cuatomic``: the peers (CuPy, PyTorch, Numba and the
-tutorial's Numba kernels, CUB through ``_C``) are imported only here.
+Not loaded by ``import cuatomic``. The peers (CuPy, PyTorch, Numba and the
+tutorial's Numba kernels, CUB through ``_C``) are in ``peers``, which
+imports each library only when a benchmark asks for it.
 
     python -m cuatomic bench [--quick] [--backend cpu|cuda] [--out DIR]
     python -m cuatomic bench --targets        the target table against the peers
     python -m cuatomic bench auto [--out F]   re-measure the rule of method="auto"
 
-See ``suite`` (the ladder benchmark and target table) and ``auto`` (the
-measurements ``method="auto"`` reads).
+See ``suite`` (the ladder benchmark and target table), ``peers`` (what
+they are measured against) and ``auto`` (the measurements
+``method="auto"`` reads).
 """
 from .suite import ENTROPIES, OPS, agrees, make_input, markdown, run, targets, targets_markdown
 

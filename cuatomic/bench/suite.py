@@ -4,8 +4,9 @@ validated against NumPy, then timed beside the best peer of the same run.
     python -m cuatomic bench [--quick] [--backend cpu|cuda] [--out DIR]
 
 Writes ``bench.json`` (every row), ``bench.md`` (a table) and one scaling
-plot per op (time against n, log-log, every system). Peers: NumPy on the
-CPU; CuPy and PyTorch on the GPU when they are installed.
+plot per op (time against n, log-log, every system). The peers (NumPy on
+the CPU; CUB, CuPy, PyTorch and the tutorial's Numba kernels on the GPU,
+when installed) live in ``peers``.
 """
 import argparse
 import json
@@ -17,10 +18,10 @@ import numpy as np
 import cuatomic
 
 from .. import _backend, _exact
-from .._common import dtype_id
-from .._device import DeviceArray, to_device
+from .._device import to_device
 from ..datasets import english_like_text, text_to_array
 from ..timing import benchmark
+from . import peers
 
 OPS = ("sum", "dot", "histogram", "filter")
 ENTROPIES = ("uniform", "text", "one")
@@ -72,33 +73,6 @@ def agrees(op, got, ref, x, ordered=True):
     if not ordered:
         got, ref = np.sort(got), np.sort(ref)
     return got.shape == ref.shape and bool(np.array_equal(got, ref, equal_nan=ref.dtype.kind == "f"))
-
-
-def _peers(op, backend):
-    """name -> (prepare(host array) -> peer input, run(peer input))."""
-    peers = {}
-    if backend == "cpu":
-        ref = _call(op)[1]
-        peers["numpy"] = (lambda x: x, ref)
-        return peers
-    try:
-        import cupy as cp
-        runs = {"sum": lambda x: x.sum(), "dot": lambda x: cp.dot(x, x),
-                "histogram": lambda x: cp.histogram(x, bins=128, range=(0, 128))[0], "filter": lambda x: x[x >= 2]}
-        peers["cupy"] = (cp.asarray, lambda x, f=runs[op]: (f(x), cp.cuda.runtime.deviceSynchronize()))
-    except ImportError:
-        pass
-    try:
-        import torch
-        if torch.cuda.is_available():
-            runs = {"sum": lambda t: t.sum(), "dot": lambda t: torch.dot(t, t),
-                    "histogram": lambda t: torch.histc(t.float(), bins=128, min=0, max=128),
-                    "filter": lambda t: t[t >= 2]}
-            peers["torch"] = (lambda x: torch.as_tensor(x, device="cuda"),
-                              lambda t, f=runs[op]: (f(t), torch.cuda.synchronize()))
-    except ImportError:
-        pass
-    return peers
 
 
 def read_ceiling_gbps(backend, nbytes=1 << 28):
@@ -174,7 +148,7 @@ def run(ops=OPS, sizes=None, dtypes=None, entropies=ENTROPIES, backend=None, rep
                                            warmup=1, backend=be).median
                             row.update(median_ms=ms, gbps=moved(x, _host(got)) / (ms * 1e-3) / 1e9)
                         group.append(row)
-                    for name, (prepare, call) in _peers(op, be).items():
+                    for name, (prepare, call) in peers.suite_peers(op, be, reference).items():
                         try:
                             inputs = [prepare(x) for _ in range(copies)]
                             ms = benchmark(lambda: call(inputs[next(turn) % copies]), repeat=repeat,
@@ -251,27 +225,6 @@ class _Targets:
                     r["met"] = r["ratio_to_best_peer"] >= bound
 
 
-def _gpu_peers():
-    found = {}
-    try:
-        import cupy
-        found["cupy"] = cupy
-    except ImportError:
-        pass
-    try:
-        import torch
-        if torch.cuda.is_available():
-            found["torch"] = torch
-    except ImportError:
-        pass
-    try:
-        from . import tutorial_numba as _tutorial_numba
-        found["numba"] = _tutorial_numba
-    except Exception:  # numba-cuda missing or unusable
-        pass
-    return found
-
-
 def _hist_ref(x, bins, lo, hi):
     if x.dtype == np.uint8 and (bins, lo, hi) == (128, 0, 128):  # fast, and what np.histogram gives
         bc = np.bincount(x, minlength=256)
@@ -343,9 +296,8 @@ def _cpu_targets(t, rng, text, shrink, repeat):
 
 
 def _gpu_targets(t, rng, text, shrink, repeat):
-    from .. import _C
-    peers = _gpu_peers()
-    cp, torch, nb = peers.get("cupy"), peers.get("torch"), peers.get("numba")
+    """cuatomic's rows of each GPU work, then its peers' rows (``peers``)."""
+    found = peers.found()
     tb = lambda x: x * 1e3  # noqa: E731  (TB/s goals in GB/s)
 
     # -- sums
@@ -356,13 +308,7 @@ def _gpu_targets(t, rng, text, shrink, repeat):
     work = f"sum int32 -> int64, 2^{28 - shrink}"
     t.add(work, "cuatomic auto (vector)", lambda: int(cuatomic.sum(dx)), lambda v: v == exact, x.nbytes, repeat,
           ("gbps", tb(4.2)))
-    t.add(work, "CUB DeviceReduce", lambda: _C.cub_sum(dx.ptr, n, dtype_id(np.int32), None), lambda v: v == exact, x.nbytes, repeat)
-    if cp is not None:
-        cx = cp.asarray(dx)
-        t.add(work, "cupy", lambda: int(cx.sum(dtype=cp.int64)), lambda v: v == exact, x.nbytes, repeat)
-    if torch is not None:
-        tx = torch.from_dlpack(dx)
-        t.add(work, "torch", lambda: int(tx.sum(dtype=torch.int64)), lambda v: v == exact, x.nbytes, repeat)
+    peers.sum_rows(t, found, work, dx, lambda v: v == exact, x.nbytes, repeat)
     del dx
 
     f = rng.standard_normal(n).astype(np.float32)
@@ -372,14 +318,7 @@ def _gpu_targets(t, rng, text, shrink, repeat):
     note = "bit-identical over 10 runs" if len(runs) == 1 else f"{len(runs)} different results over 10 runs"
     t.add(work, "cuatomic auto (vector)", lambda: cuatomic.sum(df), lambda v: agrees("sum", v, f.sum(), f) and len(runs) == 1,
           f.nbytes, repeat, ("gbps", tb(4.2)), note)
-    t.add(work, "CUB DeviceReduce", lambda: _C.cub_sum(df.ptr, n, dtype_id(np.float32), None), lambda v: agrees("sum", v, f.sum(), f),
-          f.nbytes, repeat)
-    if cp is not None:
-        cf = cp.asarray(df)
-        t.add(work, "cupy", lambda: float(cf.sum()), lambda v: agrees("sum", v, f.sum(), f), f.nbytes, repeat)
-    if torch is not None:
-        tf = torch.from_dlpack(df)
-        t.add(work, "torch", lambda: float(tf.sum()), lambda v: agrees("sum", v, f.sum(), f), f.nbytes, repeat)
+    peers.sum_rows(t, found, work, df, lambda v: agrees("sum", v, f.sum(), f), f.nbytes, repeat)
 
     # -- dot
     g = rng.standard_normal(n).astype(np.float32)
@@ -390,15 +329,7 @@ def _gpu_targets(t, rng, text, shrink, repeat):
     note = "bit-identical over 10 runs" if len(runs) == 1 else f"{len(runs)} different results over 10 runs"
     t.add(work, "cuatomic auto (vector)", lambda: cuatomic.dot(df, dg), lambda v: close(v) and len(runs) == 1,
           2 * f.nbytes, repeat, ("gbps", tb(4.2)), note)
-    if cp is not None:
-        cf, cg = cp.asarray(df), cp.asarray(dg)
-        t.add(work, "cupy (cuBLAS)", lambda: float(cp.dot(cf, cg)), close, 2 * f.nbytes, repeat)
-    if torch is not None:
-        tf, tg = torch.from_dlpack(df), torch.from_dlpack(dg)
-        t.add(work, "torch", lambda: float(torch.dot(tf, tg)), close, 2 * f.nbytes, repeat)
-    if nb is not None:
-        na, nbb = nb.as_device(df), nb.as_device(dg)
-        t.add(work, "tutorial numba (mutex)", lambda: nb.dot(na, nbb), close, 2 * f.nbytes, max(3, repeat // 4))
+    peers.dot_rows(t, found, work, df, dg, close, 2 * f.nbytes, repeat)
     del df, dg
 
     # -- filter
@@ -409,16 +340,8 @@ def _gpu_targets(t, rng, text, shrink, repeat):
     same = lambda o: np.array_equal(_host(o), keep)  # noqa: E731
     t.add(work, "cuatomic auto (lookback)", lambda: cuatomic.filter(dx, ">=", 2), same, moved, repeat, ("gbps", tb(3.0)))
     t.add(work, "cuatomic ordered", lambda: cuatomic.filter(dx, ">=", 2, method="ordered"), same, moved, repeat)
-    out = DeviceArray.empty((n,), np.int32)
-    t.add(work, "CUB DeviceSelect::If", lambda: _C.cub_select(dx.ptr, n, dtype_id(np.int32), 2.0, out.ptr, None),
-          lambda c: c == keep.size and np.array_equal(out.copy_to_host()[:c], keep), moved, repeat)
-    if cp is not None:
-        cx = cp.asarray(dx)
-        t.add(work, "cupy", lambda: cx[cx >= 2], lambda o: np.array_equal(cp.asnumpy(o), keep), moved, repeat)
-    if torch is not None:
-        tx = torch.from_dlpack(dx)
-        t.add(work, "torch", lambda: tx[tx >= 2], lambda o: np.array_equal(o.cpu().numpy(), keep), moved, repeat)
-    del dx, out
+    peers.filter_rows(t, found, work, dx, keep, moved, repeat)
+    del dx
 
     # -- histograms: the tutorial's 128 bins of bytes, then more bins and floats
     big = np.resize(text, 1 << (30 - shrink))
@@ -442,18 +365,7 @@ def _gpu_targets(t, rng, text, shrink, repeat):
         for m in ("warp_private", "thread_counters", "shared"):
             t.add(work, f"cuatomic {m}", lambda m=m: cuatomic.histogram(d, 128, (0, 128), method=m)[0], same,
                   data.nbytes, repeat)
-        t.add(work, "CUB HistogramEven", lambda: _C.cub_histogram(d.ptr, data.size, dtype_id(np.uint8), 128, 0, 128, None), same_open,
-              data.nbytes, repeat)
-        if cp is not None:
-            cd = cp.asarray(d)
-            t.add(work, "cupy", lambda: cp.histogram(cd, 128, (0, 128))[0].get(), same, data.nbytes,
-                  max(3, repeat // 4))
-        if nb is not None:
-            nd = nb.as_device(d)
-            for kind in ("shared", "global"):
-                run_kind = nb.histogram(kind)
-                t.add(work, f"tutorial numba ({kind})", lambda run_kind=run_kind: run_kind(nd), same_open,
-                      data.nbytes, max(3, repeat // 4))
+        peers.byte_histogram_rows(t, found, work, d, same, same_open, data.nbytes, repeat)
         del d
     for work, data, bins, lo, hi, dt in [
             (f"histogram 1,000 bins, float32 normal, 2^{26 - shrink}", None, 1000, -4.0, 4.0, np.float32),
@@ -466,16 +378,9 @@ def _gpu_targets(t, rng, text, shrink, repeat):
         choice = cuatomic.explain("histogram", d, bins, (lo, hi), backend="cuda")
         t.add(work, f"cuatomic auto ({choice.method})", lambda: cuatomic.histogram(d, bins, (lo, hi))[0], same,
               data.nbytes, repeat, note=choice.reason)
-        # CUB bins floats by (x - lo) * scale: values within rounding of an edge may land one bin over
         near = lambda h, ref=ref, m=m: (np.array_equal(h, ref) if dt == np.int32 else  # noqa: E731
                                         int(np.abs(h - ref).sum()) <= max(2, m // 10_000))
-        t.add(work, "CUB HistogramEven", lambda: _C.cub_histogram(d.ptr, m, dtype_id(dt), bins, lo, hi,
-                                                                 None), near, data.nbytes, repeat,
-              note="" if dt == np.int32 else "edge rounding differs from NumPy's")
-        if cp is not None:
-            cd = cp.asarray(d)
-            t.add(work, "cupy", lambda: cp.histogram(cd, bins, (lo, hi))[0].get(), same, data.nbytes,
-                  max(3, repeat // 4))
+        peers.histogram_rows(t, found, work, d, bins, lo, hi, same, near, data.nbytes, repeat)
         del d
 
     # -- the mutex
@@ -483,10 +388,7 @@ def _gpu_targets(t, rng, text, shrink, repeat):
     work = f"mutex_add_one {blocks} x {threads}"
     t.add(work, "cuatomic auto (warp_lock)", lambda: cuatomic.mutex_add_one(blocks, threads, method="auto"),
           lambda v: v == blocks * threads, 0, repeat, ("ms", 20.0))
-    if nb is not None:
-        nb.mutex_add_one(1, 1)  # compile outside the timing
-        t.add(work, "tutorial numba (spin)", lambda: nb.mutex_add_one(blocks, threads),
-              lambda v: v == blocks * threads, 0, 1, warmup=0)
+    peers.mutex_rows(t, found, work, blocks, threads)
 
 
 def _environment(be):
@@ -495,11 +397,7 @@ def _environment(be):
         probe = _backend.cuda_probe()
         env.update(device=probe["name"], driver_version=probe["driver_version"],
                    cuda_runtime_version=probe["runtime_version"])
-        for name in ("cupy", "torch", "numba"):
-            try:
-                env[name] = __import__(name).__version__
-            except Exception:
-                pass
+        env.update(peers.versions())
     else:
         from .. import _C
         env.update(device=platform.processor() or platform.machine(), cpu_threads=_C.cpu_threads())
