@@ -183,12 +183,14 @@ def test_readme_ladder_table_is_the_variant_tables():
     from cuatomic import _backend
     assert sorted(table) == sorted(_backend.OPS)
     for op in _backend.OPS:
-        assert table[op] == [(s, n) for n, s, _ in cuatomic.methods(op, "cpu")], f"README ladder table of {op} differs from the tables: python tools/readme_ladders.py --write"
+        assert table[op] == [(s, n) for n, s, _ in cuatomic.methods(op, "cpu")], \
+            f"README ladder table of {op} differs from the tables: python tools/readme_ladders.py --write"
     if _backend.cuda_built():  # the summaries are the cuda tables' (a CUDA build has them without a GPU)
         summaries = {(op, name): summary for op, _, name, summary in rows}
         for op in _backend.OPS:
             for r in _backend.table(op, "cuda"):
-                assert summaries[(op, r.name)] == r.summary, f"README's {op} {r.name!r} row drifted from cuda/*.cu (python tools/readme_ladders.py --write)"
+                assert summaries[(op, r.name)] == r.summary, \
+                    f"README's {op} {r.name!r} row drifted from cuda/*.cu (python tools/readme_ladders.py --write)"
 
 
 def test_the_repr_reader_reads_reprs_and_not_words():
