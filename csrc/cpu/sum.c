@@ -18,7 +18,7 @@
  *                  lanes the compiler vectorizes; chunk sums added in order.
  *                  Floats are summed as accurately as NumPy's pairwise sum
  *                  or better (CUA_F_WIDE: float64 lanes with TwoSum
- *                  compensation; see elements.c).
+ *                  compensation; see vector.c).
  * All team threads of OpenMP run at once, so the barrier rungs have no
  * residency limit here: any number of logical blocks works.
  */
@@ -150,61 +150,6 @@ static int sum_last_block(const void *x, int64_t n, int dtype, int acc, void *re
             total = add_in_order(partials, B, acc);
     }
     free(partials);
-    cua_cpu_store_result(acc, total, result);
-    return CUA_CPU_DONE(cfg);
-}
-
-/* One chunk of the `vector` rungs, walked in pieces (Ctrl-C is asked
- * between them): integers in 64-bit lanes, floats compensated. */
-static void vector_chunk(const void *a, const void *b, int64_t lo, int64_t hi, int dtype, int acc,
-                         cua_launch *cfg, cua_acc_t *total, cua_dd *dd)
-{
-    CUA_CPU_PIECES(cfg, lo, hi, p, q) {
-        if (acc == CUA_ACC_INT64) cua_acc_add(acc, total, cua_cpu_chunk_wide(a, b, dtype, acc, p, q));
-        else *dd = cua_dd_add(*dd, cua_cpu_chunk_dd(a, b, dtype, p, q));
-    }
-}
-
-/* Shared with dot.c's `vector` rung. Integers in 16 SIMD lanes of 64 bits;
- * floats as cua_cpu_chunk_dd computes them (CUA_F_WIDE), the chunks' values
- * and error terms added in chunk order, rounded once at the end (or, with
- * cfg->pair, written unrounded). */
-int cua_cpu_vector_reduce(const void *a, const void *b, int64_t n, int dtype, int acc, void *result,
-                          cua_launch *cfg)
-{
-    if (cfg->blocks <= 0) cfg->blocks = n < (1 << 15) ? 1 : cua_cpu_threads();
-    cfg->used_blocks = cfg->blocks;
-    cfg->used_threads = cfg->threads = 16; /* the lanes of cua_cpu_chunk_wide */
-    const int64_t B = cfg->blocks, busy = cua_cpu_busy(n, B);
-    cua_acc_t total = {0};
-    cua_dd dd = {0, 0};
-    if (busy <= 1) {
-        vector_chunk(a, b, 0, n, dtype, acc, cfg, &total, &dd);
-    } else {
-        cua_acc_t *partials = calloc((size_t)busy, sizeof *partials);
-        cua_dd *dds = calloc((size_t)busy, sizeof *dds);
-        if (!partials || !dds) {
-            free(partials);
-            free(dds);
-            return CUA_ENOMEM;
-        }
-#pragma omp parallel for schedule(static)
-        for (int64_t k = 0; k < busy; k++) {
-            int64_t lo, hi;
-            cua_cpu_share(n, B, k, &lo, &hi);
-            vector_chunk(a, b, lo, hi, dtype, acc, cfg, &partials[k], &dds[k]);
-        }
-        total = add_in_order(partials, busy, acc);
-        for (int64_t k = 0; k < busy; k++) dd = cua_dd_add(dd, dds[k]);
-        free(partials);
-        free(dds);
-    }
-    if (acc == CUA_ACC_FLOAT64 && cfg->pair) {
-        memcpy(result, &dd, sizeof dd);
-        return CUA_CPU_DONE(cfg);
-    }
-    if (acc == CUA_ACC_FLOAT32) total.f = (float)cua_dd_value(dd);
-    else if (acc == CUA_ACC_FLOAT64) total.d = cua_dd_value(dd);
     cua_cpu_store_result(acc, total, result);
     return CUA_CPU_DONE(cfg);
 }
