@@ -85,39 +85,47 @@ void cua_cpu_chunk_hist(const void *x, int dtype, const cua_bins *bins, int64_t 
     }
 }
 
-/* The counting loop of `thread_counters`: element i goes to copy i % 8 of
- * eight interleaved 32-bit histograms (counts[8 * k + i % 8]), so a run of
- * equal values -- skewed text -- is eight independent chains of increments
- * instead of one chain of store-to-load dependencies. Values outside the
- * bins count into a spare bin nbins, so the loops have no branch to
- * mispredict on random data. Byte data reads 8 elements per load and finds
- * bins in a 256-entry table built with the same bin rule. counts holds
- * 8 * (nbins + 1) counters; at most 2^32 - 1 elements per call. */
+/* The counting loop of `thread_counters`: element i goes to copy i % COPIES
+ * of COPIES interleaved 32-bit histograms (counts[COPIES * k + i % COPIES]),
+ * so a run of equal values -- skewed text -- is COPIES independent chains
+ * of increments instead of one chain of store-to-load dependencies. Values
+ * outside the bins count into a spare bin nbins, so the loops have no
+ * branch to mispredict on random data. Byte data reads a 64-bit word (8
+ * elements) per load, byte k to copy k, and finds bins in a table of the
+ * 256 byte values built with the same bin rule. counts holds COPIES *
+ * (nbins + 1) counters; at most 2^32 - 1 elements per call. */
+#define COPIES CUA_CPU_HIST_COPIES
+_Static_assert((COPIES & (COPIES - 1)) == 0, "i % COPIES is a mask");
+_Static_assert(COPIES == sizeof(uint64_t), "byte k of a word goes to copy k");
+/* The byte table holds COPIES * bin in 32 bits: more bins take the
+ * general loop. */
+#define TABLE_MAX_BINS ((int64_t)1 << 28)
+
 #define HIST8_CASE(ID, T, K)                                                         \
     case ID: {                                                                       \
         const T *p = (const T *)x;                                                   \
         for (int64_t i = lo; i < hi; i++) {                                          \
             int64_t k = BIN_OF(T, p[i], bins);                                       \
-            counts[8 * (k >= 0 ? k : bins->nbins) + (i & 7)]++;                      \
+            counts[COPIES * (k >= 0 ? k : bins->nbins) + (i & (COPIES - 1))]++;      \
         }                                                                            \
         break;                                                                       \
     }
 
 void cua_cpu_chunk_hist8(const void *x, int dtype, const cua_bins *bins, int64_t lo, int64_t hi, uint32_t *counts)
 {
-    if (cua_dtype_size(dtype) == 1 && bins->nbins < ((int64_t)1 << 28)) {
-        uint32_t table[256]; /* byte value -> 8 * bin */
-        for (int v = 0; v < 256; v++) {
+    if (cua_dtype_size(dtype) == 1 && bins->nbins < TABLE_MAX_BINS) {
+        uint32_t table[UINT8_MAX + 1]; /* byte value -> COPIES * bin */
+        for (int v = 0; v <= UINT8_MAX; v++) {
             const uint8_t byte = (uint8_t)v;
             int64_t k = cua_cpu_bin(&byte, dtype, bins, 0);
-            table[v] = (uint32_t)(8 * (k >= 0 ? k : bins->nbins));
+            table[v] = (uint32_t)(COPIES * (k >= 0 ? k : bins->nbins));
         }
         const uint8_t *p = (const uint8_t *)x;
         int64_t i = lo;
-        for (; i + 8 <= hi; i += 8) {
+        for (; i + COPIES <= hi; i += COPIES) {
             uint64_t w;
-            memcpy(&w, p + i, 8);
-            for (int k = 0; k < 8; k++) counts[table[(w >> (8 * k)) & 255] + k]++;
+            memcpy(&w, p + i, sizeof w);
+            for (int k = 0; k < COPIES; k++) counts[table[(w >> (8 * k)) & UINT8_MAX] + k]++;
         }
         for (; i < hi; i++) counts[table[p[i]]]++;
         return;

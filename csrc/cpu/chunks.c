@@ -111,7 +111,7 @@ cua_acc_t cua_cpu_chunk_dot(const void *a, const void *b, int dtype, int acc, in
 cua_acc_t cua_cpu_block_value(const void *a, const void *b, int64_t n, int dtype, int acc, const cua_launch *cfg,
                               int64_t block)
 {
-    cua_acc_t lanes[1024];
+    cua_acc_t lanes[CUA_CPU_MAX_BLOCK_THREADS];
     const int T = cfg->threads;
     const int64_t W = cfg->blocks * T;
     for (int t = 0; t < T; t++) {

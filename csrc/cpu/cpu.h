@@ -30,8 +30,24 @@ const cua_ladder *cua_cpu_ladder(int op);
 /* Threads in the OpenMP team (omp_get_max_threads). */
 int cua_cpu_threads(void);
 
-/* Fill in defaults: threads (32 lanes) and blocks (4 per OpenMP thread, no
- * more than there are elements for). */
+/* The lanes of a warp: the default block, and the groups of warp_lock. */
+#define CUA_CPU_WARP 32
+/* Logical threads per block by default: one warp. A block's threads run one
+ * after another on one OpenMP thread, so a bigger block would only lengthen
+ * its tree. */
+#define CUA_CPU_BLOCK_THREADS CUA_CPU_WARP
+/* Logical blocks per OpenMP thread by default: more than one, so that an
+ * OpenMP thread that the OS runs late holds up a short block, not a whole
+ * share. */
+#define CUA_CPU_BLOCKS_PER_THREAD 4
+/* The most logical threads a block can have: the block tree keeps one lane
+ * per thread on the stack. The glue refuses more (CUA_MAX_THREADS in
+ * csrc/call.h, checked against this there). */
+#define CUA_CPU_MAX_BLOCK_THREADS 1024
+
+/* Fill in defaults: CUA_CPU_BLOCK_THREADS threads and
+ * CUA_CPU_BLOCKS_PER_THREAD blocks per OpenMP thread, no more blocks than
+ * there are elements for. */
 void cua_cpu_default_config(cua_launch *cfg, int64_t n);
 /* Logical worker w's contiguous share [*lo, *hi) of n elements among W. */
 void cua_cpu_share(int64_t n, int64_t W, int64_t w, int64_t *lo, int64_t *hi);
@@ -115,9 +131,10 @@ int cua_cpu_vector_reduce(const void *a, const void *b, int64_t n, int dtype, in
 /* Bin of element i (-1 if dropped), and a chunk counted into counts. */
 int64_t cua_cpu_bin(const void *x, int dtype, const cua_bins *bins, int64_t i);
 void cua_cpu_chunk_hist(const void *x, int dtype, const cua_bins *bins, int64_t lo, int64_t hi, uint64_t *counts);
-/* Count [lo, hi) into eight interleaved 32-bit copies: counts[8 * bin + i % 8],
- * values outside the bins into bin nbins (counts holds 8 * (nbins + 1));
- * fewer than 2^32 elements per call. */
+/* Count [lo, hi) into CUA_CPU_HIST_COPIES interleaved 32-bit copies:
+ * counts[COPIES * bin + copy], values outside the bins into bin nbins
+ * (counts holds COPIES * (nbins + 1)); fewer than 2^32 elements per call. */
+#define CUA_CPU_HIST_COPIES 8
 void cua_cpu_chunk_hist8(const void *x, int dtype, const cua_bins *bins, int64_t lo, int64_t hi, uint32_t *counts);
 
 /* ---- predicate.c: the filter's test and its loops ---- */

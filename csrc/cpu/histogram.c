@@ -28,6 +28,15 @@ static int omp_get_thread_num(void) { return 0; }
 
 _Static_assert(sizeof(_Atomic uint64_t) == sizeof(uint64_t), "atomic counters must overlay plain ones");
 
+/* Inputs of fewer elements are counted by one thread into one private
+ * histogram by default: a team would spend longer starting and merging. */
+#define ONE_BLOCK_BELOW ((int64_t)1 << 16)
+/* thread_counters' interleaved copies (see cua_cpu_chunk_hist8). */
+#define COPIES CUA_CPU_HIST_COPIES
+/* Their 32-bit counters are flushed after every piece of a share: a piece
+ * must be too short to overflow one. */
+_Static_assert(CUA_CPU_PIECE <= UINT32_MAX, "a piece cannot overflow a 32-bit copy");
+
 static int hist_global(const void *x, int64_t n, int dtype, const cua_bins *bins, uint64_t *counts,
                        cua_launch *cfg)
 {
@@ -86,7 +95,7 @@ static int hist_shared(const void *x, int64_t n, int dtype, const cua_bins *bins
 static int hist_private(int interleaved, const void *x, int64_t n, int dtype, const cua_bins *bins,
                         uint64_t *counts, cua_launch *cfg)
 {
-    if (cfg->blocks <= 0) cfg->blocks = n < (1 << 16) ? 1 : cua_cpu_threads();
+    if (cfg->blocks <= 0) cfg->blocks = n < ONE_BLOCK_BELOW ? 1 : cua_cpu_threads();
     cfg->threads = 1;
     cfg->used_blocks = cfg->blocks;
     cfg->used_threads = 1;
@@ -98,7 +107,7 @@ static int hist_private(int interleaved, const void *x, int64_t n, int dtype, co
 #pragma omp parallel num_threads(P)
     {
         uint64_t *mine = local + (size_t)omp_get_thread_num() * (size_t)nb;
-        uint32_t *eight = interleaved ? malloc((size_t)(8 * (nb + 1)) * sizeof *eight) : NULL;
+        uint32_t *eight = interleaved ? malloc((size_t)(COPIES * (nb + 1)) * sizeof *eight) : NULL;
         if (interleaved && !eight) {
 #pragma omp atomic write
             failed = 1;
@@ -115,10 +124,10 @@ static int hist_private(int interleaved, const void *x, int64_t n, int dtype, co
                     cua_cpu_chunk_hist(x, dtype, bins, start, stop, mine);
                     continue;
                 }
-                memset(eight, 0, (size_t)(8 * (nb + 1)) * sizeof *eight);
+                memset(eight, 0, (size_t)(COPIES * (nb + 1)) * sizeof *eight);
                 cua_cpu_chunk_hist8(x, dtype, bins, start, stop, eight);
                 for (int64_t k = 0; k < nb; k++)
-                    for (int c = 0; c < 8; c++) mine[k] += eight[8 * k + c];
+                    for (int c = 0; c < COPIES; c++) mine[k] += eight[COPIES * k + c];
             }
         }
         free(eight);

@@ -28,6 +28,10 @@ enum { RACY, ATOMIC, MUTEX, WARP_LOCK };
  * that what can happen does happen often enough to see. */
 #define RACE_WINDOW 16
 
+/* The tutorial's launch, add_one_kernel[10, 16]: the default grid. */
+#define TUTORIAL_BLOCKS 10
+#define TUTORIAL_THREADS 16
+
 static void increment(int rung, int64_t w, int64_t W, _Atomic int64_t *counter, int64_t *guarded,
                       atomic_int *mutex)
 {
@@ -42,8 +46,8 @@ static void increment(int rung, int64_t w, int64_t W, _Atomic int64_t *counter, 
         cua_cpu_lock(mutex);
         *guarded = *guarded + 1;
         cua_cpu_unlock(mutex);
-    } else if (w % 32 == 0) { /* WARP_LOCK: the group's leader */
-        const int64_t members = W - w < 32 ? W - w : 32;
+    } else if (w % CUA_CPU_WARP == 0) { /* WARP_LOCK: the group's leader */
+        const int64_t members = W - w < CUA_CPU_WARP ? W - w : CUA_CPU_WARP;
         cua_cpu_lock(mutex);
         for (int64_t m = 0; m < members; m++) *guarded = *guarded + 1; /* each member's increment */
         cua_cpu_unlock(mutex);
@@ -52,8 +56,8 @@ static void increment(int rung, int64_t w, int64_t W, _Atomic int64_t *counter, 
 
 static int add_one_run(int rung, int64_t *result, cua_launch *cfg)
 {
-    if (cfg->blocks <= 0) cfg->blocks = 10;
-    if (cfg->threads <= 0) cfg->threads = 16;
+    if (cfg->blocks <= 0) cfg->blocks = TUTORIAL_BLOCKS;
+    if (cfg->threads <= 0) cfg->threads = TUTORIAL_THREADS;
     cfg->used_blocks = cfg->blocks;
     cfg->used_threads = cfg->threads;
     const int64_t B = cfg->blocks, T = cfg->threads, W = B * T;

@@ -5,9 +5,13 @@
 
 #include "cpu.h"
 
+/* Pauses a waiter takes before it starts to yield its core: a wait shorter
+ * than that never enters the OS. */
+#define SPINS_BEFORE_YIELD 256
+
 void cua_cpu_relax(unsigned *spins)
 {
-    if (++*spins < 256) {
+    if (++*spins < SPINS_BEFORE_YIELD) {
 #if defined(__x86_64__) || defined(__i386__)
         __builtin_ia32_pause();
 #endif

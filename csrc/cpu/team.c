@@ -21,10 +21,10 @@ int cua_cpu_threads(void)
 
 void cua_cpu_default_config(cua_launch *cfg, int64_t n)
 {
-    if (cfg->threads <= 0) cfg->threads = 32;
+    if (cfg->threads <= 0) cfg->threads = CUA_CPU_BLOCK_THREADS;
     if (cfg->blocks <= 0) {
         int64_t want = (n + cfg->threads - 1) / cfg->threads;
-        int64_t cap = 4LL * cua_cpu_threads();
+        int64_t cap = (int64_t)CUA_CPU_BLOCKS_PER_THREAD * cua_cpu_threads();
         cfg->blocks = want < 1 ? 1 : (want < cap ? want : cap);
     }
     cfg->used_blocks = cfg->blocks;

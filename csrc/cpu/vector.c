@@ -63,10 +63,11 @@ cua_dd cua_dd_add(cua_dd a, cua_dd b)
  * accumulators, so that the compiler neither serializes the lanes nor
  * shuffles them (the Haswell clone runs them as AVX2 registers, the default
  * one as pairs of SSE2 registers). */
-typedef double d4 __attribute__((vector_size(32)));
-typedef float f4 __attribute__((vector_size(16)));
+#define D4_LANES 4 /* lanes of a d4 and of an f4 */
+typedef double d4 __attribute__((vector_size(D4_LANES * sizeof(double))));
+typedef float f4 __attribute__((vector_size(D4_LANES * sizeof(float))));
 #define DD_U 4 /* accumulators */
-#define DD_STEP (4 * DD_U)
+#define DD_STEP (D4_LANES * DD_U)
 
 static inline d4 load_d4(const double *p)
 {
@@ -85,7 +86,7 @@ static inline d4 load_f4(const float *p)
 static inline d4 product_error(d4 a, d4 b, d4 p)
 {
     d4 e;
-    for (int l = 0; l < 4; l++) e[l] = __builtin_fma(a[l], b[l], -p[l]);
+    for (int l = 0; l < D4_LANES; l++) e[l] = __builtin_fma(a[l], b[l], -p[l]);
     return e;
 }
 
@@ -99,13 +100,13 @@ static cua_dd wide_dd(const void *a, const void *b, int dtype, int64_t lo, int64
         if (q)
             for (; i + DD_STEP <= hi; i += DD_STEP)
                 for (int u = 0; u < DD_U; u++) {
-                    const d4 xy = load_f4(p + i + 4 * u) * load_f4(q + i + 4 * u);
+                    const d4 xy = load_f4(p + i + D4_LANES * u) * load_f4(q + i + D4_LANES * u);
                     TWO_SUM(s[u], c[u], xy);
                 }
         else
             for (; i + DD_STEP <= hi; i += DD_STEP)
                 for (int u = 0; u < DD_U; u++) {
-                    const d4 x = load_f4(p + i + 4 * u);
+                    const d4 x = load_f4(p + i + D4_LANES * u);
                     TWO_SUM(s[u], c[u], x);
                 }
         for (; i < hi; i++) {
@@ -117,14 +118,14 @@ static cua_dd wide_dd(const void *a, const void *b, int dtype, int64_t lo, int64
         if (q)
             for (; i + DD_STEP <= hi; i += DD_STEP)
                 for (int u = 0; u < DD_U; u++) {
-                    const d4 x = load_d4(p + i + 4 * u), y = load_d4(q + i + 4 * u), xy = x * y;
+                    const d4 x = load_d4(p + i + D4_LANES * u), y = load_d4(q + i + D4_LANES * u), xy = x * y;
                     c[u] += product_error(x, y, xy);
                     TWO_SUM(s[u], c[u], xy);
                 }
         else
             for (; i + DD_STEP <= hi; i += DD_STEP)
                 for (int u = 0; u < DD_U; u++) {
-                    const d4 x = load_d4(p + i + 4 * u);
+                    const d4 x = load_d4(p + i + D4_LANES * u);
                     TWO_SUM(s[u], c[u], x);
                 }
         for (; i < hi; i++) {
@@ -135,7 +136,7 @@ static cua_dd wide_dd(const void *a, const void *b, int dtype, int64_t lo, int64
     }
     cua_dd r = {0, 0};
     for (int u = 0; u < DD_U; u++)
-        for (int l = 0; l < 4; l++) r = cua_dd_add(r, (cua_dd){s[u][l], c[u][l]});
+        for (int l = 0; l < D4_LANES; l++) r = cua_dd_add(r, (cua_dd){s[u][l], c[u][l]});
     return r;
 }
 
@@ -182,6 +183,10 @@ static void vector_chunk(const void *a, const void *b, int64_t lo, int64_t hi, i
     }
 }
 
+/* Inputs of fewer elements are one chunk, summed by the calling thread:
+ * waking the team would cost more than it saves. */
+#define ONE_CHUNK_BELOW ((int64_t)1 << 15)
+
 /* Shared with dot.c's `vector` rung. Integers in 16 SIMD lanes of 64 bits;
  * floats as chunk_dd computes them (CUA_F_WIDE), the chunks' values
  * and error terms added in chunk order, rounded once at the end (or, with
@@ -189,9 +194,9 @@ static void vector_chunk(const void *a, const void *b, int64_t lo, int64_t hi, i
 int cua_cpu_vector_reduce(const void *a, const void *b, int64_t n, int dtype, int acc, void *result,
                           cua_launch *cfg)
 {
-    if (cfg->blocks <= 0) cfg->blocks = n < (1 << 15) ? 1 : cua_cpu_threads();
+    if (cfg->blocks <= 0) cfg->blocks = n < ONE_CHUNK_BELOW ? 1 : cua_cpu_threads();
     cfg->used_blocks = cfg->blocks;
-    cfg->used_threads = cfg->threads = 16; /* the lanes of chunk_wide */
+    cfg->used_threads = cfg->threads = LANES; /* a block's threads are the lanes of chunk_wide */
     const int64_t B = cfg->blocks, busy = cua_cpu_busy(n, B);
     cua_acc_t total = {0};
     cua_dd dd = {0, 0};
