@@ -126,3 +126,15 @@ cua_acc_t cua_cpu_block_value(const void *a, const void *b, int64_t n, int dtype
         for (int t = 0; t < s && t + s < T; t++) cua_acc_add(acc, &lanes[t], lanes[t + s]);
     return lanes[0];
 }
+
+int cua_cpu_blocks_into_cell(cua_cell_add add, const void *a, const void *b, int64_t n, int dtype, int acc,
+                             void *result, cua_launch *cfg)
+{
+    const cua_grid g = cua_cpu_grid(cfg, n);
+    _Atomic uint64_t cell = 0;
+#pragma omp parallel for schedule(static)
+    for (int64_t k = 0; k < g.busy_blocks; k++)
+        if (!cua_cpu_stop(cfg)) add(acc, &cell, cua_cpu_block_value(a, b, n, dtype, acc, cfg, k));
+    cua_cpu_store_result(acc, cua_cpu_cell_value(acc, atomic_load(&cell)), result);
+    return CUA_CPU_DONE(cfg);
+}

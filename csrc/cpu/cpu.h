@@ -49,6 +49,13 @@ int cua_cpu_threads(void);
  * CUA_CPU_BLOCKS_PER_THREAD blocks per OpenMP thread, no more blocks than
  * there are elements for. */
 void cua_cpu_default_config(cua_launch *cfg, int64_t n);
+/* A launch's logical grid, defaults filled in (cua_cpu_default_config):
+ * threads per block, logical threads in all, and how many of those and of
+ * the blocks have elements of n to work on. Only those are run. */
+typedef struct {
+    int64_t threads, workers, busy, busy_blocks;
+} cua_grid;
+cua_grid cua_cpu_grid(cua_launch *cfg, int64_t n);
 /* Logical worker w's contiguous share [*lo, *hi) of n elements among W. */
 void cua_cpu_share(int64_t n, int64_t W, int64_t w, int64_t *lo, int64_t *hi);
 /* How many of W logical workers sharing n elements get any: the others have
@@ -84,6 +91,8 @@ typedef union {
 void cua_acc_add(int acc, cua_acc_t *s, cua_acc_t v);
 void cua_cpu_atomic_add(int acc, _Atomic uint64_t *cell, cua_acc_t v);
 void cua_cpu_cas_add(int acc, _Atomic uint64_t *cell, cua_acc_t v);
+/* Either of the two: how a rung adds into the cell is its idea. */
+typedef void (*cua_cell_add)(int acc, _Atomic uint64_t *cell, cua_acc_t v);
 void cua_cpu_cas_mul(int acc, _Atomic uint64_t *cell, cua_acc_t v);
 /* The cell bits of an accumulator value, and back. */
 uint64_t cua_cpu_cell_bits(int acc, cua_acc_t v);
@@ -104,6 +113,11 @@ cua_acc_t cua_cpu_chunk_prod(const void *x, int dtype, int acc, int64_t lo, int6
  * tree of the CUDA rungs. */
 cua_acc_t cua_cpu_block_value(const void *a, const void *b, int64_t n, int dtype, int acc, const cua_launch *cfg,
                               int64_t block);
+/* Every logical block's value added into one cell by `add`, the cell's
+ * value stored to result: sum's block_tree (b == NULL), dot's atomic and
+ * cas. */
+int cua_cpu_blocks_into_cell(cua_cell_add add, const void *a, const void *b, int64_t n, int dtype, int acc,
+                             void *result, cua_launch *cfg);
 
 /* ---- vector.c: the `vector` rung of sum and dot ---- */
 

@@ -38,6 +38,15 @@ int64_t cua_cpu_busy(int64_t n, int64_t W)
     return (n + chunk - 1) / chunk;
 }
 
+cua_grid cua_cpu_grid(cua_launch *cfg, int64_t n)
+{
+    cua_cpu_default_config(cfg, n);
+    cua_grid g = {cfg->threads, cfg->blocks * cfg->threads, 0, 0};
+    g.busy = cua_cpu_busy(n, g.workers);
+    g.busy_blocks = (g.busy + g.threads - 1) / g.threads;
+    return g;
+}
+
 /* Polled at most this often (the caller's thread takes the GIL back for a
  * moment each time). */
 #define POLL_NS 20000000LL
