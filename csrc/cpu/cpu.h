@@ -171,5 +171,11 @@ void cua_cpu_relax(unsigned *spins);
 /* The CAS spin lock of the tutorial, on a C11 atomic int. */
 void cua_cpu_lock(atomic_int *mutex);
 void cua_cpu_unlock(atomic_int *mutex);
+/* The same lock taken by test-and-test-and-set with backoff (as
+ * cuda/mutex.cu's lock_ttas): a waiter only reads the lock word -- its cache
+ * line stays shared, no write traffic -- and tries the CAS only when it
+ * reads free, pausing longer after each lost race. Released by
+ * cua_cpu_unlock. */
+void cua_cpu_lock_ttas(atomic_int *mutex);
 
 #endif
