@@ -1,8 +1,17 @@
 /* vector.c -- the `vector` rung shared by sum and dot (as cuda/vector.cuh
  * is): the reduction at the speed of the memory system and the cores' SIMD
- * units. One contiguous chunk per OpenMP thread, summed in independent
- * lanes; integers in 64-bit lanes, floats in float64 lanes with
- * compensation (CUA_F_WIDE); the chunks' values added in chunk order.
+ * units.
+ *
+ * One contiguous chunk per OpenMP thread, summed in independent SIMD lanes
+ * (an x86-64-v3 clone, AVX2 and FMA, where the CPU has them): integers in
+ * 64-bit lanes, floats in float64 lanes with compensation (CUA_F_WIDE); the
+ * chunks' values added in chunk order by the calling thread after the team
+ * has finished: deterministic for a given team size. Where the GPU rung
+ * keeps 16-byte loads in flight, reduces warps with shuffles and lets the
+ * last block add the partials, the CPU leans on the hardware prefetcher,
+ * SIMD lanes and OpenMP's fork-join. Inputs of fewer than ONE_CHUNK_BELOW
+ * elements are one chunk on the calling thread, as the GPU runs small
+ * inputs in one block.
  */
 #include <stdlib.h>
 #include <string.h>
