@@ -36,9 +36,9 @@ int cua_cpu_threads(void);
  * after another on one OpenMP thread, so a bigger block would only lengthen
  * its tree. */
 #define CUA_CPU_BLOCK_THREADS CUA_CPU_WARP
-/* Logical blocks per OpenMP thread by default: more than one, so that an
- * OpenMP thread that the OS runs late holds up a short block, not a whole
- * share. */
+/* Logical blocks per OpenMP thread by default: a few, as a GPU's default
+ * grid has several blocks per SM, so that each thread runs the rungs'
+ * per-block steps (the tree, the atomic add, the partial) more than once. */
 #define CUA_CPU_BLOCKS_PER_THREAD 4
 /* The most logical threads a block can have: the block tree keeps one lane
  * per thread on the stack. The glue refuses more (CUA_MAX_THREADS in

@@ -106,73 +106,75 @@ static int hist_shared(const void *x, int64_t n, int dtype, const cua_bins *bins
 }
 
 /* Rungs 3 and 4: one logical thread per block, by default one block per
- * OpenMP thread (one in all for small inputs); *blocks gets the blocks with
- * elements. Returns how many OpenMP threads get blocks to count: a private
- * histogram each (memory: one histogram per OS thread, however many
- * logical blocks). */
-static int private_config(cua_launch *cfg, int64_t n, int64_t *blocks)
+ * OpenMP thread (one in all for small inputs), and a private histogram per
+ * OpenMP thread that gets blocks to count (memory: one histogram per OS
+ * thread, however many logical blocks). */
+typedef struct {
+    int64_t blocks;  /* logical blocks with elements */
+    int team;        /* OpenMP threads that get some */
+    uint64_t *local; /* team * nbins counters, zeroed: thread t's at t * nbins */
+} private_histograms;
+
+static int private_open(private_histograms *p, cua_launch *cfg, int64_t n, int64_t nb)
 {
     if (cfg->blocks <= 0) cfg->blocks = n < ONE_BLOCK_BELOW ? 1 : cua_cpu_threads();
     cfg->threads = 1;
     cfg->used_blocks = cfg->blocks;
     cfg->used_threads = 1;
-    const int64_t B = cua_cpu_busy(n, cfg->blocks);
-    *blocks = B;
-    return B < cua_cpu_threads() ? (B > 0 ? (int)B : 1) : cua_cpu_threads();
+    p->blocks = cua_cpu_busy(n, cfg->blocks);
+    p->team = p->blocks < cua_cpu_threads() ? (p->blocks > 0 ? (int)p->blocks : 1) : cua_cpu_threads();
+    p->local = calloc((size_t)p->team * (size_t)nb, sizeof *p->local);
+    return p->local ? CUA_OK : CUA_ENOMEM;
 }
 
 /* After the team has finished: the private histograms added into counts in
  * thread order, without atomics. */
-static void merge_private(uint64_t *counts, const uint64_t *local, int P, int64_t nb)
+static void private_merge(private_histograms *p, uint64_t *counts, int64_t nb)
 {
     memset(counts, 0, (size_t)nb * sizeof *counts);
-    for (int t = 0; t < P; t++)
-        for (int64_t k = 0; k < nb; k++) counts[k] += local[(size_t)t * (size_t)nb + k];
+    for (int t = 0; t < p->team; t++)
+        for (int64_t k = 0; k < nb; k++) counts[k] += p->local[(size_t)t * (size_t)nb + k];
+    free(p->local);
 }
 
 static int hist_warp_private(const void *x, int64_t n, int dtype, const cua_bins *bins, uint64_t *counts,
                              cua_launch *cfg)
 {
-    int64_t B;
-    const int P = private_config(cfg, n, &B);
     const int64_t nb = bins->nbins;
-    uint64_t *local = calloc((size_t)P * (size_t)nb, sizeof *local);
-    if (!local) return CUA_ENOMEM;
-#pragma omp parallel num_threads(P)
+    private_histograms p;
+    if (private_open(&p, cfg, n, nb)) return CUA_ENOMEM;
+#pragma omp parallel num_threads(p.team)
     {
-        uint64_t *mine = local + (size_t)omp_get_thread_num() * (size_t)nb;
+        uint64_t *mine = p.local + (size_t)omp_get_thread_num() * (size_t)nb;
 #pragma omp for schedule(static)
-        for (int64_t b = 0; b < B; b++) {
+        for (int64_t b = 0; b < p.blocks; b++) {
             if (cua_cpu_stop(cfg)) continue;
             int64_t lo, hi;
             cua_cpu_share(n, cfg->blocks, b, &lo, &hi);
             CUA_CPU_PIECES(cfg, lo, hi, start, stop) cua_cpu_chunk_hist(x, dtype, bins, start, stop, mine);
         }
     }
-    merge_private(counts, local, P, nb);
-    free(local);
+    private_merge(&p, counts, nb);
     return CUA_CPU_DONE(cfg);
 }
 
 static int hist_thread_counters(const void *x, int64_t n, int dtype, const cua_bins *bins, uint64_t *counts,
                                 cua_launch *cfg)
 {
-    int64_t B;
-    const int P = private_config(cfg, n, &B);
     const int64_t nb = bins->nbins;
-    uint64_t *local = calloc((size_t)P * (size_t)nb, sizeof *local);
-    if (!local) return CUA_ENOMEM;
+    private_histograms p;
+    if (private_open(&p, cfg, n, nb)) return CUA_ENOMEM;
     int failed = 0;
-#pragma omp parallel num_threads(P)
+#pragma omp parallel num_threads(p.team)
     {
-        uint64_t *mine = local + (size_t)omp_get_thread_num() * (size_t)nb;
+        uint64_t *mine = p.local + (size_t)omp_get_thread_num() * (size_t)nb;
         uint32_t *copies = malloc((size_t)(COPIES * (nb + 1)) * sizeof *copies);
         if (!copies) {
 #pragma omp atomic write
             failed = 1;
         }
 #pragma omp for schedule(static)
-        for (int64_t b = 0; b < B; b++) {
+        for (int64_t b = 0; b < p.blocks; b++) {
             if (!copies || cua_cpu_stop(cfg)) continue;
             int64_t lo, hi;
             cua_cpu_share(n, cfg->blocks, b, &lo, &hi);
@@ -187,8 +189,7 @@ static int hist_thread_counters(const void *x, int64_t n, int dtype, const cua_b
         }
         free(copies);
     }
-    merge_private(counts, local, P, nb);
-    free(local);
+    private_merge(&p, counts, nb);
     return failed ? CUA_ENOMEM : CUA_CPU_DONE(cfg);
 }
 
