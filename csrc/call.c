@@ -3,6 +3,8 @@
 
 #include "call.h"
 
+_Static_assert(CUA_MAX_THREADS <= CUA_CPU_MAX_BLOCK_THREADS, "the CPU block tree has a lane per thread");
+
 const cua_ladder *cua_ladder_of(int backend, int op)
 {
     if (backend == BACKEND_CPU) return cua_cpu_ladder(op);

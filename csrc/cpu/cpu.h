@@ -8,6 +8,10 @@
  * partition into blocks*threads shares, laid out for caches instead of for
  * coalescing). Atomics, locks, fences and barriers act between OpenMP
  * threads exactly as the CUDA rungs act between blocks.
+ *
+ * The rung files (sum.c, dot.c, histogram.c, filter.c, mutex.c, custom.c)
+ * hold one ladder each; what they share is declared here, grouped by the
+ * file that defines it.
  */
 #ifndef CUATOMIC_CPU_H
 #define CUATOMIC_CPU_H
@@ -16,35 +20,44 @@
 
 #include "../../cuda/cuatomic_abi.h"
 
+/* ---- variants.c: the index of the ladders ---- */
+
 /* The ladder of one op, in tutorial order; NULL for an unknown op. */
 const cua_ladder *cua_cpu_ladder(int op);
+
+/* ---- team.c: the logical grid on the OpenMP team ---- */
 
 /* Threads in the OpenMP team (omp_get_max_threads). */
 int cua_cpu_threads(void);
 
-/* ---- shared by the rung files (sum.c, dot.c, ...) ---- */
+/* The lanes of a warp: the default block, and the groups of warp_lock. */
+#define CUA_CPU_WARP 32
+/* Logical threads per block by default: one warp. A block's threads run one
+ * after another on one OpenMP thread, so a bigger block would only lengthen
+ * its tree. */
+#define CUA_CPU_BLOCK_THREADS CUA_CPU_WARP
+/* Logical blocks per OpenMP thread by default: a few, as a GPU's default
+ * grid has several blocks per SM, so that each thread runs the rungs'
+ * per-block steps (the tree, the atomic add, the partial) more than once. */
+#define CUA_CPU_BLOCKS_PER_THREAD 4
+/* The most logical threads a block can have: the block tree keeps one lane
+ * per thread on the stack. The glue refuses more (CUA_MAX_THREADS in
+ * csrc/call.h, checked against this there). */
+#define CUA_CPU_MAX_BLOCK_THREADS 1024
 
-typedef union {
-    uint64_t i;
-    float f;
-    double d;
-} cua_acc_t;
-
-/* A float64 value and the accumulated rounding errors of the additions that
- * made it: the compensated sums of the CUA_F_WIDE rungs. The value is s + c. */
+/* Fill in defaults: CUA_CPU_BLOCK_THREADS threads and
+ * CUA_CPU_BLOCKS_PER_THREAD blocks per OpenMP thread, no more blocks than
+ * there are elements for. */
+void cua_cpu_default_config(cua_launch *cfg, int64_t n);
+/* A launch's logical grid, defaults filled in (cua_cpu_default_config):
+ * threads per block, logical threads in all, and how many of those and of
+ * the blocks have elements of n to work on. Only those are run. */
 typedef struct {
-    double s, c;
-} cua_dd;
-/* a + b, the rounding error of adding the values kept in c. */
-cua_dd cua_dd_add(cua_dd a, cua_dd b);
-/* The value, rounded once. Once s is infinite or NaN the error terms are
- * NaN (inf - inf) and mean nothing: s alone is the answer, as in NumPy. */
-static inline double cua_dd_value(cua_dd d) { return d.s - d.s == 0 ? d.s + d.c : d.s; }
-/* Sum (b == NULL) or dot of float data over [lo, hi) as the CUA_F_WIDE rungs
- * compute it: float64 lanes with compensation (TwoSum; for a float64 dot
- * TwoProduct too: products of float32 are exact in float64). */
-cua_dd cua_cpu_chunk_dd(const void *a, const void *b, int dtype, int64_t lo, int64_t hi);
-
+    int64_t threads, workers, busy, busy_blocks;
+} cua_grid;
+cua_grid cua_cpu_grid(cua_launch *cfg, int64_t n);
+/* Logical worker w's contiguous share [*lo, *hi) of n elements among W. */
+void cua_cpu_share(int64_t n, int64_t W, int64_t w, int64_t *lo, int64_t *hi);
 /* How many of W logical workers sharing n elements get any: the others have
  * empty shares and are never run, so a huge grid on a small input costs
  * nothing. */
@@ -64,48 +77,81 @@ int cua_cpu_stop(cua_launch *cfg);
     for (int64_t a = (lo), b = (lo) + CUA_CPU_PIECE < (hi) ? (lo) + CUA_CPU_PIECE : (hi); \
          a < (hi) && !cua_cpu_stop(cfg); a = b, b = b + CUA_CPU_PIECE < (hi) ? b + CUA_CPU_PIECE : (hi))
 
-/* Fill in defaults: threads (32 lanes) and blocks (4 per OpenMP thread, no
- * more than there are elements for). */
-void cua_cpu_default_config(cua_launch *cfg, int64_t n);
-/* Logical worker w's contiguous share [*lo, *hi) of n elements among W. */
-void cua_cpu_share(int64_t n, int64_t W, int64_t w, int64_t *lo, int64_t *hi);
+/* ---- cells.c: accumulators and the shared cell they are added into ---- */
 
-/* Element i of x converted to the accumulator. */
-cua_acc_t cua_cpu_load(const void *x, int dtype, int acc, int64_t i);
-/* Sum of x[lo:hi] / of a[i]*b[i] over [lo, hi) in the accumulator. */
-cua_acc_t cua_cpu_chunk_sum(const void *x, int dtype, int acc, int64_t lo, int64_t hi);
-cua_acc_t cua_cpu_chunk_dot(const void *a, const void *b, int dtype, int acc, int64_t lo, int64_t hi);
-/* The same sums with LANES independent accumulators (SIMD-friendly), b ==
- * NULL for a sum: the `vector` rungs on integers (acc CUA_ACC_INT64; floats
- * go through cua_cpu_chunk_dd). */
-cua_acc_t cua_cpu_chunk_wide(const void *a, const void *b, int dtype, int acc, int64_t lo, int64_t hi);
-/* The `vector` rungs of sum (b == NULL) and dot: one contiguous chunk per
- * logical block (default: one per OpenMP thread, one in all for small n),
- * chunk sums added in chunk order: deterministic for a given team size. */
-int cua_cpu_vector_reduce(const void *a, const void *b, int64_t n, int dtype, int acc, void *result,
-                          cua_launch *cfg);
+typedef union {
+    uint64_t i;
+    float f;
+    double d;
+} cua_acc_t;
+
 /* s += v (plain), and the two atomic forms on a 64-bit cell holding the
  * accumulator's bits: native fetch_add for integers (floats have no atomic
  * add on the CPU, so "native" is a CAS loop there too), and a CAS loop. */
 void cua_acc_add(int acc, cua_acc_t *s, cua_acc_t v);
 void cua_cpu_atomic_add(int acc, _Atomic uint64_t *cell, cua_acc_t v);
 void cua_cpu_cas_add(int acc, _Atomic uint64_t *cell, cua_acc_t v);
+/* Either of the two: how a rung adds into the cell is its idea. */
+typedef void (*cua_cell_add)(int acc, _Atomic uint64_t *cell, cua_acc_t v);
 void cua_cpu_cas_mul(int acc, _Atomic uint64_t *cell, cua_acc_t v);
-/* The cell bits of an accumulator value (the inverse of cell_value). */
+/* The cell bits of an accumulator value, and back. */
 uint64_t cua_cpu_cell_bits(int acc, cua_acc_t v);
-/* Product of x[lo:hi] in the accumulator. */
-cua_acc_t cua_cpu_chunk_prod(const void *x, int dtype, int acc, int64_t lo, int64_t hi);
 cua_acc_t cua_cpu_cell_value(int acc, uint64_t bits);
 void cua_cpu_store_result(int acc, cua_acc_t v, void *result);
+
+/* ---- chunks.c: typed reductions of one logical thread's chunk ---- */
+
+/* Element i of x converted to the accumulator. */
+cua_acc_t cua_cpu_load(const void *x, int dtype, int acc, int64_t i);
+/* Sum of x[lo:hi] / of a[i]*b[i] over [lo, hi) / product of x[lo:hi], in
+ * the accumulator. */
+cua_acc_t cua_cpu_chunk_sum(const void *x, int dtype, int acc, int64_t lo, int64_t hi);
+cua_acc_t cua_cpu_chunk_dot(const void *a, const void *b, int dtype, int acc, int64_t lo, int64_t hi);
+cua_acc_t cua_cpu_chunk_prod(const void *x, int dtype, int acc, int64_t lo, int64_t hi);
+/* The value of logical block `block`: each of its logical threads sums (b
+ * == NULL) or dots its share, then the lanes combine in the shared-memory
+ * tree of the CUDA rungs. */
+cua_acc_t cua_cpu_block_value(const void *a, const void *b, int64_t n, int dtype, int acc, const cua_launch *cfg,
+                              int64_t block);
+/* Every logical block's value added into one cell by `add`, the cell's
+ * value stored to result: sum's block_tree (b == NULL), dot's atomic and
+ * cas. */
+int cua_cpu_blocks_into_cell(cua_cell_add add, const void *a, const void *b, int64_t n, int dtype, int acc,
+                             void *result, cua_launch *cfg);
+
+/* ---- vector.c: the `vector` rung of sum and dot ---- */
+
+/* A float64 value and the accumulated rounding errors of the additions that
+ * made it: the compensated sums of the CUA_F_WIDE rungs. The value is s + c. */
+typedef struct {
+    double s, c;
+} cua_dd;
+/* a + b, the rounding error of adding the values kept in c. */
+cua_dd cua_dd_add(cua_dd a, cua_dd b);
+/* The value, rounded once. Once s is infinite or NaN the error terms are
+ * NaN (inf - inf) and mean nothing: s alone is the answer, as in NumPy. */
+static inline double cua_dd_value(cua_dd d) { return d.s - d.s == 0 ? d.s + d.c : d.s; }
+/* The `vector` rungs of sum (b == NULL) and dot: one contiguous chunk per
+ * logical block (default: one per OpenMP thread, one in all for small n),
+ * integers in SIMD lanes of 64 bits, floats in float64 lanes with
+ * compensation (TwoSum; for a float64 dot TwoProduct too: products of
+ * float32 are exact in float64), chunk values added in chunk order:
+ * deterministic for a given team size. */
+int cua_cpu_vector_reduce(const void *a, const void *b, int64_t n, int dtype, int acc, void *result,
+                          cua_launch *cfg);
+
+/* ---- bins.c: the bin rule and the histogram counting loops ---- */
 
 /* Bin of element i (-1 if dropped), and a chunk counted into counts. */
 int64_t cua_cpu_bin(const void *x, int dtype, const cua_bins *bins, int64_t i);
 void cua_cpu_chunk_hist(const void *x, int dtype, const cua_bins *bins, int64_t lo, int64_t hi, uint64_t *counts);
-
-/* Count [lo, hi) into eight interleaved 32-bit copies: counts[8 * bin + i % 8],
- * values outside the bins into bin nbins (counts holds 8 * (nbins + 1));
- * fewer than 2^32 elements per call. */
+/* Count [lo, hi) into CUA_CPU_HIST_COPIES interleaved 32-bit copies:
+ * counts[COPIES * bin + copy], values outside the bins into bin nbins
+ * (counts holds COPIES * (nbins + 1)); fewer than 2^32 elements per call. */
+#define CUA_CPU_HIST_COPIES 8
 void cua_cpu_chunk_hist8(const void *x, int dtype, const cua_bins *bins, int64_t lo, int64_t hi, uint32_t *counts);
+
+/* ---- predicate.c: the filter's test and its loops ---- */
 
 /* Does element i pass; how many in [lo, hi) pass; copy those that pass to
  * out in order and return how many. */
@@ -115,6 +161,8 @@ int64_t cua_cpu_chunk_compact(const void *x, int dtype, const cua_pred *pred, in
 /* The same into a private buffer of hi - lo elements, without branches. */
 int64_t cua_cpu_chunk_stage(const void *x, int dtype, const cua_pred *pred, int64_t lo, int64_t hi, void *buf);
 
+/* ---- spin.c: spin waits and the spin lock ---- */
+
 /* One step of a spin wait: a CPU pause, and after a while a yield, so that
  * spinning threads give their core to the thread they wait for when the
  * team has more threads than the machine has free cores. */
@@ -123,11 +171,11 @@ void cua_cpu_relax(unsigned *spins);
 /* The CAS spin lock of the tutorial, on a C11 atomic int. */
 void cua_cpu_lock(atomic_int *mutex);
 void cua_cpu_unlock(atomic_int *mutex);
+/* The same lock taken by test-and-test-and-set with backoff (as
+ * cuda/mutex.cu's lock_ttas): a waiter only reads the lock word -- its cache
+ * line stays shared, no write traffic -- and tries the CAS only when it
+ * reads free, pausing longer after each lost race. Released by
+ * cua_cpu_unlock. */
+void cua_cpu_lock_ttas(atomic_int *mutex);
 
-
-/* The value of logical block `block`: each of its logical threads sums (b
- * == NULL) or dots its share, then the lanes combine in the shared-memory
- * tree of the CUDA rungs. */
-cua_acc_t cua_cpu_block_value(const void *a, const void *b, int64_t n, int dtype, int acc, const cua_launch *cfg,
-                              int64_t block);
 #endif

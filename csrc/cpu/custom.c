@@ -1,14 +1,24 @@
-/* custom.c -- atomics built from compare-and-swap, on the CPU (see
- * cuda/custom.cu). prod/cas: each logical thread multiplies its share, then
- * multiplies it into the total with a compare-exchange loop.
+/* custom.c -- atomics built from compare-and-swap, on the CPU
+ * (cuda/custom.cu tells the lesson; here the step says what it does on a
+ * CPU, what it costs there, and how it differs from the GPU rung).
  *
- * Floats (CUA_F_WIDE: the caller passes a float64 accumulator for float32
- * and float64) are multiplied with compensation: every multiplication's
- * exact rounding error comes from an FMA, as a relative error, and the
- * relative errors -- of the threads' own products and of each successful
- * compare-exchange -- are summed into a second cell. The total is corrected
- * once at the end: total * (1 + sum of relative errors), which leaves about
- * one rounding instead of one per element. */
+ * prod: the product of all elements.
+ *  1. cas  each logical thread multiplies its share (one contiguous chunk),
+ *          then multiplies it into the total with a compare-exchange loop:
+ *          read the cell, compute old * v, swap it in only if the cell still
+ *          holds old, else retry with what is there now. Integers multiply
+ *          modulo 2^64 (np.prod of intN wraps: the low bits are the same).
+ *          Floats (CUA_F_WIDE: the caller passes a float64 accumulator for
+ *          float32 and float64) are multiplied with compensation: every
+ *          multiplication's exact rounding error comes from an FMA, as a
+ *          relative error, and the relative errors -- of the threads' own
+ *          products and of each successful compare-exchange -- are summed
+ *          into a second cell, with a CAS loop where the GPU has atomicAdd
+ *          for doubles. The total is corrected once at the end: total * (1 +
+ *          sum of relative errors), which leaves about one rounding instead
+ *          of one per element. A failed exchange retries at once, without
+ *          the GPU's backoff: a few OS threads rarely collide.
+ */
 #include <math.h>
 #include <string.h>
 
@@ -23,18 +33,37 @@ static inline double mul_rel(double p, double x, double *r)
     return isnormal(*r) ? __builtin_fma(p, x, -*r) / *r : 0.0;
 }
 
-static int prod_compensated(const void *x, int64_t n, int dtype, int acc, void *result, cua_launch *cfg)
+/* `cas` on integers: the product modulo 2^64 in one cell. */
+static int prod_cas_integer(const void *x, int64_t n, int dtype, int acc, void *result, cua_launch *cfg,
+                            const cua_grid *g)
 {
-    const int64_t W = cfg->blocks * cfg->threads, busy = cua_cpu_busy(n, W);
+    cua_acc_t one = {.i = 1};
+    _Atomic uint64_t cell = cua_cpu_cell_bits(acc, one);
+#pragma omp parallel for schedule(static)
+    for (int64_t w = 0; w < g->busy; w++) {
+        if (cua_cpu_stop(cfg)) continue;
+        int64_t lo, hi;
+        cua_cpu_share(n, g->workers, w, &lo, &hi);
+        cua_cpu_cas_mul(acc, &cell, cua_cpu_chunk_prod(x, dtype, acc, lo, hi));
+    }
+    cua_cpu_store_result(acc, cua_cpu_cell_value(acc, atomic_load(&cell)), result);
+    return CUA_CPU_DONE(cfg);
+}
+
+/* `cas` on floats: the product in one cell, its summed relative rounding
+ * errors in another, one correction at the end. */
+static int prod_cas_compensated(const void *x, int64_t n, int dtype, int acc, void *result, cua_launch *cfg,
+                                const cua_grid *g)
+{
     const double one = 1.0;
     uint64_t bits;
     memcpy(&bits, &one, sizeof bits);
     _Atomic uint64_t cell = bits, rel_cell = 0; /* the product, and the summed relative errors (0.0) */
 #pragma omp parallel for schedule(static)
-    for (int64_t w = 0; w < busy; w++) {
+    for (int64_t w = 0; w < g->busy; w++) {
         if (cua_cpu_stop(cfg)) continue;
         int64_t lo, hi;
-        cua_cpu_share(n, W, w, &lo, &hi);
+        cua_cpu_share(n, g->workers, w, &lo, &hi);
         double p = 1.0, rel = 0.0;
         for (int64_t i = lo; i < hi; i++) rel += mul_rel(p, cua_cpu_load(x, dtype, CUA_ACC_FLOAT64, i).d, &p);
         /* The CAS multiply, keeping the rounding error of the product that
@@ -69,20 +98,9 @@ static int prod_compensated(const void *x, int64_t n, int dtype, int acc, void *
 
 static int prod_cas(const void *x, int64_t n, int dtype, int acc, void *result, cua_launch *cfg)
 {
-    cua_cpu_default_config(cfg, n);
-    if (acc != CUA_ACC_INT64) return prod_compensated(x, n, dtype, acc, result, cfg);
-    const int64_t W = cfg->blocks * cfg->threads, busy = cua_cpu_busy(n, W);
-    cua_acc_t one = {.i = 1};
-    _Atomic uint64_t cell = cua_cpu_cell_bits(acc, one);
-#pragma omp parallel for schedule(static)
-    for (int64_t w = 0; w < busy; w++) {
-        if (cua_cpu_stop(cfg)) continue;
-        int64_t lo, hi;
-        cua_cpu_share(n, W, w, &lo, &hi);
-        if (lo < hi) cua_cpu_cas_mul(acc, &cell, cua_cpu_chunk_prod(x, dtype, acc, lo, hi));
-    }
-    cua_cpu_store_result(acc, cua_cpu_cell_value(acc, atomic_load(&cell)), result);
-    return CUA_CPU_DONE(cfg);
+    const cua_grid g = cua_cpu_grid(cfg, n);
+    if (acc == CUA_ACC_INT64) return prod_cas_integer(x, n, dtype, acc, result, cfg, &g);
+    return prod_cas_compensated(x, n, dtype, acc, result, cfg, &g);
 }
 
 static const cua_prod_row prod_rows[] = {

@@ -1,38 +1,52 @@
-/* filter.c -- stream compaction on the CPU (see cuda/filter.cu).
+/* filter.c -- stream compaction on the CPU (cuda/filter.cu tells the
+ * lesson; here each step says what it does on a CPU, what it costs there,
+ * and how it differs from the GPU rung of the same name).
  *
- *  1. atomic   push_back: the old value of fetch_add on a shared counter is
- *              the output slot. Unordered.
- *  2. ordered  count per logical block, exclusive scan of the counts, then
- *              each block copies its keepers to its offset. Keeps order.
- *  3. lookback single pass (decoupled look-back, as cuda/filter.cu): a
- *              thread takes the next tile number, compacts the tile into a
- *              private buffer while it is in cache, publishes its count,
- *              reads its predecessors' published values backwards until an
- *              inclusive prefix (acquire loads), publishes its own, and
- *              copies the buffer out. Reads the input once.
+ *  1. atomic   push_back, as on the GPU: the old value of fetch_add on a
+ *              shared counter is the output slot. One pass, unordered, and
+ *              every kept element is one atomic on one cache line.
+ *  2. ordered  count the keepers of each logical block's contiguous share,
+ *              exclusive scan of the counts (by the calling thread), then
+ *              each block copies its keepers to its offset. A block runs on
+ *              one OS thread, so it ranks its keepers with a running index
+ *              where the GPU ranks them with warp ballots. Reads the input
+ *              twice; keeps order.
+ *  3. lookback single pass (decoupled look-back, as cuda/filter.cu): an
+ *              OpenMP thread takes the next tile number, compacts the tile
+ *              branch-free into a private buffer while it is in cache,
+ *              publishes its count, reads its predecessors' published values
+ *              backwards -- one at a time, where a GPU block reads a warp's
+ *              worth at once -- until an inclusive prefix (acquire loads),
+ *              publishes its own, and copies the buffer out. Reads the input
+ *              once; keeps order. Tiles are numbered in the order threads
+ *              take them, so a thread only waits for threads that are
+ *              running; the waiter pauses, then yields its core.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "cpu.h"
 
+/* lookback's tile: the elements a thread compacts at a time. Its private
+ * buffer (at most 128 KiB) stays in the core's L2 until it is copied out. */
 #define TILE ((int64_t)1 << 14)
-#define AGGREGATE ((uint64_t)1 << 62)
-#define INCLUSIVE ((uint64_t)2 << 62)
-#define VALUE (((uint64_t)1 << 62) - 1)
+/* A tile's status word: 0 until published, then a flag in the top two bits
+ * over a number in the rest. */
+#define AGGREGATE ((uint64_t)1 << 62)     /* the number is the tile's own count */
+#define INCLUSIVE ((uint64_t)2 << 62)     /* ... the count of this tile and all before it */
+#define VALUE (((uint64_t)1 << 62) - 1) /* the bits of the number */
 
 static int filter_atomic(const void *x, int64_t n, int dtype, const cua_pred *pred, void *out, int64_t *count,
                          cua_launch *cfg)
 {
-    cua_cpu_default_config(cfg, n);
-    const int64_t W = cfg->blocks * cfg->threads, busy = cua_cpu_busy(n, W);
+    const cua_grid g = cua_cpu_grid(cfg, n);
     const size_t size = cua_dtype_size(dtype);
     _Atomic int64_t next = 0;
 #pragma omp parallel for schedule(static)
-    for (int64_t w = 0; w < busy; w++) {
+    for (int64_t w = 0; w < g.busy; w++) {
         if (cua_cpu_stop(cfg)) continue;
         int64_t lo, hi;
-        cua_cpu_share(n, W, w, &lo, &hi);
+        cua_cpu_share(n, g.workers, w, &lo, &hi);
         CUA_CPU_PIECES(cfg, lo, hi, a, b)
         for (int64_t i = a; i < b; i++)
             if (cua_cpu_keep(x, dtype, pred, i)) {
@@ -143,10 +157,10 @@ static const cua_filter_row filter_rows[] = {
     {{"atomic", 1, "push_back: fetch_add's old value is the output slot (unordered)",
       0},
      filter_atomic},
-    {{"ordered", 2, "count per block, scan, copy to offsets: keeps input order",
+    {{"ordered", 2, "count per block, scan, each block copies its keepers to its offset (a running index, no ballots): keeps input order",
       CUA_F_ORDERED | CUA_F_DETERMINISTIC},
      filter_ordered},
-    {{"lookback", 3, "single pass: tiles publish counts, predecessors' prefixes read back; keeps input order",
+    {{"lookback", 3, "single pass: tiles publish counts, predecessors' prefixes read back one at a time; keeps input order",
       CUA_F_ORDERED | CUA_F_DETERMINISTIC},
      filter_lookback},
 };

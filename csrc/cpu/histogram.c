@@ -1,18 +1,34 @@
-/* histogram.c -- the histogram ladder on the CPU (see cuda/histogram.cu).
+/* histogram.c -- the histogram ladder on the CPU (cuda/histogram.cu tells
+ * the lesson; here each step says what it does on a CPU, what it costs
+ * there, and how it differs from the GPU rung of the same name).
  *
  *  1. global  every element's bin incremented with an atomic fetch_add on
- *             the shared counts: threads contend on popular bins (and the
- *             cache lines bounce between cores).
- *  2. shared  each logical block counts into a private histogram (one per
- *             OpenMP thread, reused across its blocks), then adds each bin
- *             to the shared counts with one atomic add per bin per block.
- *  3. warp_private  one private histogram per OpenMP thread (the CPU's
- *             warp) for the shares of all its logical blocks; merged at
- *             the end without atomics.
- *  4. thread_counters  as warp_private, counted into eight interleaved
- *             32-bit copies so that runs of one value (skewed text) do not
- *             serialize on one counter, branch-free (bytes: 8 per load and
- *             a bin table); copies flushed into the 64-bit result every
+ *             the shared 64-bit counts, as on the GPU: threads contend on
+ *             popular bins, and their cache lines bounce between cores.
+ *  2. shared  each logical block counts its share into a private histogram,
+ *             then adds each bin to the shared counts with one atomic add
+ *             per bin per block. The block's threads run one after another
+ *             on one OS thread, so the private counts are plain increments
+ *             (the GPU's block shares them through shared-memory atomics),
+ *             and the private histogram is a heap buffer per OpenMP thread,
+ *             cleared for each of its blocks: no limit on bins.
+ *  3. warp_private  one private histogram per OpenMP thread -- per OS
+ *             thread, not per warp: a warp's lanes would all run on that
+ *             one thread, so copies per warp would only add work -- for the
+ *             shares of all its logical blocks (one logical thread each, by
+ *             default one block per OpenMP thread); merged into the counts
+ *             in thread order after the team, without atomics (the GPU
+ *             flushes each block's copies with atomics).
+ *  4. thread_counters  no atomics, and skew costs nothing: as warp_private,
+ *             but counted into CUA_CPU_HIST_COPIES interleaved 32-bit copies
+ *             per OpenMP thread, element i into copy i % COPIES, so that a
+ *             run of one value (skewed text) is that many independent chains
+ *             of increments, not one chain of store-to-load dependencies
+ *             (what skew costs a CPU; on the GPU it is contention, and each
+ *             logical thread has 8-bit counters of its own). Branch-free
+ *             (values outside the bins count into a spare bin); bytes are
+ *             read 8 per load and binned through a table. The copies are
+ *             added into the thread's 64-bit histogram after every piece of
  *             2^22 elements, long before they can overflow.
  */
 #include <stdlib.h>
@@ -28,18 +44,26 @@ static int omp_get_thread_num(void) { return 0; }
 
 _Static_assert(sizeof(_Atomic uint64_t) == sizeof(uint64_t), "atomic counters must overlay plain ones");
 
+/* Inputs of fewer elements are counted by one thread into one private
+ * histogram by default: a team would spend longer starting and merging. */
+#define ONE_BLOCK_BELOW ((int64_t)1 << 16)
+/* thread_counters' interleaved copies (see cua_cpu_chunk_hist8). */
+#define COPIES CUA_CPU_HIST_COPIES
+/* Their 32-bit counters are flushed after every piece of a share: a piece
+ * must be too short to overflow one. */
+_Static_assert(CUA_CPU_PIECE <= UINT32_MAX, "a piece cannot overflow a 32-bit copy");
+
 static int hist_global(const void *x, int64_t n, int dtype, const cua_bins *bins, uint64_t *counts,
                        cua_launch *cfg)
 {
-    cua_cpu_default_config(cfg, n);
-    const int64_t W = cfg->blocks * cfg->threads, busy = cua_cpu_busy(n, W);
+    const cua_grid g = cua_cpu_grid(cfg, n);
     _Atomic uint64_t *shared = (_Atomic uint64_t *)counts;
     memset(counts, 0, (size_t)bins->nbins * sizeof *counts);
 #pragma omp parallel for schedule(static)
-    for (int64_t w = 0; w < busy; w++) {
+    for (int64_t w = 0; w < g.busy; w++) {
         if (cua_cpu_stop(cfg)) continue;
         int64_t lo, hi;
-        cua_cpu_share(n, W, w, &lo, &hi);
+        cua_cpu_share(n, g.workers, w, &lo, &hi);
         CUA_CPU_PIECES(cfg, lo, hi, a, b)
         for (int64_t i = a; i < b; i++) {
             int64_t k = cua_cpu_bin(x, dtype, bins, i);
@@ -68,7 +92,9 @@ static int hist_shared(const void *x, int64_t n, int dtype, const cua_bins *bins
         for (int64_t b = 0; b < B; b++) {
             if (!local || cua_cpu_stop(cfg)) continue;
             int64_t lo, hi;
-            cua_cpu_share(n, cfg->blocks, b, &lo, &hi); /* the block's logical threads' shares, together */
+            /* The block's contiguous share of the data, counted as one
+             * chunk: its threads would run one after another here anyway. */
+            cua_cpu_share(n, cfg->blocks, b, &lo, &hi);
             memset(local, 0, (size_t)nb * sizeof *local);
             cua_cpu_chunk_hist(x, dtype, bins, lo, hi, local);
             for (int64_t k = 0; k < nb; k++)
@@ -79,65 +105,92 @@ static int hist_shared(const void *x, int64_t n, int dtype, const cua_bins *bins
     return failed ? CUA_ENOMEM : CUA_CPU_DONE(cfg);
 }
 
-/* Rungs 3 and 4: each OpenMP thread counts the shares of its logical blocks
- * into its own buffer (memory: one histogram per OS thread, however many
- * logical blocks); the buffers are added into counts in thread order after
- * the team has finished. */
-static int hist_private(int interleaved, const void *x, int64_t n, int dtype, const cua_bins *bins,
-                        uint64_t *counts, cua_launch *cfg)
+/* Rungs 3 and 4: one logical thread per block, by default one block per
+ * OpenMP thread (one in all for small inputs), and a private histogram per
+ * OpenMP thread that gets blocks to count (memory: one histogram per OS
+ * thread, however many logical blocks). */
+typedef struct {
+    int64_t blocks;  /* logical blocks with elements */
+    int team;        /* OpenMP threads that get some */
+    uint64_t *local; /* team * nbins counters, zeroed: thread t's at t * nbins */
+} private_histograms;
+
+static int private_open(private_histograms *p, cua_launch *cfg, int64_t n, int64_t nb)
 {
-    if (cfg->blocks <= 0) cfg->blocks = n < (1 << 16) ? 1 : cua_cpu_threads();
+    if (cfg->blocks <= 0) cfg->blocks = n < ONE_BLOCK_BELOW ? 1 : cua_cpu_threads();
     cfg->threads = 1;
     cfg->used_blocks = cfg->blocks;
     cfg->used_threads = 1;
-    const int64_t B = cua_cpu_busy(n, cfg->blocks), nb = bins->nbins;
-    const int P = B < cua_cpu_threads() ? (B > 0 ? (int)B : 1) : cua_cpu_threads(); /* a histogram per thread used */
-    uint64_t *local = calloc((size_t)P * (size_t)nb, sizeof *local);
-    if (!local) return CUA_ENOMEM;
-    int failed = 0;
-#pragma omp parallel num_threads(P)
+    p->blocks = cua_cpu_busy(n, cfg->blocks);
+    p->team = p->blocks < cua_cpu_threads() ? (p->blocks > 0 ? (int)p->blocks : 1) : cua_cpu_threads();
+    p->local = calloc((size_t)p->team * (size_t)nb, sizeof *p->local);
+    return p->local ? CUA_OK : CUA_ENOMEM;
+}
+
+/* After the team has finished: the private histograms added into counts in
+ * thread order, without atomics. */
+static void private_merge(private_histograms *p, uint64_t *counts, int64_t nb)
+{
+    memset(counts, 0, (size_t)nb * sizeof *counts);
+    for (int t = 0; t < p->team; t++)
+        for (int64_t k = 0; k < nb; k++) counts[k] += p->local[(size_t)t * (size_t)nb + k];
+    free(p->local);
+}
+
+static int hist_warp_private(const void *x, int64_t n, int dtype, const cua_bins *bins, uint64_t *counts,
+                             cua_launch *cfg)
+{
+    const int64_t nb = bins->nbins;
+    private_histograms p;
+    if (private_open(&p, cfg, n, nb)) return CUA_ENOMEM;
+#pragma omp parallel num_threads(p.team)
     {
-        uint64_t *mine = local + (size_t)omp_get_thread_num() * (size_t)nb;
-        uint32_t *eight = interleaved ? malloc((size_t)(8 * (nb + 1)) * sizeof *eight) : NULL;
-        if (interleaved && !eight) {
+        uint64_t *mine = p.local + (size_t)omp_get_thread_num() * (size_t)nb;
+#pragma omp for schedule(static)
+        for (int64_t b = 0; b < p.blocks; b++) {
+            if (cua_cpu_stop(cfg)) continue;
+            int64_t lo, hi;
+            cua_cpu_share(n, cfg->blocks, b, &lo, &hi);
+            CUA_CPU_PIECES(cfg, lo, hi, start, stop) cua_cpu_chunk_hist(x, dtype, bins, start, stop, mine);
+        }
+    }
+    private_merge(&p, counts, nb);
+    return CUA_CPU_DONE(cfg);
+}
+
+static int hist_thread_counters(const void *x, int64_t n, int dtype, const cua_bins *bins, uint64_t *counts,
+                                cua_launch *cfg)
+{
+    const int64_t nb = bins->nbins;
+    private_histograms p;
+    if (private_open(&p, cfg, n, nb)) return CUA_ENOMEM;
+    int failed = 0;
+#pragma omp parallel num_threads(p.team)
+    {
+        uint64_t *mine = p.local + (size_t)omp_get_thread_num() * (size_t)nb;
+        uint32_t *copies = malloc((size_t)(COPIES * (nb + 1)) * sizeof *copies);
+        if (!copies) {
 #pragma omp atomic write
             failed = 1;
         }
 #pragma omp for schedule(static)
-        for (int64_t b = 0; b < B; b++) {
-            if ((interleaved && !eight) || cua_cpu_stop(cfg)) continue;
+        for (int64_t b = 0; b < p.blocks; b++) {
+            if (!copies || cua_cpu_stop(cfg)) continue;
             int64_t lo, hi;
             cua_cpu_share(n, cfg->blocks, b, &lo, &hi);
             /* The 32-bit copies are flushed after every piece (2^22
              * elements), long before they could overflow. */
             CUA_CPU_PIECES(cfg, lo, hi, start, stop) {
-                if (!interleaved) {
-                    cua_cpu_chunk_hist(x, dtype, bins, start, stop, mine);
-                    continue;
-                }
-                memset(eight, 0, (size_t)(8 * (nb + 1)) * sizeof *eight);
-                cua_cpu_chunk_hist8(x, dtype, bins, start, stop, eight);
+                memset(copies, 0, (size_t)(COPIES * (nb + 1)) * sizeof *copies);
+                cua_cpu_chunk_hist8(x, dtype, bins, start, stop, copies);
                 for (int64_t k = 0; k < nb; k++)
-                    for (int c = 0; c < 8; c++) mine[k] += eight[8 * k + c];
+                    for (int c = 0; c < COPIES; c++) mine[k] += copies[COPIES * k + c];
             }
         }
-        free(eight);
+        free(copies);
     }
-    memset(counts, 0, (size_t)nb * sizeof *counts);
-    for (int t = 0; t < P; t++)
-        for (int64_t k = 0; k < nb; k++) counts[k] += local[(size_t)t * (size_t)nb + k];
-    free(local);
+    private_merge(&p, counts, nb);
     return failed ? CUA_ENOMEM : CUA_CPU_DONE(cfg);
-}
-
-static int hist_warp_private(const void *x, int64_t n, int d, const cua_bins *b, uint64_t *c, cua_launch *cfg)
-{
-    return hist_private(0, x, n, d, b, c, cfg);
-}
-
-static int hist_thread_counters(const void *x, int64_t n, int d, const cua_bins *b, uint64_t *c, cua_launch *cfg)
-{
-    return hist_private(1, x, n, d, b, c, cfg);
 }
 
 /* Every CPU rung keeps its counts in heap memory: no bin count is too many
@@ -152,13 +205,13 @@ static const cua_hist_row histogram_rows[] = {
     {{"global", 1, "one atomic fetch_add on the shared counts per element",
       CUA_F_DETERMINISTIC},
      hist_global, hist_fits_any},
-    {{"shared", 2, "private histogram per block, one atomic add per bin per block",
+    {{"shared", 2, "private histogram per block (plain increments: one OS thread runs a block), one atomic add per bin per block",
       CUA_F_DETERMINISTIC},
      hist_shared, hist_fits_any},
-    {{"warp_private", 3, "a private histogram per thread for its whole share, merged without atomics",
+    {{"warp_private", 3, "a private histogram per OpenMP thread, not per warp, for all its blocks' shares; merged without atomics",
       CUA_F_DETERMINISTIC},
      hist_warp_private, hist_fits_any},
-    {{"thread_counters", 4, "eight interleaved 32-bit copies per thread, branch-free: runs of one value do not serialize",
+    {{"thread_counters", 4, "eight interleaved 32-bit copies per OpenMP thread (not 8-bit counters per thread), branch-free: runs of one value do not serialize",
       CUA_F_DETERMINISTIC},
      hist_thread_counters, hist_fits_any},
 };

@@ -1,13 +1,33 @@
-/* mutex.c -- the race demonstration and the spin lock on the CPU (see
- * cuda/mutex.cu). Each of blocks*threads logical workers adds one.
+/* mutex.c -- the race demonstration and the spin locks on the CPU
+ * (cuda/mutex.cu tells the lesson; here each step says what it does on a
+ * CPU, what it costs there, and how it differs from the GPU rung of the
+ * same name). Each of blocks*threads logical threads adds one to a single
+ * counter; the OpenMP team runs the logical blocks.
  *
- * add_one: racy (relaxed load, a widened window, then relaxed store:
- * concurrent workers overwrite each other's increment, a defined race in
- * C11), atomic
- * (fetch_add), mutex (a plain increment inside the CAS spin lock).
- * mutex_add_one: spin (the lock by itself, as in the tutorial), warp_lock
- * (the first of each group of 32 logical threads takes the lock once and the
- * group's increments are made inside it, one after another).
+ * add_one:
+ *  1. racy    a relaxed load, a widened window, then a relaxed store:
+ *             workers that read the same old value overwrite each other's
+ *             increment (a defined race in C11). The window between load and
+ *             store is widened with pauses on purpose: a GPU runs thousands
+ *             of threads through the two instructions at once, a CPU a
+ *             handful, a few nanoseconds apart, and without help the lesson
+ *             would rarely show a lost update.
+ *  2. atomic  fetch_add: one indivisible read-modify-write; nothing lost.
+ *  3. mutex   the same plain increment inside the CAS spin lock (spin.c):
+ *             correct, the threads pass one at a time, and a waiter pauses,
+ *             then yields its core (the GPU's lock spins bare).
+ * mutex_add_one:
+ *  1. spin       the lock by itself, as in the tutorial: CAS 0 -> 1 until it
+ *                succeeds, then a fence; increment; a fence, then an
+ *                exchange back to 0. The same launcher as add_one's mutex.
+ *  2. warp_lock  one lane takes the lock for its warp (32 logical threads of
+ *                a block, as on the GPU) by test-and-test-and-set with
+ *                backoff; inside, the lanes increment in turn, each adding
+ *                its own one to the value the previous lane passed along,
+ *                and the last stores it. Lock handoffs drop 32x; every
+ *                increment is still made under the lock. The lanes are run
+ *                one after another by one OS thread, where a GPU warp passes
+ *                the value through register shuffles.
  */
 #include "cpu.h"
 
@@ -18,51 +38,70 @@ static int omp_get_thread_num(void) { return 0; }
 static int omp_get_num_threads(void) { return 1; }
 #endif
 
-enum { RACY, ATOMIC, MUTEX, WARP_LOCK };
-
-/* Pauses between the racy rung's load and its store. On a GPU thousands of
- * threads run the two instructions at once; here a handful of OpenMP
- * threads do, and the two instructions are a few nanoseconds apart, so
- * without help the threads rarely interleave inside that window and the
- * lesson would show no lost update. The window is widened on purpose, so
- * that what can happen does happen often enough to see. */
+/* Pauses between the racy rung's load and its store: the widened window. */
 #define RACE_WINDOW 16
 
-static void increment(int rung, int64_t w, int64_t W, _Atomic int64_t *counter, int64_t *guarded,
-                      atomic_int *mutex)
+/* The tutorial's launch, add_one_kernel[10, 16]: the default grid. */
+#define TUTORIAL_BLOCKS 10
+#define TUTORIAL_THREADS 16
+
+/* What the logical threads of one call share. */
+typedef struct {
+    _Atomic int64_t counter; /* racy and atomic */
+    int64_t guarded;         /* the locking rungs': only touched inside the critical section */
+    atomic_int mutex;
+} counter_call;
+
+/* ---------------------------------------------- one logical block per rung */
+
+static void racy_block(counter_call *c, int64_t threads)
 {
-    if (rung == RACY) {
-        int64_t seen = atomic_load_explicit(counter, memory_order_relaxed);
+    for (int64_t t = 0; t < threads; t++) {
+        int64_t seen = atomic_load_explicit(&c->counter, memory_order_relaxed);
         unsigned spins = 0;
         for (int k = 0; k < RACE_WINDOW; k++) cua_cpu_relax(&spins); /* the widened window */
-        atomic_store_explicit(counter, seen + 1, memory_order_relaxed);
-    } else if (rung == ATOMIC) {
-        atomic_fetch_add_explicit(counter, 1, memory_order_relaxed);
-    } else if (rung == MUTEX) {
-        cua_cpu_lock(mutex);
-        *guarded = *guarded + 1;
-        cua_cpu_unlock(mutex);
-    } else if (w % 32 == 0) { /* WARP_LOCK: the group's leader */
-        const int64_t members = W - w < 32 ? W - w : 32;
-        cua_cpu_lock(mutex);
-        for (int64_t m = 0; m < members; m++) *guarded = *guarded + 1; /* each member's increment */
-        cua_cpu_unlock(mutex);
+        atomic_store_explicit(&c->counter, seen + 1, memory_order_relaxed);
     }
 }
 
-static int add_one_run(int rung, int64_t *result, cua_launch *cfg)
+static void atomic_block(counter_call *c, int64_t threads)
 {
-    if (cfg->blocks <= 0) cfg->blocks = 10;
-    if (cfg->threads <= 0) cfg->threads = 16;
+    for (int64_t t = 0; t < threads; t++) atomic_fetch_add_explicit(&c->counter, 1, memory_order_relaxed);
+}
+
+static void mutex_block(counter_call *c, int64_t threads)
+{
+    for (int64_t t = 0; t < threads; t++) {
+        cua_cpu_lock(&c->mutex);
+        c->guarded = c->guarded + 1;
+        cua_cpu_unlock(&c->mutex);
+    }
+}
+
+static void warp_lock_block(counter_call *c, int64_t threads)
+{
+    for (int64_t warp = 0; warp < threads; warp += CUA_CPU_WARP) {
+        const int64_t lanes = threads - warp < CUA_CPU_WARP ? threads - warp : CUA_CPU_WARP;
+        cua_cpu_lock_ttas(&c->mutex); /* the leader, for the whole warp */
+        int64_t v = c->guarded;
+        for (int64_t lane = 0; lane < lanes; lane++) v = v + 1; /* lane by lane, each its own increment */
+        c->guarded = v;                                         /* the last lane's store */
+        cua_cpu_unlock(&c->mutex);
+    }
+}
+
+/* ------------------------------------------------------------- the launch */
+
+/* Every logical block of the grid run by `block`. Each OpenMP thread runs a
+ * contiguous range of blocks and leaves it as soon as the call is to stop:
+ * a grid of 2^41 increments can take hours, and Ctrl-C must end it in well
+ * under a second. */
+static int run_grid(void (*block)(counter_call *, int64_t), counter_call *c, cua_launch *cfg)
+{
+    if (cfg->blocks <= 0) cfg->blocks = TUTORIAL_BLOCKS;
+    if (cfg->threads <= 0) cfg->threads = TUTORIAL_THREADS;
     cfg->used_blocks = cfg->blocks;
     cfg->used_threads = cfg->threads;
-    const int64_t B = cfg->blocks, T = cfg->threads, W = B * T;
-    _Atomic int64_t counter = 0;
-    int64_t guarded = 0; /* only touched inside the critical section */
-    atomic_int mutex = 0;
-    /* Each OpenMP thread runs a contiguous range of logical blocks and
-     * leaves it as soon as the call is to stop: a grid of 2^41 increments
-     * can take hours, and Ctrl-C must end it in well under a second. */
     atomic_int ready = 0;
 #pragma omp parallel
     {
@@ -74,21 +113,48 @@ static int add_one_run(int rung, int64_t *result, cua_launch *cfg)
         while (atomic_load_explicit(&ready, memory_order_relaxed) < omp_get_num_threads())
             cua_cpu_relax(&spins); /* spin: a teammate has not started */
         int64_t lo, hi;
-        cua_cpu_share(B, omp_get_num_threads(), omp_get_thread_num(), &lo, &hi);
-        for (int64_t b = lo; b < hi && !cua_cpu_stop(cfg); b++)
-            for (int64_t t = 0; t < T; t++) increment(rung, b * T + t, W, &counter, &guarded, &mutex);
+        cua_cpu_share(cfg->blocks, omp_get_num_threads(), omp_get_thread_num(), &lo, &hi);
+        for (int64_t b = lo; b < hi && !cua_cpu_stop(cfg); b++) block(c, cfg->threads);
     }
-    *result = rung >= MUTEX ? guarded : atomic_load(&counter);
     return CUA_CPU_DONE(cfg);
 }
 
-static int add_one_racy(int64_t *r, cua_launch *c) { return add_one_run(RACY, r, c); }
-static int add_one_atomic(int64_t *r, cua_launch *c) { return add_one_run(ATOMIC, r, c); }
-static int add_one_mutex(int64_t *r, cua_launch *c) { return add_one_run(MUTEX, r, c); }
-static int add_one_warp_lock(int64_t *r, cua_launch *c) { return add_one_run(WARP_LOCK, r, c); }
+static int add_one_racy(int64_t *result, cua_launch *cfg)
+{
+    counter_call c = {0};
+    const int st = run_grid(racy_block, &c, cfg);
+    *result = atomic_load(&c.counter);
+    return st;
+}
+
+static int add_one_atomic(int64_t *result, cua_launch *cfg)
+{
+    counter_call c = {0};
+    const int st = run_grid(atomic_block, &c, cfg);
+    *result = atomic_load(&c.counter);
+    return st;
+}
+
+static int add_one_mutex(int64_t *result, cua_launch *cfg)
+{
+    counter_call c = {0};
+    const int st = run_grid(mutex_block, &c, cfg);
+    *result = c.guarded;
+    return st;
+}
+
+static int mutex_add_one_warp_lock(int64_t *result, cua_launch *cfg)
+{
+    counter_call c = {0};
+    const int st = run_grid(warp_lock_block, &c, cfg);
+    *result = c.guarded;
+    return st;
+}
+
+/* ----------------------------------------------------------- variant tables */
 
 static const cua_counter_row add_one_rows[] = {
-    {{"racy", 1, "relaxed load then store: concurrent increments overwrite each other",
+    {{"racy", 1, "relaxed load, a widened pause, then store: concurrent increments overwrite each other",
       CUA_F_RACY},
      add_one_racy},
     {{"atomic", 2, "fetch_add: one indivisible read-modify-write",
@@ -104,8 +170,8 @@ static const cua_counter_row mutex_add_one_rows[] = {
     {{"spin", 1, "CAS 0->1 until acquired + fence; increment; fence + exchange back to 0",
       CUA_F_DETERMINISTIC},
      add_one_mutex},
-    {{"warp_lock", 2, "one lock acquisition per group of 32; the group's increments made inside it in turn",
+    {{"warp_lock", 2, "one lane locks for its warp of 32 (test-and-test-and-set, backoff); lanes increment in turn inside",
       CUA_F_DETERMINISTIC},
-     add_one_warp_lock},
+     mutex_add_one_warp_lock},
 };
 const cua_ladder cua_cpu_mutex_add_one_ladder = CUA_LADDER(mutex_add_one_rows);

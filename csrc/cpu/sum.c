@@ -1,29 +1,50 @@
-/* sum.c -- the sum ladder on the CPU (see cuda/sum.cu for the lesson).
+/* sum.c -- the sum ladder on the CPU (cuda/sum.cu tells the lesson; here
+ * each step says what it does on a CPU, what it costs there, and how it
+ * differs from the GPU rung of the same name).
  *
- *  1. atomic       every element added to one shared cell atomically
- *                  (fetch_add for integers, a CAS loop for floats: the CPU
- *                  has no atomic float add).
- *  2. cas          each logical thread sums its share, then adds it with a
- *                  CAS loop.
- *  3. thread_local each logical thread sums its share, then one atomic add.
- *  4. block_tree   a logical block's lanes combine in a tree, one atomic add
- *                  per block.
- *  5. grid_lock    block partials, then a barrier of the OpenMP team on one
- *                  atomic counter; thread 0 adds the partials in order.
- *  6. grid_flags   the same barrier with per-thread arrive/release flags.
- *  7. cooperative  the same barrier as `#pragma omp barrier`.
- *  8. last_block   block partials and an acq_rel ticket; whoever takes the
- *                  last ticket adds the partials.
- *  9. vector       one contiguous chunk per thread, summed in independent
- *                  lanes the compiler vectorizes; chunk sums added in order.
- *                  Floats are summed as accurately as NumPy's pairwise sum
- *                  or better (CUA_F_WIDE: float64 lanes with TwoSum
- *                  compensation; see elements.c).
- * All team threads of OpenMP run at once, so the barrier rungs have no
- * residency limit here: any number of logical blocks works.
+ *  1. atomic       every element added to one shared cell atomically:
+ *                  fetch_add for integers; floats have no atomic add on a
+ *                  CPU, so a CAS loop (the GPU has atomicAdd for both).
+ *                  Every add moves the cell's cache line between cores:
+ *                  by far the slowest rung.
+ *  2. cas          each logical thread sums its share (one contiguous chunk,
+ *                  the CPU form of a grid-stride loop), then adds it with a
+ *                  compare-exchange loop. A failed exchange retries at once:
+ *                  with a few OS threads collisions are rare, so there is no
+ *                  backoff as on the GPU.
+ *  3. thread_local the same local sum, then one atomic add per logical
+ *                  thread: fetch_add for integers, and for floats the same
+ *                  CAS loop as `cas` (no native float add to use).
+ *  4. block_tree   the sums of a logical block's threads combine in the tree
+ *                  the GPU builds in shared memory -- here a loop over a
+ *                  stack array on the one OS thread that runs the block, with
+ *                  no barrier between levels -- then one atomic add per block.
+ *  5. grid_lock    block partials to an array, then a barrier of the OpenMP
+ *                  team on one atomic counter; thread 0 adds the partials in
+ *                  block order. The barrier is between OS threads, not
+ *                  logical blocks (those run a few at a time on each thread);
+ *                  waiters pause, then yield their core.
+ *  6. grid_flags   the same barrier without a contended counter: each OpenMP
+ *                  thread raises its own arrive flag, thread 0 gathers them
+ *                  and raises one release flag per thread (per block on the
+ *                  GPU).
+ *  7. cooperative  the same barrier as `#pragma omp barrier`: OpenMP's own,
+ *                  where the GPU uses cooperative groups' grid.sync().
+ *  8. last_block   no barrier: each block publishes its partial with an
+ *                  acq_rel ticket (the release/acquire pair the GPU makes
+ *                  with __threadfence); whoever draws the last ticket adds
+ *                  the partials in block order.
+ *  9. vector       one contiguous chunk per OpenMP thread in SIMD lanes,
+ *                  chunk values added in order by the calling thread
+ *                  (the GPU's 16-byte loads and last-block finish become
+ *                  SIMD lanes and a fork-join). Floats are summed as
+ *                  accurately as NumPy's pairwise sum or better (CUA_F_WIDE:
+ *                  float64 lanes with TwoSum compensation; see vector.c).
+ * OpenMP starts its whole team at once, so the barrier rungs have no
+ * residency limit here: any number of logical blocks works. They keep
+ * CUA_F_RESIDENT, the mark of their idea (waiting across blocks).
  */
 #include <stdlib.h>
-#include <string.h>
 
 #include "cpu.h"
 
@@ -34,111 +55,174 @@ static int omp_get_thread_num(void) { return 0; }
 static int omp_get_num_threads(void) { return 1; }
 #endif
 
-enum { ATOMIC, CAS, THREAD_LOCAL, BLOCK_TREE, GRID_LOCK, GRID_FLAGS, COOPERATIVE, LAST_BLOCK };
+/* ---------------------------------------------------------------- helpers */
 
-static int sum_accumulate(int rung, const void *x, int64_t n, int dtype, int acc, void *result, cua_launch *cfg)
+/* Rungs 2 and 3: every logical thread's share summed and added into one
+ * cell by `add`, the cell's value stored to result. */
+static int threads_into_cell(cua_cell_add add, const void *x, int64_t n, int dtype, int acc, void *result,
+                             cua_launch *cfg)
 {
-    cua_cpu_default_config(cfg, n);
-    const int64_t T = cfg->threads, W = cfg->blocks * T;
-    const int64_t busy = cua_cpu_busy(n, W), busy_blocks = (busy + T - 1) / T;
+    const cua_grid g = cua_cpu_grid(cfg, n);
     _Atomic uint64_t cell = 0;
-    if (rung == BLOCK_TREE) {
 #pragma omp parallel for schedule(static)
-        for (int64_t b = 0; b < busy_blocks; b++)
-            if (!cua_cpu_stop(cfg))
-                cua_cpu_atomic_add(acc, &cell, cua_cpu_block_value(x, NULL, n, dtype, acc, cfg, b));
-    } else {
-#pragma omp parallel for schedule(static)
-        for (int64_t w = 0; w < busy; w++) {
-            if (cua_cpu_stop(cfg)) continue;
-            int64_t lo, hi;
-            cua_cpu_share(n, W, w, &lo, &hi);
-            if (rung == ATOMIC) {
-                CUA_CPU_PIECES(cfg, lo, hi, a, b)
-                for (int64_t i = a; i < b; i++) cua_cpu_atomic_add(acc, &cell, cua_cpu_load(x, dtype, acc, i));
-            } else if (lo < hi) {
-                cua_acc_t local = cua_cpu_chunk_sum(x, dtype, acc, lo, hi);
-                if (rung == CAS) cua_cpu_cas_add(acc, &cell, local);
-                else cua_cpu_atomic_add(acc, &cell, local);
-            }
-        }
+    for (int64_t w = 0; w < g.busy; w++) {
+        if (cua_cpu_stop(cfg)) continue;
+        int64_t lo, hi;
+        cua_cpu_share(n, g.workers, w, &lo, &hi);
+        add(acc, &cell, cua_cpu_chunk_sum(x, dtype, acc, lo, hi));
     }
     cua_cpu_store_result(acc, cua_cpu_cell_value(acc, atomic_load(&cell)), result);
     return CUA_CPU_DONE(cfg);
 }
 
-static cua_acc_t add_in_order(const cua_acc_t *partials, int64_t B, int acc)
+/* Rungs 5-8 write one partial per logical block with elements. */
+static cua_acc_t *new_partials(int64_t blocks)
+{
+    return malloc((size_t)(blocks > 0 ? blocks : 1) * sizeof(cua_acc_t));
+}
+
+/* Rungs 5-7, before the barrier: OpenMP thread t of nt writes the partials
+ * of logical blocks t, t + nt, ... */
+static void team_partials(const void *x, int64_t n, int dtype, int acc, cua_launch *cfg, cua_acc_t *partials,
+                          int64_t blocks, int t, int nt)
+{
+    for (int64_t b = t; b < blocks; b += nt)
+        if (!cua_cpu_stop(cfg)) partials[b] = cua_cpu_block_value(x, NULL, n, dtype, acc, cfg, b);
+}
+
+/* After the wait, by one thread: the partials in block order, so that a
+ * float sum is the same every call. */
+static cua_acc_t add_in_order(const cua_acc_t *partials, int64_t blocks, int acc)
 {
     cua_acc_t total = {0};
-    for (int64_t b = 0; b < B; b++) cua_acc_add(acc, &total, partials[b]);
+    for (int64_t b = 0; b < blocks; b++) cua_acc_add(acc, &total, partials[b]);
     return total;
 }
 
-/* Logical blocks with at least one element: the others add nothing. */
-static int64_t busy_blocks(const cua_launch *cfg, int64_t n)
+static int partials_result(cua_acc_t *partials, cua_acc_t total, int acc, void *result, cua_launch *cfg)
 {
-    const int64_t T = cfg->threads;
-    return (cua_cpu_busy(n, cfg->blocks * T) + T - 1) / T;
-}
-
-static int sum_barrier(int rung, const void *x, int64_t n, int dtype, int acc, void *result, cua_launch *cfg)
-{
-    cua_cpu_default_config(cfg, n);
-    const int64_t B = busy_blocks(cfg, n);
-    const int P = cua_cpu_threads();
-    cua_acc_t *partials = malloc((size_t)(B > 0 ? B : 1) * sizeof *partials);
-    atomic_int *flags = calloc(2 * (size_t)P, sizeof *flags); /* arrive[P], release[P] */
-    if (!partials || !flags) {
-        free(partials);
-        free(flags);
-        return CUA_ENOMEM;
-    }
-    atomic_int arrived = 0;
-    cua_acc_t total = {0};
-#pragma omp parallel num_threads(P)
-    {
-        const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-        for (int64_t b = t; b < B; b += nt)
-            if (!cua_cpu_stop(cfg)) partials[b] = cua_cpu_block_value(x, NULL, n, dtype, acc, cfg, b);
-        if (rung == GRID_LOCK) {
-            /* Release: our partials are published before our arrival is
-             * counted. Acquire: once all arrived, everyone's partials are
-             * visible to us. */
-            unsigned spins = 0;
-            atomic_fetch_add_explicit(&arrived, 1, memory_order_release);
-            while (atomic_load_explicit(&arrived, memory_order_acquire) < nt)
-                cua_cpu_relax(&spins); /* spin: wait for the team */
-        } else if (rung == GRID_FLAGS) {
-            atomic_int *arrive = flags, *release = flags + P;
-            unsigned spins = 0;
-            atomic_store_explicit(&arrive[t], 1, memory_order_release);
-            if (t == 0) {
-                for (int i = 0; i < nt; i++)
-                    while (!atomic_load_explicit(&arrive[i], memory_order_acquire))
-                        cua_cpu_relax(&spins); /* spin: thread i has not arrived */
-                for (int i = 0; i < nt; i++) atomic_store_explicit(&release[i], 1, memory_order_release);
-            }
-            while (!atomic_load_explicit(&release[t], memory_order_acquire))
-                cua_cpu_relax(&spins); /* spin: thread 0 has not seen everyone yet */
-        } else {
-#pragma omp barrier
-        }
-        if (t == 0 && !cfg->interrupted) total = add_in_order(partials, B, acc);
-    }
     free(partials);
-    free(flags);
     cua_cpu_store_result(acc, total, result);
     return CUA_CPU_DONE(cfg);
 }
 
+/* ------------------------------------------------------------------ rungs */
+
+static int sum_atomic(const void *x, int64_t n, int dtype, int acc, void *result, cua_launch *cfg)
+{
+    const cua_grid g = cua_cpu_grid(cfg, n);
+    _Atomic uint64_t cell = 0;
+#pragma omp parallel for schedule(static)
+    for (int64_t w = 0; w < g.busy; w++) {
+        if (cua_cpu_stop(cfg)) continue;
+        int64_t lo, hi;
+        cua_cpu_share(n, g.workers, w, &lo, &hi);
+        CUA_CPU_PIECES(cfg, lo, hi, a, b)
+        for (int64_t i = a; i < b; i++) cua_cpu_atomic_add(acc, &cell, cua_cpu_load(x, dtype, acc, i));
+    }
+    cua_cpu_store_result(acc, cua_cpu_cell_value(acc, atomic_load(&cell)), result);
+    return CUA_CPU_DONE(cfg);
+}
+
+static int sum_cas(const void *x, int64_t n, int dtype, int acc, void *result, cua_launch *cfg)
+{
+    return threads_into_cell(cua_cpu_cas_add, x, n, dtype, acc, result, cfg);
+}
+
+static int sum_thread_local(const void *x, int64_t n, int dtype, int acc, void *result, cua_launch *cfg)
+{
+    return threads_into_cell(cua_cpu_atomic_add, x, n, dtype, acc, result, cfg);
+}
+
+static int sum_block_tree(const void *x, int64_t n, int dtype, int acc, void *result, cua_launch *cfg)
+{
+    return cua_cpu_blocks_into_cell(cua_cpu_atomic_add, x, NULL, n, dtype, acc, result, cfg);
+}
+
+static int sum_grid_lock(const void *x, int64_t n, int dtype, int acc, void *result, cua_launch *cfg)
+{
+    const cua_grid g = cua_cpu_grid(cfg, n);
+    cua_acc_t *partials = new_partials(g.busy_blocks);
+    cua_acc_t total = {0};
+    if (!partials) return CUA_ENOMEM;
+    atomic_int arrived = 0;
+#pragma omp parallel
+    {
+        const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+        team_partials(x, n, dtype, acc, cfg, partials, g.busy_blocks, t, nt);
+        /* Release: our partials are published before our arrival is
+         * counted. Acquire: once all arrived, everyone's partials are
+         * visible to us. */
+        unsigned spins = 0;
+        atomic_fetch_add_explicit(&arrived, 1, memory_order_release);
+        while (atomic_load_explicit(&arrived, memory_order_acquire) < nt)
+            cua_cpu_relax(&spins); /* spin: wait for the team */
+        if (t == 0 && !cfg->interrupted) total = add_in_order(partials, g.busy_blocks, acc);
+    }
+    return partials_result(partials, total, acc, result, cfg);
+}
+
+static int sum_grid_flags(const void *x, int64_t n, int dtype, int acc, void *result, cua_launch *cfg)
+{
+    const cua_grid g = cua_cpu_grid(cfg, n);
+    const int P = cua_cpu_threads();
+    cua_acc_t *partials = new_partials(g.busy_blocks);
+    cua_acc_t total = {0};
+    atomic_int *flags = calloc(2 * (size_t)P, sizeof *flags); /* arrive[P], release[P] */
+    if (!partials || !flags) {
+        free(flags);
+        free(partials);
+        return CUA_ENOMEM;
+    }
+#pragma omp parallel num_threads(P)
+    {
+        const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+        atomic_int *arrive = flags, *release = flags + P;
+        team_partials(x, n, dtype, acc, cfg, partials, g.busy_blocks, t, nt);
+        /* Release stores, acquire loads: the partials written before a flag
+         * is raised are visible to whoever sees it raised. */
+        unsigned spins = 0;
+        atomic_store_explicit(&arrive[t], 1, memory_order_release);
+        if (t == 0) {
+            for (int i = 0; i < nt; i++)
+                while (!atomic_load_explicit(&arrive[i], memory_order_acquire))
+                    cua_cpu_relax(&spins); /* spin: thread i has not arrived */
+            for (int i = 0; i < nt; i++) atomic_store_explicit(&release[i], 1, memory_order_release);
+        }
+        while (!atomic_load_explicit(&release[t], memory_order_acquire))
+            cua_cpu_relax(&spins); /* spin: thread 0 has not seen everyone yet */
+        if (t == 0 && !cfg->interrupted) total = add_in_order(partials, g.busy_blocks, acc);
+    }
+    free(flags);
+    return partials_result(partials, total, acc, result, cfg);
+}
+
+static int sum_cooperative(const void *x, int64_t n, int dtype, int acc, void *result, cua_launch *cfg)
+{
+    const cua_grid g = cua_cpu_grid(cfg, n);
+    cua_acc_t *partials = new_partials(g.busy_blocks);
+    cua_acc_t total = {0};
+    if (!partials) return CUA_ENOMEM;
+#pragma omp parallel
+    {
+        const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+        team_partials(x, n, dtype, acc, cfg, partials, g.busy_blocks, t, nt);
+        /* OpenMP's barrier orders memory too: every partial written before
+         * it is visible to every thread after it. */
+#pragma omp barrier
+        if (t == 0 && !cfg->interrupted) total = add_in_order(partials, g.busy_blocks, acc);
+    }
+    return partials_result(partials, total, acc, result, cfg);
+}
+
 static int sum_last_block(const void *x, int64_t n, int dtype, int acc, void *result, cua_launch *cfg)
 {
-    cua_cpu_default_config(cfg, n);
-    const int64_t B = busy_blocks(cfg, n);
-    cua_acc_t *partials = malloc((size_t)(B > 0 ? B : 1) * sizeof *partials);
+    const cua_grid g = cua_cpu_grid(cfg, n);
+    const int64_t B = g.busy_blocks;
+    cua_acc_t *partials = new_partials(B);
+    cua_acc_t total = {0};
     if (!partials) return CUA_ENOMEM;
     _Atomic int64_t ticket = 0;
-    cua_acc_t total = {0};
 #pragma omp parallel for schedule(static)
     for (int64_t b = 0; b < B; b++) {
         if (cua_cpu_stop(cfg)) continue;
@@ -149,109 +233,42 @@ static int sum_last_block(const void *x, int64_t n, int dtype, int acc, void *re
         if (atomic_fetch_add_explicit(&ticket, 1, memory_order_acq_rel) == B - 1)
             total = add_in_order(partials, B, acc);
     }
-    free(partials);
-    cua_cpu_store_result(acc, total, result);
-    return CUA_CPU_DONE(cfg);
+    return partials_result(partials, total, acc, result, cfg);
 }
 
-/* One chunk of the `vector` rungs, walked in pieces (Ctrl-C is asked
- * between them): integers in 64-bit lanes, floats compensated. */
-static void vector_chunk(const void *a, const void *b, int64_t lo, int64_t hi, int dtype, int acc,
-                         cua_launch *cfg, cua_acc_t *total, cua_dd *dd)
+static int sum_vector(const void *x, int64_t n, int dtype, int acc, void *result, cua_launch *cfg)
 {
-    CUA_CPU_PIECES(cfg, lo, hi, p, q) {
-        if (acc == CUA_ACC_INT64) cua_acc_add(acc, total, cua_cpu_chunk_wide(a, b, dtype, acc, p, q));
-        else *dd = cua_dd_add(*dd, cua_cpu_chunk_dd(a, b, dtype, p, q));
-    }
+    return cua_cpu_vector_reduce(x, NULL, n, dtype, acc, result, cfg);
 }
 
-/* Shared with dot.c's `vector` rung. Integers in 16 SIMD lanes of 64 bits;
- * floats as cua_cpu_chunk_dd computes them (CUA_F_WIDE), the chunks' values
- * and error terms added in chunk order, rounded once at the end (or, with
- * cfg->pair, written unrounded). */
-int cua_cpu_vector_reduce(const void *a, const void *b, int64_t n, int dtype, int acc, void *result,
-                          cua_launch *cfg)
-{
-    if (cfg->blocks <= 0) cfg->blocks = n < (1 << 15) ? 1 : cua_cpu_threads();
-    cfg->used_blocks = cfg->blocks;
-    cfg->used_threads = cfg->threads = 16; /* the lanes of cua_cpu_chunk_wide */
-    const int64_t B = cfg->blocks, busy = cua_cpu_busy(n, B);
-    cua_acc_t total = {0};
-    cua_dd dd = {0, 0};
-    if (busy <= 1) {
-        vector_chunk(a, b, 0, n, dtype, acc, cfg, &total, &dd);
-    } else {
-        cua_acc_t *partials = calloc((size_t)busy, sizeof *partials);
-        cua_dd *dds = calloc((size_t)busy, sizeof *dds);
-        if (!partials || !dds) {
-            free(partials);
-            free(dds);
-            return CUA_ENOMEM;
-        }
-#pragma omp parallel for schedule(static)
-        for (int64_t k = 0; k < busy; k++) {
-            int64_t lo, hi;
-            cua_cpu_share(n, B, k, &lo, &hi);
-            vector_chunk(a, b, lo, hi, dtype, acc, cfg, &partials[k], &dds[k]);
-        }
-        total = add_in_order(partials, busy, acc);
-        for (int64_t k = 0; k < busy; k++) dd = cua_dd_add(dd, dds[k]);
-        free(partials);
-        free(dds);
-    }
-    if (acc == CUA_ACC_FLOAT64 && cfg->pair) {
-        memcpy(result, &dd, sizeof dd);
-        return CUA_CPU_DONE(cfg);
-    }
-    if (acc == CUA_ACC_FLOAT32) total.f = (float)cua_dd_value(dd);
-    else if (acc == CUA_ACC_FLOAT64) total.d = cua_dd_value(dd);
-    cua_cpu_store_result(acc, total, result);
-    return CUA_CPU_DONE(cfg);
-}
-
-static int sum_vector(const void *x, int64_t n, int d, int a, void *r, cua_launch *c)
-{
-    return cua_cpu_vector_reduce(x, NULL, n, d, a, r, c);
-}
-
-#define SUM_ACC(R) \
-    static int sum_##R(const void *x, int64_t n, int d, int a, void *r, cua_launch *c) { return sum_accumulate(R, x, n, d, a, r, c); }
-#define SUM_BAR(R) \
-    static int sum_##R(const void *x, int64_t n, int d, int a, void *r, cua_launch *c) { return sum_barrier(R, x, n, d, a, r, c); }
-SUM_ACC(ATOMIC)
-SUM_ACC(CAS)
-SUM_ACC(THREAD_LOCAL)
-SUM_ACC(BLOCK_TREE)
-SUM_BAR(GRID_LOCK)
-SUM_BAR(GRID_FLAGS)
-SUM_BAR(COOPERATIVE)
+/* ----------------------------------------------------------- variant table */
 
 static const cua_sum_row sum_rows[] = {
     {{"atomic", 1, "one atomic add per element (fetch_add; a CAS loop for floats)",
       0},
-     sum_ATOMIC},
+     sum_atomic},
     {{"cas", 2, "per-thread local sum, then an add built from a compare-exchange loop",
       0},
-     sum_CAS},
-    {{"thread_local", 3, "local sum per logical thread, one atomic add each",
+     sum_cas},
+    {{"thread_local", 3, "local sum per logical thread, one atomic add each (fetch_add; for floats the CAS loop of cas)",
       0},
-     sum_THREAD_LOCAL},
-    {{"block_tree", 4, "lanes of a logical block combine in a tree, one atomic add per block",
+     sum_thread_local},
+    {{"block_tree", 4, "a logical block's lanes combine in a tree (a loop on one OS thread), one atomic add per block",
       0},
-     sum_BLOCK_TREE},
-    {{"grid_lock", 5, "block partials, team barrier on one atomic counter, thread 0 adds them",
+     sum_block_tree},
+    {{"grid_lock", 5, "block partials, a barrier of the OpenMP threads (not blocks) on one atomic counter, thread 0 adds them",
       CUA_F_RESIDENT | CUA_F_DETERMINISTIC},
-     sum_GRID_LOCK},
-    {{"grid_flags", 6, "the same barrier lock-free: per-thread arrive and release flags",
+     sum_grid_lock},
+    {{"grid_flags", 6, "the same barrier lock-free: arrive and release flags per OpenMP thread",
       CUA_F_RESIDENT | CUA_F_DETERMINISTIC},
-     sum_GRID_FLAGS},
+     sum_grid_flags},
     {{"cooperative", 7, "the same barrier as an OpenMP barrier",
       CUA_F_RESIDENT | CUA_F_DETERMINISTIC},
-     sum_COOPERATIVE},
+     sum_cooperative},
     {{"last_block", 8, "acq_rel ticket: whoever finishes last adds the partials",
       CUA_F_DETERMINISTIC},
      sum_last_block},
-    {{"vector", 9, "a chunk per thread in SIMD lanes (floats in compensated float64), chunks added in order: deterministic, as accurate as NumPy or better",
+    {{"vector", 9, "a chunk per OpenMP thread in SIMD lanes (floats in compensated float64), chunks added in order: deterministic, as accurate as NumPy or better",
       CUA_F_WIDE | CUA_F_DETERMINISTIC},
      sum_vector},
 };

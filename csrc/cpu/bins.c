@@ -1,0 +1,137 @@
+/* bins.c -- np.histogram's bin rule on the CPU, and the typed loops that
+ * count a chunk of data into a histogram: one count per element into 64-bit
+ * counters, or into eight interleaved 32-bit copies (thread_counters).
+ */
+#include <string.h>
+
+#include "cpu.h"
+#include "typed.h"
+
+static inline int64_t bin_int(int64_t x, const cua_bins *b)
+{
+    int64_t d = x - b->ilo;
+    if (d < 0 || d > b->iwidth * b->nbins) return -1;
+    int64_t k = b->iwidth == 1 ? d : d / b->iwidth;
+    return k < b->nbins ? k : b->nbins - 1; /* the last bin is closed */
+}
+
+/* Largest k with e[k] <= v, for e[0] <= v <= e[nbins]; see cuatomic_abi.h. */
+#define DEFINE_BIN(NAME, E)                                                      \
+    static inline int64_t NAME(E v, const cua_bins *b)                           \
+    {                                                                            \
+        const E *e = (const E *)b->edges;                                        \
+        const int64_t nb = b->nbins;                                             \
+        if (!(v >= e[0] && v <= e[nb])) return -1; /* outside, or NaN */        \
+        int64_t k;                                                               \
+        if (b->uniform) {                                                        \
+            k = (int64_t)((double)(v - e[0]) * b->inv_width);                    \
+            k = k < 0 ? 0 : (k > nb - 1 ? nb - 1 : k);                           \
+            while (k > 0 && v < e[k]) --k;                                       \
+            while (k < nb - 1 && v >= e[k + 1]) ++k;                             \
+        } else {                                                                 \
+            int64_t lo = 0, hi = nb - 1;                                         \
+            while (lo < hi) {                                                    \
+                int64_t mid = lo + (hi - lo + 1) / 2;                            \
+                if (e[mid] <= v) lo = mid;                                       \
+                else hi = mid - 1;                                               \
+            }                                                                    \
+            k = lo;                                                              \
+        }                                                                        \
+        return k;                                                                \
+    }
+DEFINE_BIN(bin_f32, float)
+DEFINE_BIN(bin_f64, double)
+DEFINE_BIN(bin_i64, int64_t) /* 64-bit integer data against integer edges: exact (never uniform) */
+DEFINE_BIN(bin_u64, uint64_t)
+
+/* Integer data of at most 32 bits converts to int64 exactly; only those take
+ * the integer path (the host sets bins->integer only for them). */
+#define BIN_OF(T, v, b)                                                                      \
+    ((b)->integer && sizeof(T) <= 4 && (T)0.5 == 0 ? bin_int((int64_t)(v), (b))              \
+     : (b)->edge_dtype == CUA_INT64              ? bin_i64((int64_t)(v), (b))                \
+     : (b)->edge_dtype == CUA_UINT64             ? bin_u64((uint64_t)(v), (b))               \
+     : (b)->edge_dtype == CUA_FLOAT32            ? bin_f32((float)(v), (b))                  \
+                                                 : bin_f64((double)(v), (b)))
+
+#define BIN_CASE(ID, T, K)                 \
+    case ID: {                             \
+        T v = ((const T *)x)[i];           \
+        return BIN_OF(T, v, bins);         \
+    }
+
+int64_t cua_cpu_bin(const void *x, int dtype, const cua_bins *bins, int64_t i)
+{
+    switch (dtype) {
+        CUA_CPU_TYPES(BIN_CASE)
+    default: return -1;
+    }
+}
+
+#define HIST_CASE(ID, T, K)                                  \
+    case ID: {                                               \
+        const T *p = (const T *)x;                           \
+        for (int64_t i = lo; i < hi; i++) {                  \
+            int64_t k = BIN_OF(T, p[i], bins);               \
+            if (k >= 0) counts[k]++;                         \
+        }                                                    \
+        break;                                               \
+    }
+
+void cua_cpu_chunk_hist(const void *x, int dtype, const cua_bins *bins, int64_t lo, int64_t hi, uint64_t *counts)
+{
+    switch (dtype) {
+        CUA_CPU_TYPES(HIST_CASE)
+    default: break;
+    }
+}
+
+/* The counting loop of `thread_counters`: element i goes to copy i % COPIES
+ * of COPIES interleaved 32-bit histograms (counts[COPIES * k + i % COPIES]),
+ * so a run of equal values -- skewed text -- is COPIES independent chains
+ * of increments instead of one chain of store-to-load dependencies. Values
+ * outside the bins count into a spare bin nbins, so the loops have no
+ * branch to mispredict on random data. Byte data reads a 64-bit word (8
+ * elements) per load, byte k to copy k, and finds bins in a table of the
+ * 256 byte values built with the same bin rule. counts holds COPIES *
+ * (nbins + 1) counters; at most 2^32 - 1 elements per call. */
+#define COPIES CUA_CPU_HIST_COPIES
+_Static_assert((COPIES & (COPIES - 1)) == 0, "i % COPIES is a mask");
+_Static_assert(COPIES == sizeof(uint64_t), "byte k of a word goes to copy k");
+/* The byte table holds COPIES * bin in 32 bits: more bins take the
+ * general loop. */
+#define TABLE_MAX_BINS ((int64_t)1 << 28)
+
+#define HIST8_CASE(ID, T, K)                                                         \
+    case ID: {                                                                       \
+        const T *p = (const T *)x;                                                   \
+        for (int64_t i = lo; i < hi; i++) {                                          \
+            int64_t k = BIN_OF(T, p[i], bins);                                       \
+            counts[COPIES * (k >= 0 ? k : bins->nbins) + (i & (COPIES - 1))]++;      \
+        }                                                                            \
+        break;                                                                       \
+    }
+
+void cua_cpu_chunk_hist8(const void *x, int dtype, const cua_bins *bins, int64_t lo, int64_t hi, uint32_t *counts)
+{
+    if (cua_dtype_size(dtype) == 1 && bins->nbins < TABLE_MAX_BINS) {
+        uint32_t table[UINT8_MAX + 1]; /* byte value -> COPIES * bin */
+        for (int v = 0; v <= UINT8_MAX; v++) {
+            const uint8_t byte = (uint8_t)v;
+            int64_t k = cua_cpu_bin(&byte, dtype, bins, 0);
+            table[v] = (uint32_t)(COPIES * (k >= 0 ? k : bins->nbins));
+        }
+        const uint8_t *p = (const uint8_t *)x;
+        int64_t i = lo;
+        for (; i + COPIES <= hi; i += COPIES) {
+            uint64_t w;
+            memcpy(&w, p + i, sizeof w);
+            for (int k = 0; k < COPIES; k++) counts[table[(w >> (8 * k)) & UINT8_MAX] + k]++;
+        }
+        for (; i < hi; i++) counts[table[p[i]]]++;
+        return;
+    }
+    switch (dtype) {
+        CUA_CPU_TYPES(HIST8_CASE)
+    default: break;
+    }
+}

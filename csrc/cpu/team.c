@@ -1,0 +1,77 @@
+/* team.c -- the logical grid on the OpenMP team: default launch
+ * configurations, each logical worker's share of the data, and the Ctrl-C
+ * poll every worker asks between pieces of work.
+ */
+#include <time.h>
+
+#include "cpu.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+int cua_cpu_threads(void)
+{
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
+void cua_cpu_default_config(cua_launch *cfg, int64_t n)
+{
+    if (cfg->threads <= 0) cfg->threads = CUA_CPU_BLOCK_THREADS;
+    if (cfg->blocks <= 0) {
+        int64_t want = (n + cfg->threads - 1) / cfg->threads;
+        int64_t cap = (int64_t)CUA_CPU_BLOCKS_PER_THREAD * cua_cpu_threads();
+        cfg->blocks = want < 1 ? 1 : (want < cap ? want : cap);
+    }
+    cfg->used_blocks = cfg->blocks;
+    cfg->used_threads = cfg->threads;
+}
+
+int64_t cua_cpu_busy(int64_t n, int64_t W)
+{
+    if (n <= 0 || W <= 0) return 0;
+    const int64_t chunk = (n + W - 1) / W;
+    return (n + chunk - 1) / chunk;
+}
+
+cua_grid cua_cpu_grid(cua_launch *cfg, int64_t n)
+{
+    cua_cpu_default_config(cfg, n);
+    cua_grid g = {cfg->threads, cfg->blocks * cfg->threads, 0, 0};
+    g.busy = cua_cpu_busy(n, g.workers);
+    g.busy_blocks = (g.busy + g.threads - 1) / g.threads;
+    return g;
+}
+
+/* Polled at most this often (the caller's thread takes the GIL back for a
+ * moment each time). */
+#define POLL_NS 20000000LL
+
+int cua_cpu_stop(cua_launch *cfg)
+{
+    if (__atomic_load_n(&cfg->interrupted, __ATOMIC_RELAXED)) return 1;
+#ifdef _OPENMP
+    if (omp_get_thread_num() != 0 || omp_get_level() > 1) return 0;
+#endif
+    if (!cfg->poll) return 0;
+    static _Thread_local int64_t last;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    const int64_t now = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+    if (now - last < POLL_NS) return 0;
+    last = now;
+    if (!cfg->poll()) return 0;
+    __atomic_store_n(&cfg->interrupted, 1, __ATOMIC_RELAXED);
+    return 1;
+}
+
+void cua_cpu_share(int64_t n, int64_t W, int64_t w, int64_t *lo, int64_t *hi)
+{
+    int64_t chunk = (n + W - 1) / W;
+    *lo = w * chunk < n ? w * chunk : n;
+    *hi = *lo + chunk < n ? *lo + chunk : n;
+}
