@@ -52,7 +52,7 @@ int cua_cuda_host_free(void *ptr);
  * direction. acquire returns a slot number (>= 0) with its host and device
  * addresses, or -1 when none is free or the pool cannot be made (the caller
  * then takes the ordinary path). Slots hold CUA_SLOT_BYTES bytes. */
-#define CUA_SLOT_BYTES (64 << 10)
+#define CUA_SLOT_BYTES (64 * 1024)
 int cua_cuda_slot_acquire(void **host, void **device);
 void cua_cuda_slot_release(int slot);
 
