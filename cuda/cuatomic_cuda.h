@@ -61,7 +61,8 @@ void cua_cuda_slot_release(int slot);
 int cua_cuda_debug_trap(void *stream);
 
 /* Smallest and largest element of x (raw values of the element type, written
- * to host min_out/max_out) and whether any element is NaN. n must be > 0. */
+ * to host min_out/max_out) and whether any element is NaN. n must be > 0
+ * (minmax.cu). */
 int cua_cuda_minmax(const void *x, int64_t n, int dtype, void *min_out,
                     void *max_out, int *has_nan, void *stream);
 
