@@ -79,8 +79,21 @@ static inline int cua_wait(cua_launch *cfg)
 __host__ __device__ static inline int64_t cua_ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // Dynamic shared memory a block may use without opting in: a kernel that
-// needs more must raise cudaFuncAttributeMaxDynamicSharedMemorySize first.
+// needs more must raise cudaFuncAttributeMaxDynamicSharedMemorySize first
+// (cua_allow_smem).
 #define CUA_STATIC_SMEM_BYTES (48 * 1024)
+
+// The default block of a rung that does not size its own: 256 threads,
+// eight whole warps.
+#define CUA_DEFAULT_THREADS 256
+
+// The tutorial's default grid: 32 blocks per SM (cua_default_config).
+#define CUA_DEFAULT_BLOCKS_PER_SM 32
+
+// The longest sleep, in ns, of a thread that waits for a word another
+// running block will write (a lock, a published tile state): the wait is
+// short, so the sleeps stay short too.
+#define CUA_SPIN_SLEEP_MAX_NS 256
 
 static inline cudaStream_t cua_stream(const cua_launch *cfg)
 {
@@ -135,7 +148,7 @@ static inline int cua_grid_config(cua_launch *cfg, int64_t n, int threads, int p
 // The tutorial's sizing: 32 blocks per SM.
 static inline int cua_default_config(cua_launch *cfg, int64_t n, int threads)
 {
-    return cua_grid_config(cfg, n, threads, 32);
+    return cua_grid_config(cfg, n, threads, CUA_DEFAULT_BLOCKS_PER_SM);
 }
 
 // Defaults for a rung whose every thread does one CAS on a single word:
@@ -175,6 +188,17 @@ static inline int cua_max_resident_blocks(K kernel, int threads, size_t smem, in
     if (st) return st;
     *out = (int64_t)per_sm * sms;
     seen[next++ % 8] = Entry{(const void *)kernel, threads, dev, smem, *out};
+    return 0;
+}
+
+// Let `kernel` use `smem` bytes of dynamic shared memory: past
+// CUA_STATIC_SMEM_BYTES a block must opt in, before it is launched or its
+// occupancy is asked.
+template <class K>
+static inline int cua_allow_smem(K kernel, size_t smem)
+{
+    if (smem > CUA_STATIC_SMEM_BYTES)
+        CUA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     return 0;
 }
 
@@ -323,6 +347,57 @@ __device__ Acc cua_block_tree(Acc v)
     Acc total = cache[0];
     __syncthreads();  // cache may be reused by the caller right after
     return total;
+}
+
+// Dynamic shared memory of cua_block_tree for a block of `threads`.
+template <class Acc>
+static inline size_t cua_tree_bytes(int threads)
+{
+    return (size_t)threads * sizeof(Acc);
+}
+
+// One call's scratch for the sum and dot ladders, zeroed on the call's
+// stream: the total and a lock word in the first 16 bytes, then `nparts`
+// block partials, then `words` barrier counters or flags. Locks, counters
+// and flags start at zero on every call: never trust what a previous launch
+// left behind.
+template <class Acc>
+struct cua_reduce_scratch {
+    cua_scratch mem;
+    Acc *total = nullptr, *partials = nullptr;
+    int *lock = nullptr;
+    unsigned *sync = nullptr;
+    cudaError_t get(cudaStream_t s, size_t nparts = 0, size_t words = 0)
+    {
+        const size_t off_sync = 16 + nparts * sizeof(Acc), bytes = off_sync + words * sizeof(unsigned);
+        cudaError_t e = mem.get(bytes, s);
+        if (e != cudaSuccess) return e;
+        char *base = (char *)mem.ptr;
+        total = (Acc *)base;
+        lock = (int *)(base + 8);
+        partials = (Acc *)(base + 16);
+        sync = (unsigned *)(base + off_sync);
+        return cudaMemsetAsync(base, 0, bytes, s);
+    }
+};
+
+// The end of a launcher whose kernel leaves the answer in `total`: the
+// launch checked, the total copied to the host, the one wait.
+template <class Acc>
+static inline int cua_finish_total(Acc *result, const Acc *total, cua_launch *cfg)
+{
+    CUA_CHECK_LAUNCH();
+    CUA_CHECK(cudaMemcpyAsync(result, total, sizeof(Acc), cudaMemcpyDeviceToHost, cua_stream(cfg)));
+    CUA_WAIT(cfg);
+    return 0;
+}
+
+// The sum of no elements, answered without a launch.
+template <class Acc>
+static inline int cua_empty_sum(Acc *result)
+{
+    *result = 0;
+    return 0;
 }
 
 __device__ __forceinline__ int64_t cua_grid_stride() { return (int64_t)gridDim.x * blockDim.x; }

@@ -26,13 +26,13 @@ typedef struct {
     int64_t shared_per_block_optin;
 } cua_cuda_device;
 
-/* Probe the current device without failing: fills info, returns 0. */
+/* Probe the current device without failing: fills info, returns 0 (probe.cu). */
 int cua_cuda_probe(cua_cuda_device *info);
 
-/* The ladder of one op, in tutorial order; NULL for an unknown op. */
+/* The ladder of one op, in tutorial order; NULL for an unknown op (ladders.cu). */
 const cua_ladder *cua_cuda_ladder(int op);
 
-/* Memory. Copies are synchronous with respect to the host. */
+/* Memory (memory.cu). Copies are synchronous with respect to the host. */
 int cua_cuda_malloc(void **ptr, size_t nbytes);
 int cua_cuda_free(void *ptr);
 int cua_cuda_memcpy_htod(void *dst, const void *src, size_t nbytes, void *stream);
@@ -46,26 +46,28 @@ int cua_cuda_memcpy_htod_async(void *dst, const void *src, size_t nbytes, void *
 int cua_cuda_host_alloc(void **ptr, size_t nbytes);
 int cua_cuda_host_free(void *ptr);
 
-/* Small page-locked, device-mapped slots for one call's result and small
- * host input: the kernel reads the input over the bus and writes the result
- * straight into host memory, so a small call needs no copy in either
- * direction. acquire returns a slot number (>= 0) with its host and device
- * addresses, or -1 when none is free or the pool cannot be made (the caller
- * then takes the ordinary path). Slots hold CUA_SLOT_BYTES bytes. */
-#define CUA_SLOT_BYTES (64 << 10)
+/* Call slots (memory.cu): small page-locked, device-mapped slots for one
+ * call's result and small host input: the kernel reads the input over the
+ * bus and writes the result straight into host memory, so a small call
+ * needs no copy in either direction. acquire returns a slot number (>= 0)
+ * with its host and device addresses, or -1 when none is free or the pool
+ * cannot be made (the caller then takes the ordinary path). Each slot holds
+ * CUA_SLOT_BYTES bytes: the inputs, then the result at its end. */
+#define CUA_SLOT_BYTES (64 * 1024)
 int cua_cuda_slot_acquire(void **host, void **device);
 void cua_cuda_slot_release(int slot);
 
 /* For tests of error handling: a kernel that executes a trap instruction,
- * which leaves the CUDA context unusable (a sticky error). */
+ * which leaves the CUDA context unusable: a sticky error (errors.cu). */
 int cua_cuda_debug_trap(void *stream);
 
 /* Smallest and largest element of x (raw values of the element type, written
- * to host min_out/max_out) and whether any element is NaN. n must be > 0. */
+ * to host min_out/max_out) and whether any element is NaN. n must be > 0
+ * (minmax.cu). */
 int cua_cuda_minmax(const void *x, int64_t n, int dtype, void *min_out,
                     void *max_out, int *has_nan, void *stream);
 
-/* Events for timing on a stream, and a whole-device synchronization. */
+/* Events for timing on a stream, and a whole-device synchronization (events.cu). */
 int cua_cuda_event_create(void **event);
 int cua_cuda_event_destroy(void *event);
 int cua_cuda_event_record(void *event, void *stream);
@@ -97,7 +99,7 @@ int cua_cub_histogram(const void *x, int64_t n, int dtype, int nbins, double lo,
 int cua_cub_select_at_least(const void *x, int64_t n, int dtype, double value, void *out, int64_t *count,
                             void *stream);
 
-/* cudaGetErrorName / cudaGetErrorString of a positive status. */
+/* cudaGetErrorName / cudaGetErrorString of a positive status (errors.cu). */
 const char *cua_cuda_error_name(int status);
 const char *cua_cuda_error_string(int status);
 /* 1 if the error leaves the CUDA context unusable (sticky). */

@@ -57,46 +57,75 @@ __global__ void prod_cas_kernel(const T *__restrict__ x, int64_t n, Acc *total)
     cua_cas_mul(total, v);
 }
 
-// Floats with a double accumulator (CUA_F_WIDE) are compensated: a second
-// cell sums the relative errors, and the product is corrected once here.
-template <class T, class Acc>
-static int prod_typed(const T *x, int64_t n, Acc *result, cua_launch *cfg)
+// The product of no elements, answered without a launch.
+template <class Acc>
+static int empty_product(Acc *result)
 {
-    constexpr bool compensated = std::is_floating_point<T>::value && std::is_same<Acc, double>::value;
-    constexpr int cells_used = compensated ? 2 : 1;
-    cudaStream_t s = cua_stream(cfg);
-    int st = cua_cas_config(cfg, n, 256);
-    if (st) return st;
-    if (n == 0) {
-        *result = 1;
-        return 0;
-    }
-    cua_scratch scratch;
-    CUA_CHECK(scratch.get(cells_used * sizeof(Acc), s));
-    Acc *cells = (Acc *)scratch.ptr;  // the product (and the summed relative errors)
-    const Acc init[2] = {1, 0};       // the identity: a memset cannot write a float 1
-    CUA_CHECK(cudaMemcpyAsync(cells, init, cells_used * sizeof(Acc), cudaMemcpyHostToDevice, s));
-    if constexpr (compensated)
-        prod_compensated_kernel<T><<<(unsigned)cfg->blocks, cfg->threads, 0, s>>>(x, n, cells, cells + 1);
-    else
-        prod_cas_kernel<T, Acc><<<(unsigned)cfg->blocks, cfg->threads, 0, s>>>(x, n, cells);
-    CUA_CHECK_LAUNCH();
-    Acc host[2] = {1, 0};
-    CUA_CHECK(cudaMemcpyAsync(host, cells, cells_used * sizeof(Acc), cudaMemcpyDeviceToHost, s));
-    CUA_WAIT(cfg);
-    if constexpr (compensated)  // total * (1 + summed relative errors); zeros keep their sign
-        *result = isnormal(host[0]) && isfinite(host[1]) ? fma(host[0], host[1], host[0]) : host[0];
-    else
-        *result = host[0];
+    *result = 1;
     return 0;
 }
 
+// Device cells holding `init` on the call's stream (a memset cannot write
+// a float 1).
+template <class Acc, int N>
+static int cells_from(cua_scratch *cells, const Acc (&init)[N], cudaStream_t s)
+{
+    CUA_CHECK(cells->get(sizeof init, s));
+    CUA_CHECK(cudaMemcpyAsync(cells->ptr, init, sizeof init, cudaMemcpyHostToDevice, s));
+    return 0;
+}
+
+template <class T, class Acc>
+static int prod_cas(const T *x, int64_t n, Acc *result, cua_launch *cfg)
+{
+    cudaStream_t s = cua_stream(cfg);
+    int st = cua_cas_config(cfg, n, CUA_DEFAULT_THREADS);
+    if (st) return st;
+    if (n == 0) return empty_product(result);
+    const Acc one[1] = {1};
+    cua_scratch cells;
+    st = cells_from(&cells, one, s);
+    if (st) return st;
+    Acc *total = (Acc *)cells.ptr;
+    prod_cas_kernel<T, Acc><<<(unsigned)cfg->blocks, cfg->threads, 0, s>>>(x, n, total);
+    return cua_finish_total(result, total, cfg);
+}
+
+// Floats with a double accumulator (CUA_F_WIDE): a second cell sums the
+// relative errors, and the product is corrected once here.
+template <class T>
+static int prod_compensated(const T *x, int64_t n, double *result, cua_launch *cfg)
+{
+    cudaStream_t s = cua_stream(cfg);
+    int st = cua_cas_config(cfg, n, CUA_DEFAULT_THREADS);
+    if (st) return st;
+    if (n == 0) return empty_product(result);
+    const double init[2] = {1, 0};  // the product, the summed relative errors
+    cua_scratch cells;
+    st = cells_from(&cells, init, s);
+    if (st) return st;
+    double *total = (double *)cells.ptr;
+    prod_compensated_kernel<T><<<(unsigned)cfg->blocks, cfg->threads, 0, s>>>(x, n, total, total + 1);
+    CUA_CHECK_LAUNCH();
+    double host[2] = {1, 0};
+    CUA_CHECK(cudaMemcpyAsync(host, total, sizeof host, cudaMemcpyDeviceToHost, s));
+    CUA_WAIT(cfg);
+    // total * (1 + summed relative errors); zeros keep their sign
+    *result = isnormal(host[0]) && isfinite(host[1]) ? fma(host[0], host[1], host[0]) : host[0];
+    return 0;
+}
+
+// The row's launcher: the call's element and accumulator types; floats in
+// a double accumulator are compensated.
 static int prod_CAS(const void *x, int64_t n, int dtype, int acc, void *result, cua_launch *cfg)
 {
     return cua_dispatch_acc(dtype, acc, [&](auto t, auto a) -> int {
         using T = decltype(t);
         using Acc = decltype(a);
-        return prod_typed<T, Acc>((const T *)x, n, (Acc *)result, cfg);
+        if constexpr (std::is_floating_point<T>::value && std::is_same<Acc, double>::value)
+            return prod_compensated<T>((const T *)x, n, (double *)result, cfg);
+        else
+            return prod_cas<T, Acc>((const T *)x, n, (Acc *)result, cfg);
     });
 }
 

@@ -25,102 +25,146 @@
 #include "common.cuh"
 #include "vector.cuh"
 
-enum DotRung { PARTIAL, MUTEX, ATOMIC, CAS };
-
-template <int R, class T, class Acc>
-__global__ void dot_kernel(const T *__restrict__ a, const T *__restrict__ b, int64_t n, Acc *total,
-                           Acc *partials, int *mutex)
+// Every rung's block result: products over a grid-stride loop, added in the
+// shared-memory tree. Every thread must call it; valid in thread 0.
+template <class T, class Acc>
+__device__ Acc block_dot(const T *__restrict__ a, const T *__restrict__ b, int64_t n)
 {
     Acc v = 0;
     for (int64_t i = cua_global_id(); i < n; i += cua_grid_stride()) v += (Acc)a[i] * (Acc)b[i];
-    v = cua_block_tree(v);
-    if (threadIdx.x != 0) return;
-    if constexpr (R == PARTIAL) {
-        partials[blockIdx.x] = v;
-    } else if constexpr (R == MUTEX) {
-        cua_lock(mutex);
-        // Volatile: the total was last written by another block; read it
-        // from L2 and write it back there, not to this SM's L1.
-        volatile Acc *t = total;
-        *t = *t + v;
-        cua_unlock(mutex);
-    } else if constexpr (R == ATOMIC) {
-        cua_atomic_add(total, v);
-    } else {
-        cua_cas_add(total, v);
-    }
+    return cua_block_tree(v);
 }
 
-template <int R, class T, class Acc>
-static int dot_typed(const T *a, const T *b, int64_t n, Acc *result, cua_launch *cfg)
+// ---------------------------------------------------------------- kernels
+
+template <class T, class Acc>
+__global__ void dot_partial_kernel(const T *__restrict__ a, const T *__restrict__ b, int64_t n, Acc *partials)
+{
+    Acc v = block_dot<T, Acc>(a, b, n);
+    if (threadIdx.x == 0) partials[blockIdx.x] = v;
+}
+
+template <class T, class Acc>
+__global__ void dot_mutex_kernel(const T *__restrict__ a, const T *__restrict__ b, int64_t n, Acc *total,
+                                 int *mutex)
+{
+    Acc v = block_dot<T, Acc>(a, b, n);
+    if (threadIdx.x != 0) return;
+    cua_lock(mutex);
+    // Volatile: the total was last written by another block; read it
+    // from L2 and write it back there, not to this SM's L1.
+    volatile Acc *t = total;
+    *t = *t + v;
+    cua_unlock(mutex);
+}
+
+template <class T, class Acc>
+__global__ void dot_atomic_kernel(const T *__restrict__ a, const T *__restrict__ b, int64_t n, Acc *total)
+{
+    Acc v = block_dot<T, Acc>(a, b, n);
+    if (threadIdx.x == 0) cua_atomic_add(total, v);
+}
+
+template <class T, class Acc>
+__global__ void dot_cas_kernel(const T *__restrict__ a, const T *__restrict__ b, int64_t n, Acc *total)
+{
+    Acc v = block_dot<T, Acc>(a, b, n);
+    if (threadIdx.x == 0) cua_cas_add(total, v);
+}
+
+// -------------------------------------------------------------- launchers
+
+template <class T, class Acc>
+static int dot_partial(const T *a, const T *b, int64_t n, Acc *result, cua_launch *cfg)
 {
     cudaStream_t s = cua_stream(cfg);
-    int st = cua_default_config(cfg, n, 256);
+    int st = cua_default_config(cfg, n, CUA_DEFAULT_THREADS);
     if (st) return st;
-    if (n == 0) {
-        *result = 0;
-        return 0;
-    }
+    if (n == 0) return cua_empty_sum(result);
     const unsigned blocks = (unsigned)cfg->blocks;
-    const int threads = cfg->threads;
-    const size_t smem = (size_t)threads * sizeof(Acc);
-    // Scratch: total, mutex, then one partial per block.
-    size_t bytes = 16 + (R == PARTIAL ? blocks * sizeof(Acc) : 0);
-    cua_scratch scratch;
-    CUA_CHECK(scratch.get(bytes, s));
-    char *base = (char *)scratch.ptr;
-    Acc *total = (Acc *)base;
-    int *mutex = (int *)(base + 8);
-    Acc *partials = (Acc *)(base + 16);
-    CUA_CHECK(cudaMemsetAsync(base, 0, bytes, s));  // total = 0, mutex unlocked
-
-    dot_kernel<R, T, Acc><<<blocks, threads, smem, s>>>(a, b, n, total, partials, mutex);
+    cua_reduce_scratch<Acc> sc;
+    CUA_CHECK(sc.get(s, blocks));  // a partial per block
+    dot_partial_kernel<<<blocks, cfg->threads, cua_tree_bytes<Acc>(cfg->threads), s>>>(a, b, n, sc.partials);
     CUA_CHECK_LAUNCH();
-    if constexpr (R == PARTIAL) {
-        Acc *host = (Acc *)malloc(blocks * sizeof(Acc));
-        if (!host) return CUA_ENOMEM;
-        int e = (int)cudaMemcpyAsync(host, partials, blocks * sizeof(Acc), cudaMemcpyDeviceToHost, s);
-        if (e == 0) e = cua_wait(cfg);
-        Acc sum = 0;
-        for (unsigned i = 0; i < blocks; i++) sum += host[i];
-        free(host);
-        if (e) return e;
-        *result = sum;
-    } else {
-        CUA_CHECK(cudaMemcpyAsync(result, total, sizeof(Acc), cudaMemcpyDeviceToHost, s));
-        CUA_WAIT(cfg);
-    }
+    // The second pass, on the host: the block results added in block order.
+    Acc *host = (Acc *)malloc(blocks * sizeof(Acc));
+    if (!host) return CUA_ENOMEM;
+    int e = (int)cudaMemcpyAsync(host, sc.partials, blocks * sizeof(Acc), cudaMemcpyDeviceToHost, s);
+    if (e == 0) e = cua_wait(cfg);
+    Acc sum = 0;
+    for (unsigned i = 0; i < blocks; i++) sum += host[i];
+    free(host);
+    if (e) return e;
+    *result = sum;
     return 0;
 }
 
-template <int R>
-static int dot_run(const void *a, const void *b, int64_t n, int dtype, int acc, void *result, cua_launch *cfg)
+template <class T, class Acc>
+static int dot_mutex(const T *a, const T *b, int64_t n, Acc *result, cua_launch *cfg)
 {
-    return cua_dispatch_acc(dtype, acc, [&](auto t, auto c) -> int {
-        using T = decltype(t);
-        using Acc = decltype(c);
-        return dot_typed<R, T, Acc>((const T *)a, (const T *)b, n, (Acc *)result, cfg);
-    });
+    cudaStream_t s = cua_stream(cfg);
+    int st = cua_default_config(cfg, n, CUA_DEFAULT_THREADS);
+    if (st) return st;
+    if (n == 0) return cua_empty_sum(result);
+    cua_reduce_scratch<Acc> sc;
+    CUA_CHECK(sc.get(s));  // total = 0, lock free
+    dot_mutex_kernel<<<(unsigned)cfg->blocks, cfg->threads, cua_tree_bytes<Acc>(cfg->threads), s>>>(a, b, n,
+                                                                                                  sc.total, sc.lock);
+    return cua_finish_total(result, sc.total, cfg);
 }
 
-#define DOT_LAUNCHER(R)                                                                            \
-    static int dot_##R(const void *a, const void *b, int64_t n, int d, int acc, void *r, cua_launch *c) \
-    {                                                                                              \
-        return dot_run<R>(a, b, n, d, acc, r, c);                                                  \
+template <class T, class Acc>
+static int dot_atomic(const T *a, const T *b, int64_t n, Acc *result, cua_launch *cfg)
+{
+    cudaStream_t s = cua_stream(cfg);
+    int st = cua_default_config(cfg, n, CUA_DEFAULT_THREADS);
+    if (st) return st;
+    if (n == 0) return cua_empty_sum(result);
+    cua_reduce_scratch<Acc> sc;
+    CUA_CHECK(sc.get(s));
+    dot_atomic_kernel<<<(unsigned)cfg->blocks, cfg->threads, cua_tree_bytes<Acc>(cfg->threads), s>>>(a, b, n,
+                                                                                                   sc.total);
+    return cua_finish_total(result, sc.total, cfg);
+}
+
+template <class T, class Acc>
+static int dot_cas(const T *a, const T *b, int64_t n, Acc *result, cua_launch *cfg)
+{
+    cudaStream_t s = cua_stream(cfg);
+    int st = cua_default_config(cfg, n, CUA_DEFAULT_THREADS);
+    if (st) return st;
+    if (n == 0) return cua_empty_sum(result);
+    cua_reduce_scratch<Acc> sc;
+    CUA_CHECK(sc.get(s));
+    dot_cas_kernel<<<(unsigned)cfg->blocks, cfg->threads, cua_tree_bytes<Acc>(cfg->threads), s>>>(a, b, n,
+                                                                                                sc.total);
+    return cua_finish_total(result, sc.total, cfg);
+}
+
+template <class T, class Acc>
+static int dot_vector(const T *a, const T *b, int64_t n, Acc *result, cua_launch *cfg)
+{
+    return vec::launch<T, Acc, true>(a, b, n, result, cfg);
+}
+
+// ----------------------------------------------------------- variant table
+
+// A row's launcher: the call's element and accumulator types, then the
+// rung's typed launcher.
+#define DOT_ENTRY(RUNG, launcher)                                                                                 \
+    static int dot_##RUNG(const void *a, const void *b, int64_t n, int dtype, int acc, void *result, cua_launch *cfg) \
+    {                                                                                                             \
+        return cua_dispatch_acc(dtype, acc, [&](auto t, auto c) -> int {                                          \
+            using T = decltype(t);                                                                                \
+            using Acc = decltype(c);                                                                              \
+            return launcher<T, Acc>((const T *)a, (const T *)b, n, (Acc *)result, cfg);                           \
+        });                                                                                                       \
     }
-DOT_LAUNCHER(PARTIAL)
-DOT_LAUNCHER(MUTEX)
-DOT_LAUNCHER(ATOMIC)
-DOT_LAUNCHER(CAS)
-
-static int dot_VECTOR(const void *a, const void *b, int64_t n, int dtype, int acc, void *result, cua_launch *cfg)
-{
-    return cua_dispatch_acc(dtype, acc, [&](auto t, auto c) -> int {
-        using T = decltype(t);
-        using Acc = decltype(c);
-        return vec::launch<T, Acc, true>((const T *)a, (const T *)b, n, (Acc *)result, cfg);
-    });
-}
+DOT_ENTRY(PARTIAL, dot_partial)
+DOT_ENTRY(MUTEX, dot_mutex)
+DOT_ENTRY(ATOMIC, dot_atomic)
+DOT_ENTRY(CAS, dot_cas)
+DOT_ENTRY(VECTOR, dot_vector)
 
 static const cua_dot_row dot_rows[] = {
     {{"partial", 1, "block results to their own slots, final sum on the host: no atomics, deterministic",

@@ -28,8 +28,6 @@
 
 #include "common.cuh"
 
-enum FilterRung { ATOMIC, ORDERED, LOOKBACK };
-
 template <class T>
 struct DevPred {
     T lo, hi;
@@ -85,6 +83,8 @@ __global__ void filter_count_kernel(const T *__restrict__ x, int64_t n, int64_t 
 
 // One block turns the per-block counts into exclusive offsets (in place),
 // a tile of blockDim counts at a time, and writes the total after them.
+// Launched with SCAN_THREADS threads: the largest block, the fewest tiles.
+constexpr int SCAN_THREADS = 1024;
 __global__ void filter_scan_kernel(u64 *counts, int64_t nblocks)
 {
     u64 *cache = reinterpret_cast<u64 *>(cua_smem);
@@ -170,7 +170,7 @@ __device__ u64 look_back(volatile u64 *status, int64_t tile, unsigned *stop_s)
         unsigned backoff = 16;
         while ((st >> 62) == 0) {  // spin: tile idx has not published yet
             __nanosleep(backoff);
-            backoff = backoff < 256 ? 2 * backoff : 256;
+            backoff = backoff < CUA_SPIN_SLEEP_MAX_NS ? 2 * backoff : CUA_SPIN_SLEEP_MAX_NS;
             st = status[idx];
         }
         if (threadIdx.x == 0) *stop_s = blockDim.x;
@@ -284,100 +284,111 @@ __global__ __maxnreg__(40) void filter_lookback_kernel(const T *__restrict__ x, 
     lookback_tiles<T, LB_ITEMS>(x, n, p, out, tile_counter, status, ntiles, total);
 }
 
-template <int R, class T>
-static int filter_typed(const T *x, int64_t n, const cua_pred *pred, T *out, int64_t *count, cua_launch *cfg)
+// -------------------------------------------------------------- launchers
+
+// The end of every launch: the launch checked, the number of kept
+// elements copied to the host, the one wait.
+static int filter_finish(const u64 *kept, int64_t *count, cua_launch *cfg)
 {
-    cudaStream_t s = cua_stream(cfg);
-    int st;
-    if (R == LOOKBACK) {
-        // Persistent blocks take tiles until none is left: the default grid
-        // is what is resident at once (never more than there are tiles).
-        if (cfg->threads <= 0) cfg->threads = 256;
-        if (cfg->blocks <= 0) {
-            st = cua_max_resident_blocks(filter_lookback_kernel<T>, cfg->threads,
-                                         (size_t)cfg->threads * LB_ITEMS * sizeof(T), &cfg->blocks);
-            if (st) return st;
-            if (cfg->blocks < 1) return cua_refuse(cfg, "no block of %d threads fits on this device", cfg->threads);
-        }
-        cfg->used_blocks = cfg->blocks;
-        cfg->used_threads = cfg->threads;
-    } else {
-        st = cua_default_config(cfg, n, 256);
-        if (st) return st;
-    }
-    *count = 0;
-    if (n == 0) return 0;
-    const unsigned blocks = (unsigned)cfg->blocks;
-    const int threads = cfg->threads;
-    DevPred<T> p = to_dev<T>(pred);
-    cua_scratch scratch;
+    CUA_CHECK_LAUNCH();
     u64 total = 0;
-    if constexpr (R == ATOMIC) {
-        CUA_CHECK(scratch.get(sizeof(u64), s));
-        u64 *counter = (u64 *)scratch.ptr;
-        CUA_CHECK(cudaMemsetAsync(counter, 0, sizeof(u64), s));
-        filter_atomic_kernel<T><<<blocks, threads, 0, s>>>(x, n, p, out, counter);
-        CUA_CHECK_LAUNCH();
-        CUA_CHECK(cudaMemcpyAsync(&total, counter, sizeof(u64), cudaMemcpyDeviceToHost, s));
-    } else if constexpr (R == LOOKBACK) {
-        const int64_t ntiles = cua_ceil_div(n, (int64_t)threads * LB_ITEMS);
-        const size_t smem = (size_t)threads * LB_ITEMS * sizeof(T);
-        if (smem > CUA_STATIC_SMEM_BYTES)
-            CUA_CHECK(cudaFuncSetAttribute(filter_lookback_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           (int)smem));
-        // Scratch: total, tile counter, then one status word per tile, all zero.
-        const size_t bytes = 16 + (size_t)ntiles * sizeof(u64);
-        CUA_CHECK(scratch.get(bytes, s));
-        u64 *total_dev = (u64 *)scratch.ptr;
-        unsigned *counter = (unsigned *)((char *)scratch.ptr + 8);
-        u64 *status = (u64 *)((char *)scratch.ptr + 16);
-        CUA_CHECK(cudaMemsetAsync(scratch.ptr, 0, bytes, s));
-        const unsigned grid = (unsigned)(cfg->blocks < ntiles ? cfg->blocks : ntiles);
-        cfg->used_blocks = grid;
-        filter_lookback_kernel<T><<<grid, threads, smem, s>>>(x, n, p, out, counter, status, ntiles, total_dev);
-        CUA_CHECK_LAUNCH();
-        CUA_CHECK(cudaMemcpyAsync(&total, total_dev, sizeof(u64), cudaMemcpyDeviceToHost, s));
-    } else {
-        const int64_t slice = cua_ceil_div(n, blocks);
-        CUA_CHECK(scratch.get(((size_t)blocks + 1) * sizeof(u64), s));
-        u64 *offsets = (u64 *)scratch.ptr;
-        filter_count_kernel<T><<<blocks, threads, threads * sizeof(u64), s>>>(x, n, slice, p, offsets);
-        CUA_CHECK_LAUNCH();
-        filter_scan_kernel<<<1, 1024, 1024 * sizeof(u64), s>>>(offsets, blocks);
-        CUA_CHECK_LAUNCH();
-        const size_t warps = (threads + 31) / 32;
-        filter_scatter_kernel<T><<<blocks, threads, (warps + 1) * sizeof(u64), s>>>(x, n, slice, p, offsets, out);
-        CUA_CHECK_LAUNCH();
-        CUA_CHECK(cudaMemcpyAsync(&total, offsets + blocks, sizeof(u64), cudaMemcpyDeviceToHost, s));
-    }
+    CUA_CHECK(cudaMemcpyAsync(&total, kept, sizeof(u64), cudaMemcpyDeviceToHost, cua_stream(cfg)));
     CUA_WAIT(cfg);
     *count = (int64_t)total;
     return 0;
 }
 
-template <int R>
-static int filter_run(const void *x, int64_t n, int dtype, const cua_pred *pred, void *out, int64_t *count,
-                      cua_launch *cfg)
+template <class T>
+static int filter_atomic(const T *x, int64_t n, const cua_pred *pred, T *out, int64_t *count, cua_launch *cfg)
 {
-    return cua_dispatch(dtype, [&](auto t) -> int {
-        using T = decltype(t);
-        return filter_typed<R, T>((const T *)x, n, pred, (T *)out, count, cfg);
-    });
+    cudaStream_t s = cua_stream(cfg);
+    int st = cua_default_config(cfg, n, CUA_DEFAULT_THREADS);
+    if (st) return st;
+    *count = 0;
+    if (n == 0) return 0;
+    cua_scratch scratch;
+    CUA_CHECK(scratch.get(sizeof(u64), s));
+    u64 *counter = (u64 *)scratch.ptr;
+    CUA_CHECK(cudaMemsetAsync(counter, 0, sizeof(u64), s));
+    filter_atomic_kernel<T><<<(unsigned)cfg->blocks, cfg->threads, 0, s>>>(x, n, to_dev<T>(pred), out, counter);
+    return filter_finish(counter, count, cfg);
 }
 
-static int filter_ATOMIC(const void *x, int64_t n, int d, const cua_pred *p, void *o, int64_t *c, cua_launch *cfg)
+template <class T>
+static int filter_ordered(const T *x, int64_t n, const cua_pred *pred, T *out, int64_t *count, cua_launch *cfg)
 {
-    return filter_run<ATOMIC>(x, n, d, p, o, c, cfg);
-}
-static int filter_ORDERED(const void *x, int64_t n, int d, const cua_pred *p, void *o, int64_t *c, cua_launch *cfg)
-{
-    return filter_run<ORDERED>(x, n, d, p, o, c, cfg);
+    cudaStream_t s = cua_stream(cfg);
+    int st = cua_default_config(cfg, n, CUA_DEFAULT_THREADS);
+    if (st) return st;
+    *count = 0;
+    if (n == 0) return 0;
+    const unsigned blocks = (unsigned)cfg->blocks;
+    const int threads = cfg->threads;
+    const DevPred<T> p = to_dev<T>(pred);
+    const int64_t slice = cua_ceil_div(n, blocks);
+    // Scratch: one count per block, scanned in place into offsets, then the total.
+    cua_scratch scratch;
+    CUA_CHECK(scratch.get(((size_t)blocks + 1) * sizeof(u64), s));
+    u64 *offsets = (u64 *)scratch.ptr;
+    filter_count_kernel<T><<<blocks, threads, threads * sizeof(u64), s>>>(x, n, slice, p, offsets);
+    CUA_CHECK_LAUNCH();
+    filter_scan_kernel<<<1, SCAN_THREADS, SCAN_THREADS * sizeof(u64), s>>>(offsets, blocks);
+    CUA_CHECK_LAUNCH();
+    const size_t warps = (threads + 31) / 32;
+    filter_scatter_kernel<T><<<blocks, threads, (warps + 1) * sizeof(u64), s>>>(x, n, slice, p, offsets, out);
+    return filter_finish(offsets + blocks, count, cfg);
 }
 
-static int filter_LOOKBACK(const void *x, int64_t n, int d, const cua_pred *p, void *o, int64_t *c, cua_launch *cfg)
+// Persistent blocks take tiles until none is left: the default grid is
+// what is resident at once (never more than there are tiles).
+template <class T>
+static int filter_lookback(const T *x, int64_t n, const cua_pred *pred, T *out, int64_t *count, cua_launch *cfg)
 {
-    return filter_run<LOOKBACK>(x, n, d, p, o, c, cfg);
+    cudaStream_t s = cua_stream(cfg);
+    if (cfg->threads <= 0) cfg->threads = CUA_DEFAULT_THREADS;
+    const int threads = cfg->threads;
+    const size_t smem = (size_t)threads * LB_ITEMS * sizeof(T);
+    if (cfg->blocks <= 0) {
+        int st = cua_max_resident_blocks(filter_lookback_kernel<T>, threads, smem, &cfg->blocks);
+        if (st) return st;
+        if (cfg->blocks < 1) return cua_refuse(cfg, "no block of %d threads fits on this device", threads);
+    }
+    cfg->used_blocks = cfg->blocks;
+    cfg->used_threads = threads;
+    *count = 0;
+    if (n == 0) return 0;
+    const int64_t ntiles = cua_ceil_div(n, (int64_t)threads * LB_ITEMS);
+    int st = cua_allow_smem(filter_lookback_kernel<T>, smem);
+    if (st) return st;
+    // Scratch: total, tile counter, then one status word per tile, all zero.
+    const size_t bytes = 16 + (size_t)ntiles * sizeof(u64);
+    cua_scratch scratch;
+    CUA_CHECK(scratch.get(bytes, s));
+    u64 *total = (u64 *)scratch.ptr;
+    unsigned *counter = (unsigned *)((char *)scratch.ptr + 8);
+    u64 *status = (u64 *)((char *)scratch.ptr + 16);
+    CUA_CHECK(cudaMemsetAsync(scratch.ptr, 0, bytes, s));
+    const unsigned grid = (unsigned)(cfg->blocks < ntiles ? cfg->blocks : ntiles);
+    cfg->used_blocks = grid;
+    filter_lookback_kernel<T><<<grid, threads, smem, s>>>(x, n, to_dev<T>(pred), out, counter, status, ntiles, total);
+    return filter_finish(total, count, cfg);
 }
+
+// ----------------------------------------------------------- variant table
+
+// A row's launcher: the call's element type, then the rung's typed launcher.
+#define FILTER_ENTRY(RUNG, launcher)                                                                       \
+    static int filter_##RUNG(const void *x, int64_t n, int dtype, const cua_pred *pred, void *out,         \
+                             int64_t *count, cua_launch *cfg)                                              \
+    {                                                                                                      \
+        return cua_dispatch(dtype, [&](auto t) -> int {                                                    \
+            using T = decltype(t);                                                                         \
+            return launcher<T>((const T *)x, n, pred, (T *)out, count, cfg);                               \
+        });                                                                                                \
+    }
+FILTER_ENTRY(ATOMIC, filter_atomic)
+FILTER_ENTRY(ORDERED, filter_ordered)
+FILTER_ENTRY(LOOKBACK, filter_lookback)
 
 static const cua_filter_row filter_rows[] = {
     {{"atomic", 1, "push_back: the old value atomicAdd returns is the output slot (unordered)",

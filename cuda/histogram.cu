@@ -1,4 +1,5 @@
-// histogram.cu -- the histogram ladder, and the min/max that sizes its range.
+// histogram.cu -- the histogram ladder (the min/max that sizes its range is
+// in minmax.cu).
 //
 //  1. global  one atomicAdd on a global counter per element. Simple; slow
 //             when many threads hit the same bin at once (skewed data such
@@ -17,8 +18,9 @@
 //             Contention drops from a block's threads to a warp's lanes;
 //             lanes of a warp that hit one bin still queue (on an H200 this
 //             cost less than rung 4's flushes, even for a single repeated
-//             value). More bins than one copy fits fall back to global
-//             atomics (with the same wide loads).
+//             value). Needs (nbins + 1) * 4 bytes of shared memory for
+//             one copy; more bins than one copy fits are refused with a
+//             message pointing at `global` ("auto" passes this rung by).
 //  4. thread_counters  no atomics while counting: every thread owns an
 //             8-bit counter per bin in shared memory (four bins to a word,
 //             laid out so a warp's 32 counters of one bin sit in 32 banks).
@@ -35,12 +37,13 @@
 // edges; uneven ones binary-search. Integer data with integer edges of an
 // integer width (the tutorial's bytes, bins=128, range=(0, 128)) take an
 // integer-only path: b = (x - lo) / width.
-#include <cuda/std/limits>
 #include <type_traits>
 
 #include "common.cuh"
 
-enum HistRung { GLOBAL, SHARED, WARP_PRIVATE, THREAD_COUNTERS };
+// The default block of `global` and `shared`; the wide rungs default to
+// CUA_DEFAULT_THREADS.
+constexpr int NARROW_THREADS = 128;
 
 template <class E>
 struct DevBins {
@@ -184,6 +187,8 @@ __device__ __forceinline__ void for_vectors(const uint4 *body, int64_t nvec, F f
     }
 }
 
+// `copies` >= 1 private histograms per block (the launcher refuses bin
+// counts that leave room for none); warp w counts into copy w % copies.
 template <class T, class E>
 __global__ void hist_warp_private_kernel(const T *__restrict__ x, int64_t n, DevBins<E> bn, int copies,
                                          u64 *counts)
@@ -195,22 +200,18 @@ __global__ void hist_warp_private_kernel(const T *__restrict__ x, int64_t n, Dev
     // counts the top edge (which np.histogram puts in the last bin) there
     // and the flush adds it to the last bin, so no byte needs a clamp.
     const int64_t stride_c = nb + 1;
-    if (copies > 0) {
-        for (int64_t j = threadIdx.x; j < stride_c * copies; j += blockDim.x) local[j] = 0;
-        __syncthreads();  // every copy is zeroed before anyone counts
-    }
-    unsigned *mine = local + (int64_t)((threadIdx.x >> 5) % (copies > 0 ? copies : 1)) * stride_c;
+    for (int64_t j = threadIdx.x; j < stride_c * copies; j += blockDim.x) local[j] = 0;
+    __syncthreads();  // every copy is zeroed before anyone counts
+    unsigned *mine = local + (int64_t)((threadIdx.x >> 5) % copies) * stride_c;
     const SmallBins sb(bn);
     auto count = [&](T v) {
         int64_t b = wide_bin(v, bn, sb);
-        if (b < 0) return;
-        if (copies > 0) atomicAdd(&mine[b], 1u);
-        else atomicAdd(&counts[b], 1ULL);
+        if (b >= 0) atomicAdd(&mine[b], 1u);
     };
     Split<T> sp(x, n);
     bool done = false;
     if constexpr (std::is_integral<T>::value && sizeof(T) == 1) {
-        if (sb.on && sb.width == 1 && copies > 0) {
+        if (sb.on && sb.width == 1) {
             // The tutorial's case, lean: bytes of 32-bit words, 32-bit bin
             // arithmetic, one shared atomic per counted byte.
             const int lo = sb.lo;
@@ -242,7 +243,6 @@ __global__ void hist_warp_private_kernel(const T *__restrict__ x, int64_t n, Dev
             for (int k = 0; k < Split<T>::V; k++) count(v[k]);
         });
     }
-    if (copies == 0) return;
     __syncthreads();  // every count of this block is in before the flush
     for (int64_t j = threadIdx.x; j < nb; j += blockDim.x) {
         u64 total = 0;
@@ -329,52 +329,67 @@ __global__ void hist_thread_counters_kernel(const T *__restrict__ x, int64_t n, 
         if (totals[j]) atomicAdd(&counts[j], (u64)totals[j]);
 }
 
-// What a rung needs of shared memory for nb bins on a device whose blocks
-// can opt in to `optin` bytes, with the threads asked for (cfg->threads <= 0:
-// the default, which thread_counters shrinks until its counters fit): the
-// bytes, and (warp_private) how many copies fit. A rung that cannot count nb
-// bins refuses with the limit; the launcher and histogram_fits both ask here.
-template <int R>
-static int hist_plan(int64_t nb, int optin, int *copies, size_t *smem, cua_launch *cfg)
+// ------------------------------------------------------------------ plans
+
+// What a rung needs of shared memory to count nb bins on a device whose
+// blocks can opt in to `optin` bytes, with the threads asked for
+// (cfg->threads <= 0: the rung's default, which thread_counters shrinks
+// until its counters fit): the bytes, and (warp_private) how many copies
+// fit. A rung that cannot count nb bins refuses with the limit; its
+// launcher and its row's `fits` both ask here.
+struct HistPlan {
+    size_t smem = 0;
+    int copies = 0;
+};
+typedef int (*hist_plan_fn)(int64_t nb, int optin, HistPlan *plan, cua_launch *cfg);
+
+static int plan_global(int64_t, int, HistPlan *, cua_launch *)
 {
-    *copies = 0;
-    *smem = 0;
-    if (R == GLOBAL) return 0;
-    if (R == SHARED) {
-        if (nb > optin / 4)
-            return cua_refuse(cfg,
-                              "method 'shared' keeps one 4-byte counter per bin in shared memory: "
-                              "this device fits at most %d bins per block (got %lld); use method='global'",
-                              optin / 4, (long long)nb);
-        *smem = (size_t)nb * 4;
-        return 0;
-    }
+    return 0;
+}
+
+static int plan_shared(int64_t nb, int optin, HistPlan *plan, cua_launch *cfg)
+{
+    if (nb > optin / 4)
+        return cua_refuse(cfg,
+                          "method 'shared' keeps one 4-byte counter per bin in shared memory: "
+                          "this device fits at most %d bins per block (got %lld); use method='global'",
+                          optin / 4, (long long)nb);
+    plan->smem = (size_t)nb * 4;
+    return 0;
+}
+
+static int plan_warp_private(int64_t nb, int optin, HistPlan *plan, cua_launch *cfg)
+{
+    if (cfg->threads <= 0) cfg->threads = CUA_DEFAULT_THREADS;
+    const int64_t warps = (cfg->threads + 31) / 32, fit = optin / ((nb + 1) * 4);
+    if (fit < 1)
+        return cua_refuse(cfg,
+                          "method 'warp_private' keeps a 4-byte counter per bin per warp in shared memory: "
+                          "this device fits at most %d bins per block (got %lld); use method='global'",
+                          optin / 4 - 1, (long long)nb);
+    plan->copies = (int)(fit < warps ? fit : warps);
+    plan->smem = (size_t)plan->copies * (nb + 1) * 4;
+    return 0;
+}
+
+static int plan_thread_counters(int64_t nb, int optin, HistPlan *plan, cua_launch *cfg)
+{
     const bool defaulted = cfg->threads <= 0;
-    if (defaulted) cfg->threads = 256;
+    if (defaulted) cfg->threads = CUA_DEFAULT_THREADS;
     int threads = cfg->threads;
-    if (R == WARP_PRIVATE) {
-        const int64_t warps = (threads + 31) / 32, fit = optin / ((nb + 1) * 4);
-        if (fit < 1)
-            return cua_refuse(cfg,
-                              "method 'warp_private' keeps a 4-byte counter per bin per warp in shared memory: "
-                              "this device fits at most %d bins per block (got %lld); use method='global'",
-                              optin / 4 - 1, (long long)nb);
-        *copies = (int)(fit < warps ? fit : warps);
-        *smem = (size_t)*copies * (nb + 1) * 4;
-        return 0;
-    }
     if (threads % 32 != 0)
         return cua_refuse(cfg, "method 'thread_counters' needs whole warps: threads must be a multiple of 32 (got %d)",
                           threads);
     const int64_t rows = (nb + 3) / 4;
-    *smem = (size_t)rows * threads * 4 + (size_t)rows * 16;
+    plan->smem = (size_t)rows * threads * 4 + (size_t)rows * 16;
     // The default block shrinks (whole warps) until a byte per bin per thread fits.
-    while (defaulted && (int64_t)*smem > optin && threads > 32) {
+    while (defaulted && (int64_t)plan->smem > optin && threads > 32) {
         threads -= 32;
         cfg->threads = threads;
-        *smem = (size_t)rows * threads * 4 + (size_t)rows * 16;
+        plan->smem = (size_t)rows * threads * 4 + (size_t)rows * 16;
     }
-    if ((int64_t)*smem > optin)
+    if ((int64_t)plan->smem > optin)
         return cua_refuse(cfg,
                           "method 'thread_counters' keeps a byte per bin per thread in shared memory: %lld bins x "
                           "%d threads do not fit in %d bytes; use fewer threads or method='warp_private'",
@@ -382,233 +397,199 @@ static int hist_plan(int64_t nb, int optin, int *copies, size_t *smem, cua_launc
     return 0;
 }
 
-static int shared_optin(int *optin)
+// A rung's plan on the current device.
+static int plan_here(hist_plan_fn plan, int64_t nb, HistPlan *p, cua_launch *cfg)
 {
-    int dev;
+    int dev, optin;
     CUA_CHECK(cudaGetDevice(&dev));
-    CUA_CHECK(cudaDeviceGetAttribute(optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-    return 0;
+    CUA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    return plan(nb, optin, p, cfg);
 }
 
-template <int R>
+// A row's `fits`: the rung's plan, without a launch.
+template <hist_plan_fn plan>
 static int hist_fits(int64_t nbins, int dtype, cua_launch *cfg)
 {
     (void)dtype;
-    int optin, copies;
-    size_t smem;
-    int st = shared_optin(&optin);
-    return st ? st : hist_plan<R>(nbins, optin, &copies, &smem, cfg);
+    HistPlan p;
+    return plan_here(plan, nbins, &p, cfg);
 }
 
-template <int R, class T, class E>
-static int hist_typed(const T *x, int64_t n, const cua_bins *bins, u64 *counts, cua_launch *cfg)
-{
-    cudaStream_t s = cua_stream(cfg);
-    const bool wide = R == WARP_PRIVATE || R == THREAD_COUNTERS;
-    const int64_t nb = bins->nbins;
-    int optin;
-    int st = shared_optin(&optin);
-    if (st) return st;
-    size_t smem = 0;
-    int copies = 0;
-    st = hist_plan<R>(nb, optin, &copies, &smem, cfg);
-    if (st) return st;
-    if (wide) {
-        if (R == THREAD_COUNTERS && (uintptr_t)x % sizeof(T) != 0)
-            return cua_refuse(cfg, "method 'thread_counters' needs input aligned to its element size");
-        if (smem > CUA_STATIC_SMEM_BYTES) {
-            if (R == WARP_PRIVATE)
-                CUA_CHECK(cudaFuncSetAttribute(hist_warp_private_kernel<T, E>,
-                                               cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-            else
-                CUA_CHECK(cudaFuncSetAttribute(hist_thread_counters_kernel<T, E>,
-                                               cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-        }
-        if (cfg->blocks <= 0) {
-            int64_t resident;
-            int st2 = R == WARP_PRIVATE
-                          ? cua_max_resident_blocks(hist_warp_private_kernel<T, E>, cfg->threads, smem, &resident)
-                          : cua_max_resident_blocks(hist_thread_counters_kernel<T, E>, cfg->threads, smem, &resident);
-            if (st2) return st2;
-            const int64_t want = cua_ceil_div(n > 0 ? n : 1, (int64_t)cfg->threads * (16 / sizeof(T)));
-            cfg->blocks = want < resident ? want : resident;
-            if (cfg->blocks < 1) cfg->blocks = 1;
-        }
-        cua_clamp_grid(cfg, cua_ceil_div(n, (int64_t)cfg->threads * (16 / sizeof(T))));
-        cfg->used_blocks = cfg->blocks;
-        cfg->used_threads = cfg->threads;
-    } else {
-        st = cua_default_config(cfg, n, 128);
-        if (st) return st;
-        if (R == SHARED && smem > CUA_STATIC_SMEM_BYTES)
-            CUA_CHECK(cudaFuncSetAttribute(hist_shared_kernel<T, E>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           (int)smem));
-    }
-    CUA_CHECK(cudaMemsetAsync(counts, 0, (size_t)nb * sizeof(u64), s));
-    if (n == 0) {
-        CUA_WAIT(cfg);
-        return 0;
-    }
+// ---------------------------------------------------------- launch helpers
 
-    // The edges go to the device only when the kernel reads them: integer
-    // data in integer bins is binned by arithmetic alone.
-    cua_scratch scratch;
+// The bins as the kernels read them. The edges go to the device (into
+// `edges`, which must outlive the launches) only when the kernel reads
+// them: integer data in integer bins is binned by arithmetic alone.
+template <class T, class E>
+static int upload_bins(const cua_bins *bins, cua_scratch *edges, DevBins<E> *bn, cudaStream_t s)
+{
+    const int64_t nb = bins->nbins;
     const bool arithmetic = bins->integer && std::is_integral<T>::value && sizeof(T) <= 4;
     if (!arithmetic) {
-        CUA_CHECK(scratch.get((size_t)(nb + 1) * sizeof(E), s));
-        CUA_CHECK(
-            cudaMemcpyAsync(scratch.ptr, bins->edges, (size_t)(nb + 1) * sizeof(E), cudaMemcpyHostToDevice, s));
+        CUA_CHECK(edges->get((size_t)(nb + 1) * sizeof(E), s));
+        CUA_CHECK(cudaMemcpyAsync(edges->ptr, bins->edges, (size_t)(nb + 1) * sizeof(E), cudaMemcpyHostToDevice, s));
     }
     const E *host_edges = (const E *)bins->edges;
-    DevBins<E> bn = {(const E *)scratch.ptr, nb, host_edges[0], host_edges[nb], bins->inv_width,
+    *bn = DevBins<E>{(const E *)edges->ptr, nb, host_edges[0], host_edges[nb], bins->inv_width,
                      bins->uniform, bins->integer, bins->ilo, bins->iwidth, bins->iwidth * nb};
+    return 0;
+}
 
-    const unsigned blocks = (unsigned)cfg->blocks;
-    const int threads = cfg->threads;
-    // Chunks of at most blocks * 2^31 elements: no block's 32-bit shared
-    // counter can reach 2^32 within one launch.
-    const int64_t chunk = (int64_t)blocks << 31;
+// The counting every rung ends with, once its grid is set: the counts
+// zeroed, the bins uploaded, launch(x + off, m, bins) for chunks of at most
+// blocks * 2^31 elements -- no block's 32-bit shared counter can reach 2^32
+// within one launch -- each launch checked, and the one wait.
+template <class T, class E, class L>
+static int count_in_chunks(const T *x, int64_t n, const cua_bins *bins, u64 *counts, cua_launch *cfg, L launch)
+{
+    cudaStream_t s = cua_stream(cfg);
+    CUA_CHECK(cudaMemsetAsync(counts, 0, (size_t)bins->nbins * sizeof(u64), s));
+    if (n == 0) return cua_wait(cfg);
+    cua_scratch edges;
+    DevBins<E> bn;
+    int st = upload_bins<T>(bins, &edges, &bn, s);
+    if (st) return st;
+    const int64_t chunk = (int64_t)(unsigned)cfg->blocks << 31;
     for (int64_t off = 0; off < n; off += chunk) {
-        int64_t m = n - off < chunk ? n - off : chunk;
-        if (R == GLOBAL) hist_global_kernel<T, E><<<blocks, threads, 0, s>>>(x + off, m, bn, counts);
-        else if (R == SHARED) hist_shared_kernel<T, E><<<blocks, threads, smem, s>>>(x + off, m, bn, counts);
-        else if (R == WARP_PRIVATE)
-            hist_warp_private_kernel<T, E><<<blocks, threads, smem, s>>>(x + off, m, bn, copies, counts);
-        else hist_thread_counters_kernel<T, E><<<blocks, threads, smem, s>>>(x + off, m, bn, counts);
+        launch(x + off, n - off < chunk ? n - off : chunk, bn);
         CUA_CHECK_LAUNCH();
     }
     CUA_WAIT(cfg);
     return 0;
 }
 
-template <int R>
-static int hist_run(const void *x, int64_t n, int dtype, const cua_bins *bins, uint64_t *counts, cua_launch *cfg)
+// The grid of the wide-load rungs: by default the resident grid of
+// `kernel`, never more blocks than there are 16-byte vectors' worth of
+// threads. Lets the kernel use `smem` bytes first (the occupancy depends
+// on it).
+template <class T, class K>
+static int wide_config(K kernel, int64_t n, size_t smem, cua_launch *cfg)
+{
+    int st = cua_allow_smem(kernel, smem);
+    if (st) return st;
+    const int64_t per_block = (int64_t)cfg->threads * (16 / sizeof(T));
+    if (cfg->blocks <= 0) {
+        int64_t resident;
+        st = cua_max_resident_blocks(kernel, cfg->threads, smem, &resident);
+        if (st) return st;
+        const int64_t want = cua_ceil_div(n > 0 ? n : 1, per_block);
+        cfg->blocks = want < resident ? want : resident;
+        if (cfg->blocks < 1) cfg->blocks = 1;
+    }
+    cua_clamp_grid(cfg, cua_ceil_div(n, per_block));
+    cfg->used_blocks = cfg->blocks;
+    cfg->used_threads = cfg->threads;
+    return 0;
+}
+
+// -------------------------------------------------------------- launchers
+
+template <class T, class E>
+static int hist_global(const T *x, int64_t n, const cua_bins *bins, u64 *counts, cua_launch *cfg)
+{
+    int st = cua_default_config(cfg, n, NARROW_THREADS);
+    if (st) return st;
+    return count_in_chunks<T, E>(x, n, bins, counts, cfg, [&](const T *xc, int64_t m, const DevBins<E> &bn) {
+        hist_global_kernel<T, E><<<(unsigned)cfg->blocks, cfg->threads, 0, cua_stream(cfg)>>>(xc, m, bn, counts);
+    });
+}
+
+template <class T, class E>
+static int hist_shared(const T *x, int64_t n, const cua_bins *bins, u64 *counts, cua_launch *cfg)
+{
+    HistPlan plan;
+    int st = plan_here(plan_shared, bins->nbins, &plan, cfg);
+    if (st) return st;
+    st = cua_default_config(cfg, n, NARROW_THREADS);
+    if (st) return st;
+    st = cua_allow_smem(hist_shared_kernel<T, E>, plan.smem);
+    if (st) return st;
+    return count_in_chunks<T, E>(x, n, bins, counts, cfg, [&](const T *xc, int64_t m, const DevBins<E> &bn) {
+        hist_shared_kernel<T, E><<<(unsigned)cfg->blocks, cfg->threads, plan.smem, cua_stream(cfg)>>>(xc, m, bn,
+                                                                                                     counts);
+    });
+}
+
+template <class T, class E>
+static int hist_warp_private(const T *x, int64_t n, const cua_bins *bins, u64 *counts, cua_launch *cfg)
+{
+    HistPlan plan;
+    int st = plan_here(plan_warp_private, bins->nbins, &plan, cfg);
+    if (st) return st;
+    st = wide_config<T>(hist_warp_private_kernel<T, E>, n, plan.smem, cfg);
+    if (st) return st;
+    return count_in_chunks<T, E>(x, n, bins, counts, cfg, [&](const T *xc, int64_t m, const DevBins<E> &bn) {
+        hist_warp_private_kernel<T, E><<<(unsigned)cfg->blocks, cfg->threads, plan.smem, cua_stream(cfg)>>>(
+            xc, m, bn, plan.copies, counts);
+    });
+}
+
+template <class T, class E>
+static int hist_thread_counters(const T *x, int64_t n, const cua_bins *bins, u64 *counts, cua_launch *cfg)
+{
+    HistPlan plan;
+    int st = plan_here(plan_thread_counters, bins->nbins, &plan, cfg);
+    if (st) return st;
+    if ((uintptr_t)x % sizeof(T) != 0)
+        return cua_refuse(cfg, "method 'thread_counters' needs input aligned to its element size");
+    st = wide_config<T>(hist_thread_counters_kernel<T, E>, n, plan.smem, cfg);
+    if (st) return st;
+    return count_in_chunks<T, E>(x, n, bins, counts, cfg, [&](const T *xc, int64_t m, const DevBins<E> &bn) {
+        hist_thread_counters_kernel<T, E><<<(unsigned)cfg->blocks, cfg->threads, plan.smem, cua_stream(cfg)>>>(
+            xc, m, bn, counts);
+    });
+}
+
+// ----------------------------------------------------------- variant table
+
+// Call f(T(), E()) with the C type of the data and the type its edges are
+// compared in.
+template <class F>
+static int hist_dispatch(int dtype, int edge_dtype, F &&f)
 {
     return cua_dispatch(dtype, [&](auto t) -> int {
         using T = decltype(t);
-        if (bins->edge_dtype == CUA_FLOAT32) return hist_typed<R, T, float>((const T *)x, n, bins, (u64 *)counts, cfg);
-        if (bins->edge_dtype == CUA_FLOAT64) return hist_typed<R, T, double>((const T *)x, n, bins, (u64 *)counts, cfg);
+        if (edge_dtype == CUA_FLOAT32) return f(t, float());
+        if (edge_dtype == CUA_FLOAT64) return f(t, double());
         // 64-bit integers against integer edges, compared exactly (float64
         // edges would round both above 2^53). Narrower data is exact against
         // float64 edges already.
         if constexpr (std::is_same<T, int64_t>::value)
-            if (bins->edge_dtype == CUA_INT64) return hist_typed<R, T, int64_t>((const T *)x, n, bins, (u64 *)counts, cfg);
+            if (edge_dtype == CUA_INT64) return f(t, int64_t());
         if constexpr (std::is_same<T, uint64_t>::value)
-            if (bins->edge_dtype == CUA_UINT64) return hist_typed<R, T, uint64_t>((const T *)x, n, bins, (u64 *)counts, cfg);
+            if (edge_dtype == CUA_UINT64) return f(t, uint64_t());
         return CUA_EINTERNAL;
     });
 }
 
-static int hist_GLOBAL(const void *x, int64_t n, int d, const cua_bins *b, uint64_t *c, cua_launch *cfg)
-{
-    return hist_run<GLOBAL>(x, n, d, b, c, cfg);
-}
-static int hist_SHARED(const void *x, int64_t n, int d, const cua_bins *b, uint64_t *c, cua_launch *cfg)
-{
-    return hist_run<SHARED>(x, n, d, b, c, cfg);
-}
-
-static int hist_WARP_PRIVATE(const void *x, int64_t n, int d, const cua_bins *b, uint64_t *c, cua_launch *cfg)
-{
-    return hist_run<WARP_PRIVATE>(x, n, d, b, c, cfg);
-}
-static int hist_THREAD_COUNTERS(const void *x, int64_t n, int d, const cua_bins *b, uint64_t *c, cua_launch *cfg)
-{
-    return hist_run<THREAD_COUNTERS>(x, n, d, b, c, cfg);
-}
+// A row's launcher: the call's data and edge types, then the rung's typed
+// launcher.
+#define HIST_ENTRY(RUNG, launcher)                                                                         \
+    static int hist_##RUNG(const void *x, int64_t n, int dtype, const cua_bins *bins, uint64_t *counts,    \
+                           cua_launch *cfg)                                                                \
+    {                                                                                                      \
+        return hist_dispatch(dtype, bins->edge_dtype, [&](auto t, auto e) -> int {                         \
+            using T = decltype(t);                                                                         \
+            return launcher<T, decltype(e)>((const T *)x, n, bins, (u64 *)counts, cfg);                    \
+        });                                                                                                \
+    }
+HIST_ENTRY(GLOBAL, hist_global)
+HIST_ENTRY(SHARED, hist_shared)
+HIST_ENTRY(WARP_PRIVATE, hist_warp_private)
+HIST_ENTRY(THREAD_COUNTERS, hist_thread_counters)
 
 static const cua_hist_row histogram_rows[] = {
     {{"global", 1, "one global atomicAdd per element: contention on popular bins",
       CUA_F_DETERMINISTIC},
-     hist_GLOBAL, hist_fits<GLOBAL>},
+     hist_GLOBAL, hist_fits<plan_global>},
     {{"shared", 2, "block-private histogram in shared memory, one global atomicAdd per bin per block",
       CUA_F_DETERMINISTIC},
-     hist_SHARED, hist_fits<SHARED>},
+     hist_SHARED, hist_fits<plan_shared>},
     {{"warp_private", 3, "a shared-memory histogram per warp, 16-byte loads: contention only within a warp",
       CUA_F_DETERMINISTIC},
-     hist_WARP_PRIVATE, hist_fits<WARP_PRIVATE>},
+     hist_WARP_PRIVATE, hist_fits<plan_warp_private>},
     {{"thread_counters", 4, "8-bit counters per thread per bin, flushed before they overflow: no atomics, skew-proof",
       CUA_F_DETERMINISTIC},
-     hist_THREAD_COUNTERS, hist_fits<THREAD_COUNTERS>},
+     hist_THREAD_COUNTERS, hist_fits<plan_thread_counters>},
 };
 extern "C" const cua_ladder cua_cuda_histogram_ladder = CUA_LADDER(histogram_rows);
-
-// ------------------------------------------------------------------ minmax
-
-// Per-block smallest and largest non-NaN element and a NaN flag; the host
-// combines the blocks. Used to find the range of a device array.
-template <class T>
-__global__ void minmax_kernel(const T *__restrict__ x, int64_t n, T *bmin, T *bmax, int *nan)
-{
-    using lim = cuda::std::numeric_limits<T>;
-    T lo = lim::has_infinity ? lim::infinity() : lim::max();
-    T hi = lim::has_infinity ? -lim::infinity() : lim::lowest();
-    bool saw_nan = false;
-    for (int64_t i = cua_global_id(); i < n; i += cua_grid_stride()) {
-        T v = x[i];
-        if (v != v) saw_nan = true;
-        else {
-            lo = v < lo ? v : lo;
-            hi = v > hi ? v : hi;
-        }
-    }
-    if (saw_nan) *nan = 1;  // a plain store: every writer writes the same 1
-    T *slo = reinterpret_cast<T *>(cua_smem), *shi = slo + blockDim.x;
-    unsigned tid = threadIdx.x;
-    slo[tid] = lo;
-    shi[tid] = hi;
-    __syncthreads();
-    for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {  // blockDim is a power of two here
-        if (tid < s) {
-            slo[tid] = slo[tid + s] < slo[tid] ? slo[tid + s] : slo[tid];
-            shi[tid] = shi[tid + s] > shi[tid] ? shi[tid + s] : shi[tid];
-        }
-        __syncthreads();
-    }
-    if (tid == 0) {
-        bmin[blockIdx.x] = slo[0];
-        bmax[blockIdx.x] = shi[0];
-    }
-}
-
-extern "C" int cua_cuda_minmax(const void *x, int64_t n, int dtype, void *min_out, void *max_out, int *has_nan,
-                               void *stream)
-{
-    cudaStream_t s = (cudaStream_t)stream;
-    return cua_dispatch(dtype, [&](auto t) -> int {
-        using T = decltype(t);
-        const int threads = 256;
-        int sms;
-        int st = cua_sm_count(&sms);
-        if (st) return st;
-        int64_t want = cua_ceil_div(n, threads);
-        const unsigned blocks = (unsigned)(want < 4LL * sms ? want : 4LL * sms);
-        // Scratch: the NaN flag first (aligned), then per-block minima and maxima.
-        size_t bytes = 16 + 2 * (size_t)blocks * sizeof(T);
-        cua_scratch scratch;
-        CUA_CHECK(scratch.get(bytes, s));
-        int *nan = (int *)scratch.ptr;
-        T *bmin = (T *)((char *)scratch.ptr + 16), *bmax = bmin + blocks;
-        CUA_CHECK(cudaMemsetAsync(nan, 0, sizeof(int), s));
-        minmax_kernel<T><<<blocks, threads, 2 * threads * sizeof(T), s>>>((const T *)x, n, bmin, bmax, nan);
-        CUA_CHECK_LAUNCH();
-        char *raw = (char *)malloc(bytes);
-        if (!raw) return CUA_ENOMEM;
-        T *host = (T *)(raw + 16);
-        cudaError_t e = cudaMemcpyAsync(raw, scratch.ptr, bytes, cudaMemcpyDeviceToHost, s);
-        if (e == cudaSuccess) e = cudaStreamSynchronize(s);
-        if (e == cudaSuccess) {
-            T lo = host[0], hi = host[blocks];
-            for (unsigned i = 1; i < blocks; i++) {
-                lo = host[i] < lo ? host[i] : lo;
-                hi = host[blocks + i] > hi ? host[blocks + i] : hi;
-            }
-            memcpy(min_out, &lo, sizeof(T));
-            memcpy(max_out, &hi, sizeof(T));
-            memcpy(has_nan, raw, sizeof(int));
-        }
-        free(raw);
-        if (e != cudaSuccess) cudaGetLastError();  // reported now, not again by the next call
-        return (int)e;
-    });
-}

@@ -88,8 +88,6 @@ static void flag_give(int slot)
     flags_busy.fetch_and(~(1ULL << slot));
 }
 
-enum CounterRung { RACY, ATOMIC, MUTEX, WARP_LOCK };
-
 // Test-and-test-and-set: waiting threads only read the lock word (served
 // from L2, no write traffic) and try the CAS when it reads free, sleeping
 // longer after each failed try. Returns false, without the lock, once the
@@ -104,7 +102,7 @@ __device__ __forceinline__ bool lock_ttas(int *mutex, const volatile int *abort)
         }
         if (atomicCAS(mutex, 0, 1) == 0) break;
         __nanosleep(backoff);  // another waiter won the race: back off
-        backoff = backoff < 256 ? 2 * backoff : 256;
+        backoff = backoff < CUA_SPIN_SLEEP_MAX_NS ? 2 * backoff : CUA_SPIN_SLEEP_MAX_NS;
     }
     __threadfence();  // reads of the protected counter come after the acquire
     return true;
@@ -123,47 +121,68 @@ __device__ __forceinline__ bool lock_or_abort(int *mutex, const volatile int *ab
     return true;
 }
 
-template <int R>
-__global__ void add_one_kernel(u64 *counter, int *mutex, const volatile int *abort)
+// ---------------------------------------------------------------- kernels
+//
+// Every kernel takes the counter, the lock word and the call's abort flag,
+// so that one launcher runs them all; `racy` and `atomic` neither lock nor
+// wait, and ignore the last two.
+//
+// Volatile counter: the load and the store really go to memory, so the race
+// is the hardware's, not something the compiler folded away.
+
+__global__ void add_one_racy_kernel(u64 *counter, int *, const volatile int *)
 {
-    // Volatile: the load and the store really go to memory, so the race is
-    // the hardware's, not something the compiler folded away.
     volatile u64 *c = counter;
-    if constexpr (R == RACY) {
-        *c = *c + 1;
-    } else if constexpr (R == ATOMIC) {
-        atomicAdd(counter, 1ULL);
-    } else if constexpr (R == MUTEX) {
-        if (*abort || !lock_or_abort(mutex, abort)) return;  // Ctrl-C: this thread's turn never comes
-        *c = *c + 1;
-        cua_unlock(mutex);
-    } else {
-        const unsigned active = __activemask(), lane = threadIdx.x & 31;
-        const int leader = __ffs(active) - 1, last = 31 - __clz(active);
-        int locked = 0;
-        if ((int)lane == leader) locked = !*abort && lock_ttas(mutex, abort);
-        // The leader's answer is the warp's; this also orders every lane
-        // after the acquire: nobody reads the counter before the leader holds
-        // the lock.
-        if (!__shfl_sync(active, locked, leader)) return;  // aborted: the whole warp leaves
-        u64 v = (int)lane == leader ? *c : 0;
-        v = __shfl_sync(active, v, leader);
-        for (int l = 0; l < 32; l++) {  // the same trip count in every lane
-            if (!((active >> l) & 1)) continue;
-            if ((int)lane == l) v = v + 1;  // lane l's own increment
-            v = __shfl_sync(active, v, l);  // passed to the next lane
-        }
-        if ((int)lane == last) {
-            *c = v;
-            __threadfence();  // the new value is visible before the lock is seen free
-        }
-        __syncwarp(active);
-        if ((int)lane == leader) cua_unlock(mutex);
-    }
+    *c = *c + 1;
 }
 
-template <int R>
-static int add_one_run(int64_t *result, cua_launch *cfg)
+__global__ void add_one_atomic_kernel(u64 *counter, int *, const volatile int *)
+{
+    atomicAdd(counter, 1ULL);
+}
+
+__global__ void add_one_mutex_kernel(u64 *counter, int *mutex, const volatile int *abort)
+{
+    volatile u64 *c = counter;
+    if (*abort || !lock_or_abort(mutex, abort)) return;  // Ctrl-C: this thread's turn never comes
+    *c = *c + 1;
+    cua_unlock(mutex);
+}
+
+__global__ void add_one_warp_lock_kernel(u64 *counter, int *mutex, const volatile int *abort)
+{
+    volatile u64 *c = counter;
+    const unsigned active = __activemask(), lane = threadIdx.x & 31;
+    const int leader = __ffs(active) - 1, last = 31 - __clz(active);
+    int locked = 0;
+    if ((int)lane == leader) locked = !*abort && lock_ttas(mutex, abort);
+    // The leader's answer is the warp's; this also orders every lane
+    // after the acquire: nobody reads the counter before the leader holds
+    // the lock.
+    if (!__shfl_sync(active, locked, leader)) return;  // aborted: the whole warp leaves
+    u64 v = (int)lane == leader ? *c : 0;
+    v = __shfl_sync(active, v, leader);
+    for (int l = 0; l < 32; l++) {  // the same trip count in every lane
+        if (!((active >> l) & 1)) continue;
+        if ((int)lane == l) v = v + 1;  // lane l's own increment
+        v = __shfl_sync(active, v, l);  // passed to the next lane
+    }
+    if ((int)lane == last) {
+        *c = v;
+        __threadfence();  // the new value is visible before the lock is seen free
+    }
+    __syncwarp(active);
+    if ((int)lane == leader) cua_unlock(mutex);
+}
+
+// -------------------------------------------------------------- launchers
+
+typedef void (*counter_kernel)(u64 *counter, int *mutex, const volatile int *abort);
+
+// What every rung's launcher does with its kernel: the tutorial's grid by
+// default, a zeroed counter and a free lock, the grid in pieces with the
+// call's abort flag, and the counter back to the host.
+static int add_one_run(counter_kernel kernel, int64_t *result, cua_launch *cfg)
 {
     cudaStream_t s = cua_stream(cfg);
     if (cfg->blocks <= 0) cfg->blocks = 10;  // the tutorial's add_one_kernel[10, 16]
@@ -184,7 +203,7 @@ static int add_one_run(int64_t *result, cua_launch *cfg)
     // raises this call's abort flag, which ends the piece in flight early.
     for (int64_t done = 0; !st && done < cfg->blocks; done += PIECE) {
         const int64_t piece = cfg->blocks - done < PIECE ? cfg->blocks - done : PIECE;
-        add_one_kernel<R><<<(unsigned)piece, cfg->threads, 0, s>>>(counter, mutex, flags_dev + slot);
+        kernel<<<(unsigned)piece, cfg->threads, 0, s>>>(counter, mutex, flags_dev + slot);
         st = (int)cudaGetLastError();
         if (!st) st = cua_wait(cfg, [slot] { flag_raise(slot); });
     }
@@ -196,10 +215,10 @@ static int add_one_run(int64_t *result, cua_launch *cfg)
     return st;
 }
 
-static int add_one_RACY(int64_t *r, cua_launch *c) { return add_one_run<RACY>(r, c); }
-static int add_one_ATOMIC(int64_t *r, cua_launch *c) { return add_one_run<ATOMIC>(r, c); }
-static int add_one_MUTEX(int64_t *r, cua_launch *c) { return add_one_run<MUTEX>(r, c); }
-static int add_one_WARP_LOCK(int64_t *r, cua_launch *c) { return add_one_run<WARP_LOCK>(r, c); }
+static int add_one_RACY(int64_t *r, cua_launch *c) { return add_one_run(add_one_racy_kernel, r, c); }
+static int add_one_ATOMIC(int64_t *r, cua_launch *c) { return add_one_run(add_one_atomic_kernel, r, c); }
+static int add_one_MUTEX(int64_t *r, cua_launch *c) { return add_one_run(add_one_mutex_kernel, r, c); }
+static int add_one_WARP_LOCK(int64_t *r, cua_launch *c) { return add_one_run(add_one_warp_lock_kernel, r, c); }
 
 static const cua_counter_row add_one_rows[] = {
     {{"racy", 1, "plain load + store on one counter: concurrent increments overwrite each other",

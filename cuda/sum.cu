@@ -45,10 +45,7 @@
 
 namespace cg = cooperative_groups;
 
-enum SumRung { ATOMIC, CAS, THREAD_LOCAL, BLOCK_TREE, GRID_LOCK, GRID_FLAGS, COOPERATIVE, LAST_BLOCK };
-
-static constexpr bool needs_residency(int r) { return r == GRID_LOCK || r == GRID_FLAGS || r == COOPERATIVE; }
-static constexpr bool uses_partials(int r) { return r >= GRID_LOCK; }
+// ---------------------------------------------------------------- helpers
 
 // This thread's grid-stride share of x, summed in a register.
 template <class T, class Acc>
@@ -57,6 +54,14 @@ __device__ Acc thread_sum(const T *__restrict__ x, int64_t n)
     Acc v = 0;
     for (int64_t i = cua_global_id(); i < n; i += cua_grid_stride()) v += (Acc)x[i];
     return v;
+}
+
+// This block's share of x: the threads' sums added in the shared-memory
+// tree. Every thread must call it; valid in thread 0.
+template <class T, class Acc>
+__device__ Acc block_sum(const T *__restrict__ x, int64_t n)
+{
+    return cua_block_tree(thread_sum<T, Acc>(x, n));
 }
 
 // Block 0 (or the last block) adds the partials of all blocks in a fixed
@@ -95,189 +100,276 @@ __global__ void sum_thread_local_kernel(const T *__restrict__ x, int64_t n, Acc 
 template <class T, class Acc>
 __global__ void sum_block_tree_kernel(const T *__restrict__ x, int64_t n, Acc *total)
 {
-    Acc v = cua_block_tree(thread_sum<T, Acc>(x, n));
+    Acc v = block_sum<T, Acc>(x, n);
     if (threadIdx.x == 0) cua_atomic_add(total, v);
 }
 
-// Rungs 5-8 share the block partial and differ in how block 0 (or the last
-// block) learns that every partial is in place. `sync` holds the counter
-// (grid_lock, last_block) or 2*gridDim flags (grid_flags), zeroed by the
-// launcher before every launch.
-template <int R, class T, class Acc>
-__global__ void sum_partials_kernel(const T *__restrict__ x, int64_t n, Acc *total, Acc *partials,
-                                    unsigned *sync)
+// Rungs 5-8 put each block's sum in partials[blockIdx.x] and differ in how
+// block 0 (or the last block) learns that every partial is in place.
+
+// `arrived` counts the blocks that have written their partial; the launcher
+// zeroes it before every launch.
+template <class T, class Acc>
+__global__ void sum_grid_lock_kernel(const T *__restrict__ x, int64_t n, Acc *total, Acc *partials,
+                                     unsigned *arrived)
+{
+    Acc v = block_sum<T, Acc>(x, n);
+    const unsigned b = blockIdx.x, tid = threadIdx.x;
+    if (tid == 0) {
+        partials[b] = v;
+        // Make the partial visible device-wide before the counter says
+        // this block has arrived.
+        __threadfence();
+        atomicAdd(arrived, 1u);
+        // Spin until every block has arrived. Safe only because the
+        // launcher limited the grid to blocks that are all resident.
+        while (*(volatile unsigned *)arrived < gridDim.x) {
+        }
+        // Order the reads of other blocks' partials after the wait.
+        __threadfence();
+    }
+    __syncthreads();
+    if (b == 0) add_partials(partials, gridDim.x, total);
+}
+
+// `flags` holds gridDim arrive flags, then gridDim release flags; the
+// launcher zeroes them before every launch.
+template <class T, class Acc>
+__global__ void sum_grid_flags_kernel(const T *__restrict__ x, int64_t n, Acc *total, Acc *partials,
+                                      unsigned *flags)
+{
+    Acc v = block_sum<T, Acc>(x, n);
+    const unsigned b = blockIdx.x, tid = threadIdx.x;
+    volatile unsigned *arrive = flags, *release = flags + gridDim.x;
+    if (tid == 0) {
+        partials[b] = v;
+        __threadfence();  // partial visible before the arrive flag
+        arrive[b] = 1;
+    }
+    if (b == 0) {
+        // Block 0's threads each watch a slice of the arrive flags.
+        for (unsigned i = tid; i < gridDim.x; i += blockDim.x)
+            while (arrive[i] == 0) {
+            }
+        __syncthreads();
+        __threadfence();  // everything we saw arrive is ordered before the release
+        for (unsigned i = tid; i < gridDim.x; i += blockDim.x) release[i] = 1;
+    }
+    if (tid == 0)
+        while (release[b] == 0) {
+        }
+    __syncthreads();
+    __threadfence();  // reads of partials after the release was seen
+    if (b == 0) add_partials(partials, gridDim.x, total);
+}
+
+template <class T, class Acc>
+__global__ void sum_cooperative_kernel(const T *__restrict__ x, int64_t n, Acc *total, Acc *partials)
+{
+    Acc v = block_sum<T, Acc>(x, n);
+    if (threadIdx.x == 0) partials[blockIdx.x] = v;
+    // A grid-wide barrier with memory ordering: every partial written
+    // before it is visible to every block after it.
+    cg::this_grid().sync();
+    if (blockIdx.x == 0) add_partials(partials, gridDim.x, total);
+}
+
+// `ticket` counts the blocks that have published their partial; the
+// launcher zeroes it before every launch.
+template <class T, class Acc>
+__global__ void sum_last_block_kernel(const T *__restrict__ x, int64_t n, Acc *total, Acc *partials,
+                                      unsigned *ticket)
 {
     __shared__ bool last;
-    Acc v = cua_block_tree(thread_sum<T, Acc>(x, n));
-    const unsigned b = blockIdx.x, tid = threadIdx.x;
-
-    if constexpr (R == GRID_LOCK) {
-        if (tid == 0) {
-            partials[b] = v;
-            // Make the partial visible device-wide before the counter says
-            // this block has arrived.
-            __threadfence();
-            atomicAdd(sync, 1u);
-            // Spin until every block has arrived. Safe only because the
-            // launcher limited the grid to blocks that are all resident.
-            while (*(volatile unsigned *)sync < gridDim.x) {
-            }
-            // Order the reads of other blocks' partials after the wait.
-            __threadfence();
-        }
-        __syncthreads();
-        if (b == 0) add_partials(partials, gridDim.x, total);
-    } else if constexpr (R == GRID_FLAGS) {
-        volatile unsigned *arrive = sync, *release = sync + gridDim.x;
-        if (tid == 0) {
-            partials[b] = v;
-            __threadfence();  // partial visible before the arrive flag
-            arrive[b] = 1;
-        }
-        if (b == 0) {
-            // Block 0's threads each watch a slice of the arrive flags.
-            for (unsigned i = tid; i < gridDim.x; i += blockDim.x)
-                while (arrive[i] == 0) {
-                }
-            __syncthreads();
-            __threadfence();  // everything we saw arrive is ordered before the release
-            for (unsigned i = tid; i < gridDim.x; i += blockDim.x) release[i] = 1;
-        }
-        if (tid == 0)
-            while (release[b] == 0) {
-            }
-        __syncthreads();
-        __threadfence();  // reads of partials after the release was seen
-        if (b == 0) add_partials(partials, gridDim.x, total);
-    } else if constexpr (R == COOPERATIVE) {
-        if (tid == 0) partials[b] = v;
-        // A grid-wide barrier with memory ordering: every partial written
-        // before it is visible to every block after it.
-        cg::this_grid().sync();
-        if (b == 0) add_partials(partials, gridDim.x, total);
-    } else {  // LAST_BLOCK
-        if (tid == 0) {
-            partials[b] = v;
-            // The partial must be visible before the ticket is taken: the
-            // block that draws the last ticket reads it right away.
-            __threadfence();
-            last = atomicAdd(sync, 1u) == gridDim.x - 1;
-        }
-        __syncthreads();
-        if (last) {
-            __threadfence();  // order the partial reads after the ticket
-            add_partials(partials, gridDim.x, total);
-        }
+    Acc v = block_sum<T, Acc>(x, n);
+    if (threadIdx.x == 0) {
+        partials[blockIdx.x] = v;
+        // The partial must be visible before the ticket is taken: the
+        // block that draws the last ticket reads it right away.
+        __threadfence();
+        last = atomicAdd(ticket, 1u) == gridDim.x - 1;
+    }
+    __syncthreads();
+    if (last) {
+        __threadfence();  // order the partial reads after the ticket
+        add_partials(partials, gridDim.x, total);
     }
 }
 
-// --------------------------------------------------------------- launcher
+// -------------------------------------------------------------- launchers
 
-template <int R, class T, class Acc>
-static int sum_typed(const T *x, int64_t n, Acc *result, cua_launch *cfg)
+// Rungs 5-7 wait for every block at once, so all blocks must be resident:
+// the default grid is the resident one (never more blocks than there are
+// threads' worth of elements), and a larger grid asked for is refused.
+template <class Acc, class K>
+static int resident_config(K kernel, int64_t n, cua_launch *cfg)
 {
-    cudaStream_t s = cua_stream(cfg);
-    const int threads = cfg->threads > 0 ? cfg->threads : 256;
-    const size_t smem = (size_t)threads * sizeof(Acc);
-
-    if constexpr (needs_residency(R)) {
-        int64_t max_blocks;
-        int st = cua_max_resident_blocks(sum_partials_kernel<R, T, Acc>, threads, smem, &max_blocks);
-        if (st) return st;
-        if (R == COOPERATIVE) {
-            int dev, coop;
-            CUA_CHECK(cudaGetDevice(&dev));
-            CUA_CHECK(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev));
-            if (!coop) return cua_refuse(cfg, "this device does not support cooperative launches");
-        }
-        if (max_blocks < 1)
-            return cua_refuse(cfg, "no block of %d threads fits on this device", threads);
-        if (cfg->blocks > max_blocks)
-            return cua_refuse(cfg,
-                              "this method waits for all blocks at once, so they must all be resident: "
-                              "at most %lld blocks of %d threads on this device (got %lld)",
-                              (long long)max_blocks, threads, (long long)cfg->blocks);
-        if (cfg->blocks <= 0) {
-            int64_t want = cua_ceil_div(n > 0 ? n : 1, threads);
-            cfg->blocks = want < max_blocks ? want : max_blocks;
-        }
-        cfg->threads = threads;
-        cfg->used_blocks = cfg->blocks;
-        cfg->used_threads = threads;
-    } else {
-        int st = R == CAS ? cua_cas_config(cfg, n, threads) : cua_default_config(cfg, n, threads);
-        if (st) return st;
+    const int threads = cfg->threads > 0 ? cfg->threads : CUA_DEFAULT_THREADS;
+    int64_t max_blocks;
+    int st = cua_max_resident_blocks(kernel, threads, cua_tree_bytes<Acc>(threads), &max_blocks);
+    if (st) return st;
+    if (max_blocks < 1)
+        return cua_refuse(cfg, "no block of %d threads fits on this device", threads);
+    if (cfg->blocks > max_blocks)
+        return cua_refuse(cfg,
+                          "this method waits for all blocks at once, so they must all be resident: "
+                          "at most %lld blocks of %d threads on this device (got %lld)",
+                          (long long)max_blocks, threads, (long long)cfg->blocks);
+    if (cfg->blocks <= 0) {
+        int64_t want = cua_ceil_div(n > 0 ? n : 1, threads);
+        cfg->blocks = want < max_blocks ? want : max_blocks;
     }
-    if (n == 0) {
-        *result = 0;
-        return 0;
-    }
-
-    const unsigned blocks = (unsigned)cfg->blocks;
-    // Scratch: total, then partials, then the barrier's counter or flags.
-    size_t off_partials = 16, off_sync = off_partials + (uses_partials(R) ? blocks * sizeof(Acc) : 0);
-    size_t bytes = off_sync + (uses_partials(R) ? 2 * (size_t)blocks * sizeof(unsigned) : 0);
-    cua_scratch scratch;
-    CUA_CHECK(scratch.get(bytes, s));
-    char *base = (char *)scratch.ptr;
-    Acc *total = (Acc *)base;
-    Acc *partials = (Acc *)(base + off_partials);
-    unsigned *sync = (unsigned *)(base + off_sync);
-    // Counters and flags start at zero on every call: never trust what a
-    // previous launch left behind.
-    CUA_CHECK(cudaMemsetAsync(base, 0, bytes, s));
-
-    if constexpr (R == ATOMIC) {
-        sum_atomic_kernel<<<blocks, threads, 0, s>>>(x, n, total);
-    } else if constexpr (R == CAS) {
-        sum_cas_kernel<<<blocks, threads, 0, s>>>(x, n, total);
-    } else if constexpr (R == THREAD_LOCAL) {
-        sum_thread_local_kernel<<<blocks, threads, 0, s>>>(x, n, total);
-    } else if constexpr (R == BLOCK_TREE) {
-        sum_block_tree_kernel<<<blocks, threads, smem, s>>>(x, n, total);
-    } else if constexpr (R == COOPERATIVE) {
-        void *args[] = {(void *)&x, (void *)&n, (void *)&total, (void *)&partials, (void *)&sync};
-        CUA_CHECK(cudaLaunchCooperativeKernel((const void *)sum_partials_kernel<R, T, Acc>, dim3(blocks), dim3(threads), args, smem, s));
-    } else {
-        sum_partials_kernel<R, T, Acc><<<blocks, threads, smem, s>>>(x, n, total, partials, sync);
-    }
-    CUA_CHECK_LAUNCH();
-    CUA_CHECK(cudaMemcpyAsync(result, total, sizeof(Acc), cudaMemcpyDeviceToHost, s));
-    CUA_WAIT(cfg);
+    cfg->threads = threads;
+    cfg->used_blocks = cfg->blocks;
+    cfg->used_threads = threads;
     return 0;
 }
 
-template <int R>
-static int sum_run(const void *x, int64_t n, int dtype, int acc, void *result, cua_launch *cfg)
+template <class T, class Acc>
+static int sum_atomic(const T *x, int64_t n, Acc *result, cua_launch *cfg)
 {
-    return cua_dispatch_acc(dtype, acc, [&](auto t, auto a) -> int {
-        using T = decltype(t);
-        using Acc = decltype(a);
-        return sum_typed<R, T, Acc>((const T *)x, n, (Acc *)result, cfg);
-    });
+    cudaStream_t s = cua_stream(cfg);
+    int st = cua_default_config(cfg, n, CUA_DEFAULT_THREADS);
+    if (st) return st;
+    if (n == 0) return cua_empty_sum(result);
+    cua_reduce_scratch<Acc> sc;
+    CUA_CHECK(sc.get(s));
+    sum_atomic_kernel<<<(unsigned)cfg->blocks, cfg->threads, 0, s>>>(x, n, sc.total);
+    return cua_finish_total(result, sc.total, cfg);
 }
 
-static int sum_VECTOR(const void *x, int64_t n, int dtype, int acc, void *result, cua_launch *cfg)
+template <class T, class Acc>
+static int sum_cas(const T *x, int64_t n, Acc *result, cua_launch *cfg)
 {
-    return cua_dispatch_acc(dtype, acc, [&](auto t, auto a) -> int {
-        using T = decltype(t);
-        using Acc = decltype(a);
-        return vec::launch<T, Acc, false>((const T *)x, nullptr, n, (Acc *)result, cfg);
-    });
+    cudaStream_t s = cua_stream(cfg);
+    int st = cua_cas_config(cfg, n, CUA_DEFAULT_THREADS);
+    if (st) return st;
+    if (n == 0) return cua_empty_sum(result);
+    cua_reduce_scratch<Acc> sc;
+    CUA_CHECK(sc.get(s));
+    sum_cas_kernel<<<(unsigned)cfg->blocks, cfg->threads, 0, s>>>(x, n, sc.total);
+    return cua_finish_total(result, sc.total, cfg);
+}
+
+template <class T, class Acc>
+static int sum_thread_local(const T *x, int64_t n, Acc *result, cua_launch *cfg)
+{
+    cudaStream_t s = cua_stream(cfg);
+    int st = cua_default_config(cfg, n, CUA_DEFAULT_THREADS);
+    if (st) return st;
+    if (n == 0) return cua_empty_sum(result);
+    cua_reduce_scratch<Acc> sc;
+    CUA_CHECK(sc.get(s));
+    sum_thread_local_kernel<<<(unsigned)cfg->blocks, cfg->threads, 0, s>>>(x, n, sc.total);
+    return cua_finish_total(result, sc.total, cfg);
+}
+
+template <class T, class Acc>
+static int sum_block_tree(const T *x, int64_t n, Acc *result, cua_launch *cfg)
+{
+    cudaStream_t s = cua_stream(cfg);
+    int st = cua_default_config(cfg, n, CUA_DEFAULT_THREADS);
+    if (st) return st;
+    if (n == 0) return cua_empty_sum(result);
+    cua_reduce_scratch<Acc> sc;
+    CUA_CHECK(sc.get(s));
+    sum_block_tree_kernel<<<(unsigned)cfg->blocks, cfg->threads, cua_tree_bytes<Acc>(cfg->threads), s>>>(
+        x, n, sc.total);
+    return cua_finish_total(result, sc.total, cfg);
+}
+
+template <class T, class Acc>
+static int sum_grid_lock(const T *x, int64_t n, Acc *result, cua_launch *cfg)
+{
+    cudaStream_t s = cua_stream(cfg);
+    int st = resident_config<Acc>(sum_grid_lock_kernel<T, Acc>, n, cfg);
+    if (st) return st;
+    if (n == 0) return cua_empty_sum(result);
+    const unsigned blocks = (unsigned)cfg->blocks;
+    cua_reduce_scratch<Acc> sc;
+    CUA_CHECK(sc.get(s, blocks, 1));  // a partial per block, the arrival counter
+    sum_grid_lock_kernel<<<blocks, cfg->threads, cua_tree_bytes<Acc>(cfg->threads), s>>>(x, n, sc.total,
+                                                                                      sc.partials, sc.sync);
+    return cua_finish_total(result, sc.total, cfg);
+}
+
+template <class T, class Acc>
+static int sum_grid_flags(const T *x, int64_t n, Acc *result, cua_launch *cfg)
+{
+    cudaStream_t s = cua_stream(cfg);
+    int st = resident_config<Acc>(sum_grid_flags_kernel<T, Acc>, n, cfg);
+    if (st) return st;
+    if (n == 0) return cua_empty_sum(result);
+    const unsigned blocks = (unsigned)cfg->blocks;
+    cua_reduce_scratch<Acc> sc;
+    CUA_CHECK(sc.get(s, blocks, 2 * (size_t)blocks));  // a partial, an arrive and a release flag per block
+    sum_grid_flags_kernel<<<blocks, cfg->threads, cua_tree_bytes<Acc>(cfg->threads), s>>>(x, n, sc.total,
+                                                                                       sc.partials, sc.sync);
+    return cua_finish_total(result, sc.total, cfg);
+}
+
+template <class T, class Acc>
+static int sum_cooperative(const T *x, int64_t n, Acc *result, cua_launch *cfg)
+{
+    cudaStream_t s = cua_stream(cfg);
+    int dev, coop;
+    CUA_CHECK(cudaGetDevice(&dev));
+    CUA_CHECK(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev));
+    if (!coop) return cua_refuse(cfg, "this device does not support cooperative launches");
+    int st = resident_config<Acc>(sum_cooperative_kernel<T, Acc>, n, cfg);
+    if (st) return st;
+    if (n == 0) return cua_empty_sum(result);
+    cua_reduce_scratch<Acc> sc;
+    CUA_CHECK(sc.get(s, (size_t)cfg->blocks));  // a partial per block
+    void *args[] = {(void *)&x, (void *)&n, (void *)&sc.total, (void *)&sc.partials};
+    CUA_CHECK(cudaLaunchCooperativeKernel((const void *)sum_cooperative_kernel<T, Acc>, dim3((unsigned)cfg->blocks),
+                                          dim3(cfg->threads), args, cua_tree_bytes<Acc>(cfg->threads), s));
+    return cua_finish_total(result, sc.total, cfg);
+}
+
+template <class T, class Acc>
+static int sum_last_block(const T *x, int64_t n, Acc *result, cua_launch *cfg)
+{
+    cudaStream_t s = cua_stream(cfg);
+    int st = cua_default_config(cfg, n, CUA_DEFAULT_THREADS);
+    if (st) return st;
+    if (n == 0) return cua_empty_sum(result);
+    const unsigned blocks = (unsigned)cfg->blocks;
+    cua_reduce_scratch<Acc> sc;
+    CUA_CHECK(sc.get(s, blocks, 1));  // a partial per block, the ticket counter
+    sum_last_block_kernel<<<blocks, cfg->threads, cua_tree_bytes<Acc>(cfg->threads), s>>>(x, n, sc.total,
+                                                                                       sc.partials, sc.sync);
+    return cua_finish_total(result, sc.total, cfg);
+}
+
+template <class T, class Acc>
+static int sum_vector(const T *x, int64_t n, Acc *result, cua_launch *cfg)
+{
+    return vec::launch<T, Acc, false>(x, nullptr, n, result, cfg);
 }
 
 // ----------------------------------------------------------- variant table
 
-#define SUM_LAUNCHER(R) \
-    static int sum_##R(const void *x, int64_t n, int d, int a, void *r, cua_launch *c) { return sum_run<R>(x, n, d, a, r, c); }
-SUM_LAUNCHER(ATOMIC)
-SUM_LAUNCHER(CAS)
-SUM_LAUNCHER(THREAD_LOCAL)
-SUM_LAUNCHER(BLOCK_TREE)
-SUM_LAUNCHER(GRID_LOCK)
-SUM_LAUNCHER(GRID_FLAGS)
-SUM_LAUNCHER(COOPERATIVE)
-SUM_LAUNCHER(LAST_BLOCK)
+// A row's launcher: the call's element and accumulator types, then the
+// rung's typed launcher.
+#define SUM_ENTRY(RUNG, launcher)                                                                      \
+    static int sum_##RUNG(const void *x, int64_t n, int dtype, int acc, void *result, cua_launch *cfg) \
+    {                                                                                                  \
+        return cua_dispatch_acc(dtype, acc, [&](auto t, auto a) -> int {                               \
+            using T = decltype(t);                                                                     \
+            using Acc = decltype(a);                                                                   \
+            return launcher<T, Acc>((const T *)x, n, (Acc *)result, cfg);                              \
+        });                                                                                            \
+    }
+SUM_ENTRY(ATOMIC, sum_atomic)
+SUM_ENTRY(CAS, sum_cas)
+SUM_ENTRY(THREAD_LOCAL, sum_thread_local)
+SUM_ENTRY(BLOCK_TREE, sum_block_tree)
+SUM_ENTRY(GRID_LOCK, sum_grid_lock)
+SUM_ENTRY(GRID_FLAGS, sum_grid_flags)
+SUM_ENTRY(COOPERATIVE, sum_cooperative)
+SUM_ENTRY(LAST_BLOCK, sum_last_block)
+SUM_ENTRY(VECTOR, sum_vector)
 
 static const cua_sum_row sum_rows[] = {
     {{"atomic", 1, "one atomicAdd per element: no lost updates, but every add queues on one address",

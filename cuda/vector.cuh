@@ -21,7 +21,7 @@
 //    rounded once. The extra arithmetic is a few FP64 instructions per
 //    element: hidden behind the loads on a chip with full-rate FP64 (H100,
 //    H200).
-//  - Inputs of at most ONE_BLOCK_BYTES run as one block that writes the
+//  - Inputs of at most ONE_BLOCK_MAX_BYTES run as one block that writes the
 //    result itself -- into the caller's page-locked slot when there is one
 //    (cua_launch.result_device): one launch, no memset, no copy.
 // Constraints: any pointer alignment (a scalar head and tail around the
@@ -37,8 +37,10 @@
 namespace vec {
 
 constexpr int UNROLL = 4;
-constexpr int THREADS = 256;
-constexpr int64_t ONE_BLOCK_BYTES = 64 << 10;
+// The largest input (both inputs' bytes, for dot) that runs as one block
+// by default. Its own number: it is not the size of a call slot
+// (CUA_SLOT_BYTES), though a host input that fits in a slot fits here too.
+constexpr int64_t ONE_BLOCK_MAX_BYTES = 64 * 1024;
 
 // A float64 value and the summed rounding errors of the additions that made
 // it (the value is s + c). Explicit _rn intrinsics: the compiler may not
@@ -286,13 +288,13 @@ static int launch(const T *x, const T *y, int64_t n, Acc *result, cua_launch *cf
     using A = typename Lane<T, Acc>::type;
     cudaStream_t s = cua_stream(cfg);
     auto kernel = reduce_kernel<T, Acc, DOT>;
-    if (cfg->threads <= 0) cfg->threads = THREADS;
+    if (cfg->threads <= 0) cfg->threads = CUA_DEFAULT_THREADS;
     const int threads = cfg->threads;
     const size_t smem = threads % 32 ? (size_t)threads * sizeof(A) : 0;
     if (cfg->blocks <= 0) {
         const int64_t bytes = n * (int64_t)sizeof(T) * (DOT ? 2 : 1);
         cfg->blocks = 1;
-        if (bytes > ONE_BLOCK_BYTES) {
+        if (bytes > ONE_BLOCK_MAX_BYTES) {
             int64_t resident;
             int st = cua_max_resident_blocks(kernel, threads, smem, &resident);
             if (st) return st;

@@ -1,0 +1,83 @@
+// probe.cu -- the device probe: whether kernels of this build can run on
+// the current device, and what it is.
+#include "common.cuh"
+
+// A kernel that does nothing: launching it proves this binary carries code
+// the current GPU can run.
+__global__ void probe_kernel(int *p)
+{
+    if (p) *p = 1;
+}
+
+static void say(cua_cuda_device *info, const char *what, cudaError_t e)
+{
+    snprintf(info->reason, sizeof info->reason, "%s: %s (%s)", what, cudaGetErrorName(e), cudaGetErrorString(e));
+}
+
+extern "C" int cua_cuda_probe(cua_cuda_device *info)
+{
+    memset(info, 0, sizeof *info);
+    cudaRuntimeGetVersion(&info->runtime_version);
+    cudaError_t e = cudaDriverGetVersion(&info->driver_version);
+    if (e != cudaSuccess || info->driver_version == 0) {
+        snprintf(info->reason, sizeof info->reason, "no NVIDIA driver found (libcuda.so could not be loaded)");
+        return 0;
+    }
+    // Minor-version compatibility: any driver of the same major CUDA version
+    // runs this runtime; an older major cannot.
+    if (info->driver_version / 1000 < info->runtime_version / 1000) {
+        snprintf(info->reason, sizeof info->reason,
+                 "the NVIDIA driver supports CUDA %d.%d but cuatomic was built with CUDA %d.%d: update the driver",
+                 info->driver_version / 1000, info->driver_version % 1000 / 10, info->runtime_version / 1000,
+                 info->runtime_version % 1000 / 10);
+        return 0;
+    }
+    int n = 0;
+    e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess) {
+        say(info, "no usable CUDA device", e);
+        cudaGetLastError();
+        return 0;
+    }
+    if (n == 0) {
+        snprintf(info->reason, sizeof info->reason, "no CUDA device found");
+        return 0;
+    }
+    e = cudaGetDevice(&info->device);
+    cudaDeviceProp prop;
+    if (e == cudaSuccess) e = cudaGetDeviceProperties(&prop, info->device);
+    if (e != cudaSuccess) {
+        say(info, "cannot query the CUDA device", e);
+        return 0;
+    }
+    snprintf(info->name, sizeof info->name, "%s", prop.name);
+    info->cc_major = prop.major;
+    info->cc_minor = prop.minor;
+    info->sm_count = prop.multiProcessorCount;
+    info->total_memory = (int64_t)prop.totalGlobalMem;
+    info->shared_per_block_optin = (int64_t)prop.sharedMemPerBlockOptin;
+    cudaDeviceGetAttribute(&info->cooperative_launch, cudaDevAttrCooperativeLaunch, info->device);
+    probe_kernel<<<1, 1>>>(NULL);
+    e = cudaGetLastError();
+    if (e == cudaSuccess) e = cudaDeviceSynchronize();
+    if (e != cudaSuccess) {
+        if (e == cudaErrorNoKernelImageForDevice || e == cudaErrorInvalidDeviceFunction)
+            snprintf(info->reason, sizeof info->reason,
+                     "this build has no kernel image for %s (compute capability %d.%d): rebuild with "
+                     "CUATOMIC_CUDA_ARCHS including %d%d",
+                     prop.name, prop.major, prop.minor, prop.major, prop.minor);
+        else say(info, "a test kernel failed to run", e);
+        return 0;
+    }
+    // Keep freed memory in the stream-ordered pool instead of returning it
+    // at every synchronization: scratch allocations then cost microseconds,
+    // and the pool holds at most the largest working set, not more.
+    cudaMemPool_t pool;
+    if (cudaDeviceGetDefaultMemPool(&pool, info->device) == cudaSuccess) {
+        uint64_t keep = UINT64_MAX;
+        cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep);
+    }
+    cudaGetLastError();
+    info->usable = 1;
+    return 0;
+}
