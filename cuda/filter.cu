@@ -274,8 +274,9 @@ __device__ __forceinline__ void lookback_tiles(const T *__restrict__ x, int64_t 
 }
 
 // At most 40 registers: six 256-thread blocks per SM instead of four, which
-// measured 9% faster on an H200 (tools/exp_lookback.py compared 8, 16 and 32
-// elements per thread with and without a cap).
+// measured 9% faster on an H200 (an experiment at 9de18f3, since removed,
+// compared 8, 16 and 32 elements per thread with and without a cap; the
+// numbers are in docs/benchmarks.md).
 template <class T>
 __global__ __maxnreg__(40) void filter_lookback_kernel(const T *__restrict__ x, int64_t n, DevPred<T> p, T *out,
                                                        unsigned *tile_counter, u64 *status, int64_t ntiles,
