@@ -398,7 +398,7 @@ static const cua_filter_row filter_rows[] = {
     {{"ordered", 2, "count per block, scan the counts, scatter with warp ballots: keeps input order",
       CUA_F_ORDERED | CUA_F_DETERMINISTIC},
      filter_ORDERED},
-    {{"lookback", 3, "single pass: tile counts published, predecessors' prefixes read back by a warp; ordered",
+    {{"lookback", 3, "single pass: tile counts published, predecessors' prefixes read back a block's worth at a time; ordered",
       CUA_F_ORDERED | CUA_F_DETERMINISTIC},
      filter_LOOKBACK},
 };

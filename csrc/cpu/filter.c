@@ -15,7 +15,7 @@
  *              OpenMP thread takes the next tile number, compacts the tile
  *              branch-free into a private buffer while it is in cache,
  *              publishes its count, reads its predecessors' published values
- *              backwards -- one at a time, where a GPU block reads a warp's
+ *              backwards -- one at a time, where a GPU block reads a block's
  *              worth at once -- until an inclusive prefix (acquire loads),
  *              publishes its own, and copies the buffer out. Reads the input
  *              once; keeps order. Tiles are numbered in the order threads
