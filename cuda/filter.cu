@@ -20,6 +20,12 @@
 //              shared memory in order and writes them out coalesced. Reads
 //              the input once. Tiles are numbered in the order blocks start,
 //              so a block only ever waits for blocks that are running.
+//  4. warp_aggregated  atomic's push_back with one atomicAdd per warp instead
+//              of one per kept element: the warp ballots which lanes keep
+//              their element, lane 0 reserves that many slots at once, and
+//              each keeper writes at the warp's first slot plus the keepers
+//              in lower lanes. Up to 32x fewer atomics on the counter; still
+//              unordered (warps reserve in whatever order they arrive).
 //
 // The predicate is an interval test: keep x iff (lo <= x <= hi) != negate,
 // in the data's type (the Python layer turns `x <op> value` into this form
@@ -60,6 +66,27 @@ __global__ void filter_atomic_kernel(const T *__restrict__ x, int64_t n, DevPred
         // The old value of the counter is this element's slot: no two
         // threads can receive the same one.
         if (keep(v, p)) out[atomicAdd(count, 1ULL)] = v;
+    }
+}
+
+template <class T>
+__global__ void filter_warp_aggregated_kernel(const T *__restrict__ x, int64_t n, DevPred<T> p, T *out, u64 *count)
+{
+    const unsigned lane = threadIdx.x & 31, below = (1u << lane) - 1;
+    // The lanes this warp has (a block of threads % 32 != 0 ends in a
+    // partial warp), taken before any branch, when all of them are active.
+    const unsigned lanes = __activemask();
+    // The loop test is the warp's first element, so every lane of a warp
+    // takes the same number of turns and meets every ballot.
+    for (int64_t i = cua_global_id(); i - lane < n; i += cua_grid_stride()) {
+        const bool mine = i < n && keep(x[i], p);
+        const unsigned kept = __ballot_sync(lanes, mine);
+        // One reservation for the whole warp: the old value of the counter
+        // is its first slot, no other warp can receive the same ones.
+        u64 first = 0;
+        if (lane == 0 && kept) first = atomicAdd(count, (u64)__popc(kept));
+        first = __shfl_sync(lanes, first, 0);
+        if (mine) out[first + __popc(kept & below)] = x[i];
     }
 }
 
@@ -316,6 +343,24 @@ static int filter_atomic(const T *x, int64_t n, const cua_pred *pred, T *out, in
 }
 
 template <class T>
+static int filter_warp_aggregated(const T *x, int64_t n, const cua_pred *pred, T *out, int64_t *count,
+                                  cua_launch *cfg)
+{
+    cudaStream_t s = cua_stream(cfg);
+    int st = cua_default_config(cfg, n, CUA_DEFAULT_THREADS);
+    if (st) return st;
+    *count = 0;
+    if (n == 0) return 0;
+    cua_scratch scratch;
+    CUA_CHECK(scratch.get(sizeof(u64), s));
+    u64 *counter = (u64 *)scratch.ptr;
+    CUA_CHECK(cudaMemsetAsync(counter, 0, sizeof(u64), s));
+    filter_warp_aggregated_kernel<T><<<(unsigned)cfg->blocks, cfg->threads, 0, s>>>(x, n, to_dev<T>(pred), out,
+                                                                                    counter);
+    return filter_finish(counter, count, cfg);
+}
+
+template <class T>
 static int filter_ordered(const T *x, int64_t n, const cua_pred *pred, T *out, int64_t *count, cua_launch *cfg)
 {
     cudaStream_t s = cua_stream(cfg);
@@ -390,6 +435,7 @@ static int filter_lookback(const T *x, int64_t n, const cua_pred *pred, T *out, 
 FILTER_ENTRY(ATOMIC, filter_atomic)
 FILTER_ENTRY(ORDERED, filter_ordered)
 FILTER_ENTRY(LOOKBACK, filter_lookback)
+FILTER_ENTRY(WARP_AGGREGATED, filter_warp_aggregated)
 
 static const cua_filter_row filter_rows[] = {
     {{"atomic", 1, "push_back: the old value atomicAdd returns is the output slot (unordered)",
@@ -401,5 +447,8 @@ static const cua_filter_row filter_rows[] = {
     {{"lookback", 3, "single pass: tile counts published, predecessors' prefixes read back a block's worth at a time; ordered",
       CUA_F_ORDERED | CUA_F_DETERMINISTIC},
      filter_LOOKBACK},
+    {{"warp_aggregated", 4, "push_back with one atomicAdd per warp: a ballot, lane 0 reserves the warp's slots (unordered)",
+      0},
+     filter_WARP_AGGREGATED},
 };
 extern "C" const cua_ladder cua_cuda_filter_ladder = CUA_LADDER(filter_rows);
