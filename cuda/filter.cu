@@ -326,8 +326,15 @@ static int filter_finish(const u64 *kept, int64_t *count, cua_launch *cfg)
     return 0;
 }
 
+// The push_back rungs (atomic, warp_aggregated): one grid-stride kernel
+// that takes output slots from a zeroed counter; they differ only in how the
+// kernel takes them.
 template <class T>
-static int filter_atomic(const T *x, int64_t n, const cua_pred *pred, T *out, int64_t *count, cua_launch *cfg)
+using push_back_kernel = void (*)(const T *, int64_t, DevPred<T>, T *, u64 *);
+
+template <class T>
+static int push_back(push_back_kernel<T> kernel, const T *x, int64_t n, const cua_pred *pred, T *out,
+                     int64_t *count, cua_launch *cfg)
 {
     cudaStream_t s = cua_stream(cfg);
     int st = cua_default_config(cfg, n, CUA_DEFAULT_THREADS);
@@ -338,26 +345,21 @@ static int filter_atomic(const T *x, int64_t n, const cua_pred *pred, T *out, in
     CUA_CHECK(scratch.get(sizeof(u64), s));
     u64 *counter = (u64 *)scratch.ptr;
     CUA_CHECK(cudaMemsetAsync(counter, 0, sizeof(u64), s));
-    filter_atomic_kernel<T><<<(unsigned)cfg->blocks, cfg->threads, 0, s>>>(x, n, to_dev<T>(pred), out, counter);
+    kernel<<<(unsigned)cfg->blocks, cfg->threads, 0, s>>>(x, n, to_dev<T>(pred), out, counter);
     return filter_finish(counter, count, cfg);
+}
+
+template <class T>
+static int filter_atomic(const T *x, int64_t n, const cua_pred *pred, T *out, int64_t *count, cua_launch *cfg)
+{
+    return push_back<T>(filter_atomic_kernel<T>, x, n, pred, out, count, cfg);
 }
 
 template <class T>
 static int filter_warp_aggregated(const T *x, int64_t n, const cua_pred *pred, T *out, int64_t *count,
                                   cua_launch *cfg)
 {
-    cudaStream_t s = cua_stream(cfg);
-    int st = cua_default_config(cfg, n, CUA_DEFAULT_THREADS);
-    if (st) return st;
-    *count = 0;
-    if (n == 0) return 0;
-    cua_scratch scratch;
-    CUA_CHECK(scratch.get(sizeof(u64), s));
-    u64 *counter = (u64 *)scratch.ptr;
-    CUA_CHECK(cudaMemsetAsync(counter, 0, sizeof(u64), s));
-    filter_warp_aggregated_kernel<T><<<(unsigned)cfg->blocks, cfg->threads, 0, s>>>(x, n, to_dev<T>(pred), out,
-                                                                                    counter);
-    return filter_finish(counter, count, cfg);
+    return push_back<T>(filter_warp_aggregated_kernel<T>, x, n, pred, out, count, cfg);
 }
 
 template <class T>
