@@ -225,57 +225,52 @@ static int resident_config(K kernel, int64_t n, cua_launch *cfg)
     return 0;
 }
 
+// Rungs 1-4 add into one zeroed total: after its grid config (the CAS rung
+// has its own), each launches its kernel once with `smem` bytes of shared
+// memory and reads the total back.
+template <class T, class Acc>
+using total_kernel = void (*)(const T *, int64_t, Acc *);
+
+template <class T, class Acc>
+static int launch_into_total(total_kernel<T, Acc> kernel, size_t smem, const T *x, int64_t n, Acc *result,
+                             cua_launch *cfg)
+{
+    if (n == 0) return cua_empty_sum(result);
+    cudaStream_t s = cua_stream(cfg);
+    cua_reduce_scratch<Acc> sc;
+    CUA_CHECK(sc.get(s));
+    kernel<<<(unsigned)cfg->blocks, cfg->threads, smem, s>>>(x, n, sc.total);
+    return cua_finish_total(result, sc.total, cfg);
+}
+
 template <class T, class Acc>
 static int sum_atomic(const T *x, int64_t n, Acc *result, cua_launch *cfg)
 {
-    cudaStream_t s = cua_stream(cfg);
     int st = cua_default_config(cfg, n, CUA_DEFAULT_THREADS);
-    if (st) return st;
-    if (n == 0) return cua_empty_sum(result);
-    cua_reduce_scratch<Acc> sc;
-    CUA_CHECK(sc.get(s));
-    sum_atomic_kernel<<<(unsigned)cfg->blocks, cfg->threads, 0, s>>>(x, n, sc.total);
-    return cua_finish_total(result, sc.total, cfg);
+    return st ? st : launch_into_total<T, Acc>(sum_atomic_kernel<T, Acc>, 0, x, n, result, cfg);
 }
 
 template <class T, class Acc>
 static int sum_cas(const T *x, int64_t n, Acc *result, cua_launch *cfg)
 {
-    cudaStream_t s = cua_stream(cfg);
     int st = cua_cas_config(cfg, n, CUA_DEFAULT_THREADS);
-    if (st) return st;
-    if (n == 0) return cua_empty_sum(result);
-    cua_reduce_scratch<Acc> sc;
-    CUA_CHECK(sc.get(s));
-    sum_cas_kernel<<<(unsigned)cfg->blocks, cfg->threads, 0, s>>>(x, n, sc.total);
-    return cua_finish_total(result, sc.total, cfg);
+    return st ? st : launch_into_total<T, Acc>(sum_cas_kernel<T, Acc>, 0, x, n, result, cfg);
 }
 
 template <class T, class Acc>
 static int sum_thread_local(const T *x, int64_t n, Acc *result, cua_launch *cfg)
 {
-    cudaStream_t s = cua_stream(cfg);
     int st = cua_default_config(cfg, n, CUA_DEFAULT_THREADS);
-    if (st) return st;
-    if (n == 0) return cua_empty_sum(result);
-    cua_reduce_scratch<Acc> sc;
-    CUA_CHECK(sc.get(s));
-    sum_thread_local_kernel<<<(unsigned)cfg->blocks, cfg->threads, 0, s>>>(x, n, sc.total);
-    return cua_finish_total(result, sc.total, cfg);
+    return st ? st : launch_into_total<T, Acc>(sum_thread_local_kernel<T, Acc>, 0, x, n, result, cfg);
 }
 
 template <class T, class Acc>
 static int sum_block_tree(const T *x, int64_t n, Acc *result, cua_launch *cfg)
 {
-    cudaStream_t s = cua_stream(cfg);
     int st = cua_default_config(cfg, n, CUA_DEFAULT_THREADS);
-    if (st) return st;
-    if (n == 0) return cua_empty_sum(result);
-    cua_reduce_scratch<Acc> sc;
-    CUA_CHECK(sc.get(s));
-    sum_block_tree_kernel<<<(unsigned)cfg->blocks, cfg->threads, cua_tree_bytes<Acc>(cfg->threads), s>>>(
-        x, n, sc.total);
-    return cua_finish_total(result, sc.total, cfg);
+    return st ? st
+              : launch_into_total<T, Acc>(sum_block_tree_kernel<T, Acc>, cua_tree_bytes<Acc>(cfg->threads), x, n,
+                                          result, cfg);
 }
 
 template <class T, class Acc>
