@@ -153,18 +153,28 @@ def accuracy_flags(op, dtype):
     return 0
 
 
+@functools.lru_cache(maxsize=4096)
+def _candidates(op, backend, dtype, n, bins, require):
+    """Every rung fastest first, each with why auto may not run it (None
+    when it may), the ranking's sentence and the nearest case; `dtype` is
+    a NumPy dtype or its name (both hash), so a call pays for the rule once
+    per distinct (op, backend, dtype, n, bins, require)."""
+    name = None if dtype is None else np.dtype(dtype).name
+    require |= accuracy_flags(op, name)
+    ranked, why, case = _ranking(op, backend, name, n, bins)
+    return tuple((row, _why_not(row, require)) for row in ranked), why, case
+
+
 def choose(op, backend, facts, *, require=0, fits=None):
     """The Choice for a call with these facts (``n``, ``dtype``, and
     ``bins`` for a histogram): the fastest measured rung that has the
     `require` flags (and :func:`accuracy_flags`), is not racy, and that
     ``fits(rung)`` (None, or why it cannot run) accepts."""
-    dtype = facts.get("dtype")
-    require |= accuracy_flags(op, dtype)
-    ranked, why, case = _ranking(op, backend, str(dtype) if dtype is not None else None, int(facts.get("n", 1)),
-                                 facts.get("bins"))
+    rows, why, case = _candidates(op, backend, facts.get("dtype"), int(facts.get("n", 1)), facts.get("bins"),
+                                  require)
     skipped = []
-    for row in ranked:
-        why_not = _why_not(row, require) or (fits(row) if fits else None)
+    for row, why_not in rows:
+        why_not = why_not or (fits(row) if fits else None)
         if why_not is not None:
             skipped.append(f"{row.name}: {why_not}")
             continue
@@ -174,6 +184,17 @@ def choose(op, backend, facts, *, require=0, fits=None):
         reason = why if not skipped else f"{why}; passed by -- {'; '.join(skipped)}"
         return Choice(op, backend, row.name, reason, out, row)
     raise ValueError(f"no rung of {op} on {backend} can run this call: " + "; ".join(skipped))
+
+
+def rung_for(op, backend, n, dtype=None, bins=None, *, require=0, fits=None):
+    """The rung :func:`choose` picks, without building its Choice: the
+    per-call path of ``method="auto"``."""
+    rows, _, _ = _candidates(op, backend, dtype, int(n), bins, require)
+    for row, why_not in rows:
+        if why_not is None and (fits is None or fits(row) is None):
+            return row
+    facts = {"n": n, "dtype": None if dtype is None else np.dtype(dtype).name, "bins": bins}
+    return choose(op, backend, facts, require=require, fits=fits).rung  # raises, naming every refusal
 
 
 def sample(inp, stream=0, k=SAMPLE):

@@ -123,9 +123,10 @@ def named_rung(op, backend, method):
     return None if method == "auto" else _backend.rung(op, backend, method)
 
 
-def auto_rung(op, backend, facts, *, require=0, fits=None):
-    """The rung ``method="auto"`` runs for a call with these facts."""
-    return _auto.choose(op, backend, facts, require=require, fits=fits).rung
+def auto_rung(op, backend, n, dtype=None, bins=None, *, require=0, fits=None):
+    """The rung ``method="auto"`` runs for a call of `n` elements of
+    `dtype` (and `bins` for a histogram)."""
+    return _auto.rung_for(op, backend, n, dtype, bins, require=require, fits=fits)
 
 
 def stream_of(stream):

@@ -7,7 +7,7 @@ def _counter(op, blocks, threads, method, backend, stream):
     rung = named_rung(op, be, method)
     b, t = launch_config(blocks, threads)
     if rung is None:
-        rung = auto_rung(op, be, {"n": max(b, 1) * max(t, 1)})
+        rung = auto_rung(op, be, max(b, 1) * max(t, 1))
     return _C.counter(backend=_backend.backend_id(be), op=_backend.op_id(op), rung=rung.index, blocks=b,
                       threads=t, stream=stream_of(stream))
 

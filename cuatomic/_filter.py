@@ -158,7 +158,7 @@ def filter(a, op, value, *, ordered=True, method="auto", backend=None, blocks=No
     inp = prepare(a, be, stream=s)
     negate, lo, hi = predicate(inp.dtype, op, value)
     if rung is None:
-        rung = auto_rung("filter", be, {"n": inp.n, "dtype": str(inp.dtype)},
+        rung = auto_rung("filter", be, inp.n, inp.dtype,
                          require=_C.F_ORDERED if ordered else 0)
     out, count = _C.filter(backend=_backend.backend_id(be), rung=rung.index, x=inp.x, n=inp.n, dtype=inp.id,
                            negate=negate, lo=lo, hi=hi, blocks=nb, threads=nt, device_out=inp.device, stream=s)

@@ -297,7 +297,7 @@ def histogram(a, bins=10, range=None, *, density=False, method="auto", backend=N
     ilo, iwidth = integer or (0, 1)
     nbins = kernel_edges.size - 1
     if rung is None:
-        rung = auto_rung("histogram", be, _facts(inp, nbins), fits=rung_fits(be, nbins, inp.id, nb, nt))
+        rung = auto_rung("histogram", be, inp.n, inp.dtype, nbins, fits=rung_fits(be, nbins, inp.id, nb, nt))
     counts = _C.histogram(backend=_backend.backend_id(be), rung=rung.index, x=inp.x, n=inp.n, dtype=inp.id,
                           edges=kernel_edges, uniform=int(uniform), inv_width=inv_width,
                           integer=int(integer is not None), ilo=ilo, iwidth=iwidth, blocks=nb, threads=nt,

@@ -145,7 +145,7 @@ def _reduce(op, a, dtype, method, backend, blocks, threads, stream):
     elif out_dt.kind == "f" and out_dt.itemsize < inp.dtype.itemsize and not inp.device:
         inp = inp.cast(out_dt, f"{op}(dtype={out_dt})")  # NumPy rounds every element first
     if rung is None:
-        rung = auto_rung(op, be, {"n": inp.n, "dtype": str(inp.dtype)})
+        rung = auto_rung(op, be, inp.n, inp.dtype)
     # Narrowing device data: the kernels round every element to the result
     # type as they read it (the vector rung then sums compensated in double,
     # the tutorial's rungs in the result type).
@@ -210,6 +210,6 @@ def dot(a, b, *, method="auto", backend=None, blocks=None, threads=None, stream=
     if ib.dtype != out_dt:
         ib = ib.cast(out_dt, f"dot of {ia.dtype} and {ib.dtype}")
     if rung is None:
-        rung = auto_rung("dot", be, {"n": ia.n, "dtype": str(out_dt)})
+        rung = auto_rung("dot", be, ia.n, out_dt)
     return _C.dot(backend=_backend.backend_id(be), rung=rung.index, a=ia.x, b=ib.x, n=ia.n, dtype=ia.id,
                   acc=_acc_of(out_dt, rung.flags), blocks=nb, threads=nt, stream=s, out_type=out_dt.num)
