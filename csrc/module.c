@@ -177,6 +177,10 @@ static int add_ids(PyObject *m)
         {"ACC_FLOAT64", CUA_ACC_FLOAT64},   {"F_ORDERED", CUA_F_ORDERED},
         {"F_RESIDENT", CUA_F_RESIDENT},     {"F_DETERMINISTIC", CUA_F_DETERMINISTIC},
         {"F_WIDE", CUA_F_WIDE},             {"F_RACY", CUA_F_RACY},
+        {"F_EXACT", CUA_F_EXACT},           {"XACC_WORDS", CUA_XACC_WORDS},
+        {"XACC_E0", CUA_XACC_E0},           {"XACC_NAN", CUA_XACC_NAN},
+        {"XACC_PINF", CUA_XACC_PINF},       {"XACC_NINF", CUA_XACC_NINF},
+        {"XACC_ANY", CUA_XACC_ANY},         {"XACC_NOT_NEGZERO", CUA_XACC_NOT_NEGZERO},
         {"MAX_BLOCKS", (long)CUA_MAX_BLOCKS},
         {"MAX_THREADS", CUA_MAX_THREADS},
     };

@@ -76,9 +76,12 @@ enum cua_flags {
     CUA_F_WIDE = 1u << 3,          /* sum/dot/prod: floats accumulated in float64
                                     * with compensation (the caller passes
                                     * CUA_ACC_FLOAT64 for every float result) */
-    CUA_F_RACY = 1u << 4           /* the lesson's race: loses updates on purpose,
+    CUA_F_RACY = 1u << 4,          /* the lesson's race: loses updates on purpose,
                                     * so its result is not the answer ("auto"
                                     * never runs it) */
+    CUA_F_EXACT = 1u << 5          /* sum/dot of float32/float64: the rung writes the
+                                    * exact sum's state (a cua_xacc, xacc.h) to the
+                                    * host `result`, and the caller rounds it once */
 };
 
 /* Launch configuration. blocks/threads <= 0 mean "the method's default".
@@ -222,5 +225,7 @@ static inline size_t cua_dtype_size(int dtype)
 #ifdef __cplusplus
 }
 #endif
+
+#include "xacc.h" /* the exact sums' state (CUA_F_EXACT) */
 
 #endif /* CUATOMIC_ABI_H */
