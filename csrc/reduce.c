@@ -53,11 +53,12 @@ typedef struct {
     uint64_t total;
     cua_dd sum; /* float64 sums: the chunks added with compensation (cpu/cpu.h) */
     int pair;   /* the rung is CUA_F_WIDE: chunks come back as (value, error) pairs, unrounded */
+    cua_xacc *exact; /* the rung is CUA_F_EXACT: every launch writes a cua_xacc, merged here */
 } reduce_ctx;
 
 static reduce_ctx reduce_start(const cua_rung *rung, cua_sum_fn one, cua_dot_fn two, int dtype, int acc, int mul)
 {
-    reduce_ctx c = {one, two, dtype, acc, mul, acc_identity(acc, mul), {0, 0}, 0};
+    reduce_ctx c = {one, two, dtype, acc, mul, acc_identity(acc, mul), {0, 0}, 0, NULL};
     c.pair = (rung->flags & CUA_F_WIDE) && acc == CUA_ACC_FLOAT64 && !mul;
     return c;
 }
@@ -88,6 +89,13 @@ static uint64_t chunk_total(const reduce_ctx *c)
 static int reduce_chunk(const void *const *dev, int64_t m, cua_launch *cfg, void *vctx)
 {
     reduce_ctx *c = vctx;
+    if (c->exact) { /* integer words: chunks merge exactly, in any order */
+        cua_xacc part;
+        int st = c->two ? c->two(dev[0], dev[1], m, c->dtype, c->acc, &part, cfg)
+                        : c->one(dev[0], m, c->dtype, c->acc, &part, cfg);
+        if (!st) cua_xacc_merge(c->exact, &part);
+        return st;
+    }
     uint64_t part[2] = {0, 0};
     cfg->pair = c->pair;
     int st = c->two ? c->two(dev[0], dev[1], m, c->dtype, c->acc, part, cfg)
@@ -97,20 +105,21 @@ static int reduce_chunk(const void *const *dev, int64_t m, cua_launch *cfg, void
 }
 
 /* Without the GIL: one rung on inputs held in a call slot or staged on the
- * device, its 8 result bytes into *result. */
+ * device, its 8 result bytes into *result (an exact rung's cua_xacc into
+ * c->exact, host memory). */
 static int run_once(int backend, const reduce_ctx *c, cua_input *a, cua_input *b, int64_t n, cua_launch *cfg,
                     uint64_t *result)
 {
     cua_slot sl;
     cua_slot_take(backend, &sl);
     cua_slot_inputs(&sl, a, b);
-    void *res = cua_slot_result(&sl, cfg, result);
+    void *res = c->exact ? (void *)c->exact : cua_slot_result(&sl, cfg, result);
     int st = cua_stage(a);
     if (!st && b) st = cua_stage(b);
     if (!st)
         st = c->two ? c->two(a->ptr, b->ptr, n, c->dtype, c->acc, res, cfg)
                     : c->one(a->ptr, n, c->dtype, c->acc, res, cfg);
-    if (!st && res != result) memcpy(result, res, sizeof *result);
+    if (!st && !c->exact && res != result) memcpy(result, res, sizeof *result);
     cua_unstage(a);
     if (b) cua_unstage(b);
     cua_slot_give(&sl);
@@ -168,6 +177,20 @@ static PyObject *scalar_of(uint64_t bits, int acc, int typenum)
     return r;
 }
 
+/* An exact rung's state as (words, special): the CUA_XACC_WORDS normalized
+ * words as an int64 ndarray and the special bits; frees `exact`. The
+ * Python side (cuatomic/_exact.py) rounds it once. */
+static PyObject *xacc_state(cua_xacc *exact)
+{
+    npy_intp dims[1] = {CUA_XACC_WORDS};
+    PyObject *words = PyArray_SimpleNew(1, dims, NPY_INT64);
+    if (words) memcpy(PyArray_DATA((PyArrayObject *)words), exact->w, sizeof exact->w);
+    const unsigned long long special = exact->special;
+    PyMem_RawFree(exact);
+    if (!words) return NULL;
+    return Py_BuildValue("(NK)", words, special);
+}
+
 /* sum, prod (b == NULL) and dot, after their arguments are parsed. */
 static PyObject *reduce(int backend, int op, int rung, PyObject *x, PyObject *y, long long n, int dtype, int acc,
                         long long blocks, int threads, PyObject *sobj, int out_type)
@@ -189,6 +212,12 @@ static PyObject *reduce(int backend, int op, int rung, PyObject *x, PyObject *y,
     reduce_ctx rc = reduce_start(r, op == CUA_OP_DOT ? NULL : ((const cua_sum_row *)r)->run,
                                  op == CUA_OP_DOT ? ((const cua_dot_row *)r)->run : NULL, dtype, acc,
                                  op == CUA_OP_PROD);
+    cua_xacc *exact = NULL;
+    if (r->flags & CUA_F_EXACT) {
+        exact = PyMem_RawCalloc(1, sizeof *exact);
+        if (!exact) return PyErr_NoMemory();
+        rc.exact = exact;
+    }
     uint64_t result = 0;
     int st = 0;
     Py_BEGIN_ALLOW_THREADS
@@ -200,8 +229,12 @@ static PyObject *reduce(int backend, int op, int rung, PyObject *x, PyObject *y,
     }
     if (!chunked) st = run_once(backend, &rc, &ia, y ? &ib : NULL, n, &cfg, &result);
     Py_END_ALLOW_THREADS
-    if (st) return cua_raise(st, &cfg);
+    if (st) {
+        PyMem_RawFree(exact);
+        return cua_raise(st, &cfg);
+    }
     cua_record_launch(backend, op, r, &cfg);
+    if (exact) return xacc_state(exact);
     return scalar_of(result, acc, out_type);
 }
 

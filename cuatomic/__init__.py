@@ -17,6 +17,7 @@ from ._auto import Choice
 from ._counter import add_one, mutex_add_one
 from ._device import DeviceArray, pinned_array, pinned_empty, to_device
 from ._errors import CudaError
+from ._exactsum import ExactSum
 from ._filter import filter
 from ._histogram import histogram
 from ._info import backend_info, backends, explain, last_launch, methods
@@ -30,6 +31,7 @@ __version__ = "0.1.0"
 __all__ = [
     "BenchmarkResult",
     "Choice",
+    "ExactSum",
     "CudaError",
     "Stream",
     "SweepRow",

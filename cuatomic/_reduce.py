@@ -8,6 +8,7 @@ from . import _C, _backend
 from ._common import (_acc_of, _check_result_dtype, auto_rung, launch_config, named_rung, prepare,
                       stream_of)
 from ._device import DeviceArray
+from ._exactsum import ExactSum
 
 def sum(a, *, dtype=None, method="auto", backend=None, blocks=None, threads=None, stream=None):
     """Sum of all elements, as ``np.sum(a, dtype=dtype)``.
@@ -111,9 +112,9 @@ def _reduce_dtype(op, in_dt, dtype):
 _PLANS = {}
 
 
-def _reduce(op, a, dtype, method, backend, blocks, threads, stream):
+def _reduce(op, a, dtype, method, backend, blocks, threads, stream, state=False):
     kind = type(a)
-    fast = dtype is None and backend is None and blocks is None and threads is None and stream is None and (
+    fast = not state and dtype is None and backend is None and blocks is None and threads is None and stream is None and (
         type(method) is str) and (kind is DeviceArray or (kind is np.ndarray and a.flags.c_contiguous))
     if fast:
         key = (op, kind, a.dtype, method, os.environ.get("CUATOMIC_BACKEND"), a.size.bit_length())
@@ -153,11 +154,41 @@ def _reduce(op, a, dtype, method, backend, blocks, threads, stream):
     acc = _C.ACC_FLOAT32 if narrowing else _acc_of(out_dt, rung.flags)
     call = _C.sum if op == "sum" else _C.prod
     be_id = _backend.backend_id(be)
+    exact = _exact_rung(op, rung, inp, out_dt, state)
     result = call(backend=be_id, rung=rung.index, x=inp.x, n=inp.n, dtype=inp.id, acc=acc, blocks=b, threads=t,
                   stream=s, out_type=out_dt.num)
+    if exact:
+        total = ExactSum.from_words(*result)
+        return total if state else _exact_result(total, out_dt)
     if fast and inp.x is (a.ptr if kind is DeviceArray else a) and (kind is np.ndarray or be == "cuda"):
         _PLANS[key] = (call, be_id, rung.index, inp.id, acc, out_dt.num)
     return result
+
+
+def _exact_rung(op, rung, inp, out_dt, state):
+    """Whether `rung` is an exact one (CUA_F_EXACT), after checking that it
+    can take this call (the kernels read the data as it is: a narrower
+    float result is rounded from the exact sum of the data converted
+    first, as NumPy converts it)."""
+    exact = rung.has(_C.F_EXACT)
+    if state and not exact:
+        exacts = [r.name for r in _backend.table(op, "cpu") if r.has(_C.F_EXACT)]  # the same names on both
+        raise ValueError(f"ExactSum takes an exact rung of {op} ({', '.join(exacts)}), not {rung.name!r}")
+    if exact and inp.device and inp.dtype.kind == "f" and out_dt.itemsize < inp.dtype.itemsize:
+        raise TypeError(f"method={rung.name!r} of {inp.dtype} device data as {out_dt}: NumPy rounds every element "
+                        f"to {out_dt} first; convert the array before the call")
+    return exact
+
+
+def _exact_result(total, dt):
+    """An exact state as a result of NumPy's dtype dt: floats rounded once;
+    integers (the exact sum of integer data) wrapped as NumPy's dtype wraps."""
+    if dt.kind == "f":
+        return total.result(dt)
+    whole = total.value >> -_C.XACC_E0  # integer terms: a multiple of 2**-XACC_E0
+    if dt.kind == "b":
+        return np.bool_(whole != 0)
+    return np.array(whole % (1 << 8 * dt.itemsize), dtype=f"u{dt.itemsize}").view(dt)[()]
 
 
 # --------------------------------------------------------------------- dot
@@ -194,6 +225,10 @@ def dot(a, b, *, method="auto", backend=None, blocks=None, threads=None, stream=
     TypeError
         Unsupported dtypes, or a masked array.
     """
+    return _dot(a, b, method, backend, blocks, threads, stream)
+
+
+def _dot(a, b, method, backend, blocks, threads, stream, state=False):
     be = _backend.resolve(backend)
     rung = named_rung("dot", be, method)
     nb, nt = launch_config(blocks, threads)
@@ -211,5 +246,10 @@ def dot(a, b, *, method="auto", backend=None, blocks=None, threads=None, stream=
         ib = ib.cast(out_dt, f"dot of {ia.dtype} and {ib.dtype}")
     if rung is None:
         rung = auto_rung("dot", be, ia.n, out_dt)
-    return _C.dot(backend=_backend.backend_id(be), rung=rung.index, a=ia.x, b=ib.x, n=ia.n, dtype=ia.id,
-                  acc=_acc_of(out_dt, rung.flags), blocks=nb, threads=nt, stream=s, out_type=out_dt.num)
+    exact = _exact_rung("dot", rung, ia, out_dt, state)
+    result = _C.dot(backend=_backend.backend_id(be), rung=rung.index, a=ia.x, b=ib.x, n=ia.n, dtype=ia.id,
+                    acc=_acc_of(out_dt, rung.flags), blocks=nb, threads=nt, stream=s, out_type=out_dt.num)
+    if exact:
+        total = ExactSum.from_words(*result)
+        return total if state else _exact_result(total, out_dt)
+    return result

@@ -17,6 +17,10 @@
  * parallel reduction on multi- and many-core architectures", Parallel
  * Computing 49 (2015): the long accumulator updated with integer atomics.
  *
+ * Integer data is summed exactly too (at weight 2^0), so every rung of the
+ * ladder takes every dtype; the caller wraps the exact integer as NumPy's
+ * dtype wraps.
+ *
  * Non-finite terms are not added: they set bits of `special`, so the result
  * follows IEEE (NaN wins; +inf and -inf together are NaN). A sum of only
  * -0.0 terms is -0.0, as np.sum gives; any other zero sum is +0.0.
@@ -152,6 +156,25 @@ CUA_XACC_FN cua_xacc_term cua_xacc_product_of(double a, double b)
     const uint64_t lo = (uint64_t)full, hi = (uint64_t)(full >> 64);
 #endif
     return cua_xacc_place(hi, lo, ea + eb, na ^ nb, 5, CUA_XACC_ANY | CUA_XACC_NOT_NEGZERO);
+}
+
+/* An integer term (any integer dtype, read as int64 or uint64): exact, at
+ * weight 2^0; 64 bits shifted into place fit the three digits. */
+CUA_XACC_FN cua_xacc_term cua_xacc_term_of_int(uint64_t magnitude, int negative)
+{
+    return cua_xacc_place(0, magnitude, 0, negative, 3, CUA_XACC_ANY | CUA_XACC_NOT_NEGZERO);
+}
+
+/* The exact product of two integers (magnitudes below 2^64). */
+CUA_XACC_FN cua_xacc_term cua_xacc_int_product(uint64_t ma, uint64_t mb, int negative)
+{
+#ifdef __CUDA_ARCH__
+    const uint64_t lo = ma * mb, hi = __umul64hi(ma, mb);
+#else
+    const unsigned __int128 full = (unsigned __int128)ma * mb;
+    const uint64_t lo = (uint64_t)full, hi = (uint64_t)(full >> 64);
+#endif
+    return cua_xacc_place(hi, lo, 0, negative, 5, CUA_XACC_ANY | CUA_XACC_NOT_NEGZERO);
 }
 
 /* acc += t, one plain add per digit (the atomic versions live with the

@@ -140,6 +140,12 @@ static inline double cua_dd_value(cua_dd d) { return d.s - d.s == 0 ? d.s + d.c 
 int cua_cpu_vector_reduce(const void *a, const void *b, int64_t n, int dtype, int acc, void *result,
                           cua_launch *cfg);
 
+/* exact.c: the exact rungs of sum and dot (b NULL for a sum); `result` is a
+ * host cua_xacc, written normalized. */
+int cua_cpu_exact_global(const void *a, const void *b, int64_t n, int dtype, void *result, cua_launch *cfg);
+int cua_cpu_exact_shared(const void *a, const void *b, int64_t n, int dtype, void *result, cua_launch *cfg);
+int cua_cpu_exact_fast(const void *a, const void *b, int64_t n, int dtype, void *result, cua_launch *cfg);
+
 /* ---- bins.c: the bin rule and the histogram counting loops ---- */
 
 /* Bin of element i (-1 if dropped), and a chunk counted into counts. */

@@ -75,6 +75,24 @@ static int dot_vector(const void *a, const void *b, int64_t n, int dtype, int ac
     return cua_cpu_vector_reduce(a, b, n, dtype, acc, result, cfg);
 }
 
+static int dot_exact_global(const void *a, const void *b, int64_t n, int dtype, int acc, void *result, cua_launch *cfg)
+{
+    (void)acc; /* the exact rungs write a cua_xacc, whatever the result type */
+    return cua_cpu_exact_global(a, b, n, dtype, result, cfg);
+}
+
+static int dot_exact_shared(const void *a, const void *b, int64_t n, int dtype, int acc, void *result, cua_launch *cfg)
+{
+    (void)acc; /* the exact rungs write a cua_xacc, whatever the result type */
+    return cua_cpu_exact_shared(a, b, n, dtype, result, cfg);
+}
+
+static int dot_exact(const void *a, const void *b, int64_t n, int dtype, int acc, void *result, cua_launch *cfg)
+{
+    (void)acc; /* the exact rungs write a cua_xacc, whatever the result type */
+    return cua_cpu_exact_fast(a, b, n, dtype, result, cfg);
+}
+
 static const cua_dot_row dot_rows[] = {
     {{"partial", 1, "block values to their own slots, summed in order afterwards: deterministic",
       CUA_F_DETERMINISTIC},
@@ -91,5 +109,14 @@ static const cua_dot_row dot_rows[] = {
     {{"vector", 5, "a chunk per OpenMP thread in SIMD lanes, floats in compensated float64 with exact products, chunks added in order: deterministic",
       CUA_F_WIDE | CUA_F_DETERMINISTIC},
      dot_vector},
+    {{"exact_global", 6, "exact: every exact product into one superaccumulator of integers with fetch_add on its words (cuda/xacc.h): the same bits in any order, but every thread queues on a few words",
+      CUA_F_EXACT | CUA_F_DETERMINISTIC},
+     dot_exact_global},
+    {{"exact_shared", 7, "exact: one superaccumulator per logical block with plain adds (one OS thread runs a block: no atomics needed), one fetch_add per word per block",
+      CUA_F_EXACT | CUA_F_DETERMINISTIC},
+     dot_exact_shared},
+    {{"exact", 8, "exact at SIMD speed: float64 expansions per lane kept error-free by TwoSum and TwoProduct, a rare inexact residual to the thread's superaccumulator",
+      CUA_F_EXACT | CUA_F_DETERMINISTIC},
+     dot_exact},
 };
 const cua_ladder cua_cpu_dot_ladder = CUA_LADDER(dot_rows);

@@ -241,6 +241,24 @@ static int sum_vector(const void *x, int64_t n, int dtype, int acc, void *result
     return cua_cpu_vector_reduce(x, NULL, n, dtype, acc, result, cfg);
 }
 
+static int sum_exact_global(const void *x, int64_t n, int dtype, int acc, void *result, cua_launch *cfg)
+{
+    (void)acc; /* the exact rungs write a cua_xacc, whatever the result type */
+    return cua_cpu_exact_global(x, NULL, n, dtype, result, cfg);
+}
+
+static int sum_exact_shared(const void *x, int64_t n, int dtype, int acc, void *result, cua_launch *cfg)
+{
+    (void)acc; /* the exact rungs write a cua_xacc, whatever the result type */
+    return cua_cpu_exact_shared(x, NULL, n, dtype, result, cfg);
+}
+
+static int sum_exact(const void *x, int64_t n, int dtype, int acc, void *result, cua_launch *cfg)
+{
+    (void)acc; /* the exact rungs write a cua_xacc, whatever the result type */
+    return cua_cpu_exact_fast(x, NULL, n, dtype, result, cfg);
+}
+
 /* ----------------------------------------------------------- variant table */
 
 static const cua_sum_row sum_rows[] = {
@@ -271,5 +289,14 @@ static const cua_sum_row sum_rows[] = {
     {{"vector", 9, "a chunk per OpenMP thread in SIMD lanes (floats in compensated float64), chunks added in order: deterministic, as accurate as NumPy or better",
       CUA_F_WIDE | CUA_F_DETERMINISTIC},
      sum_vector},
+    {{"exact_global", 10, "exact: every value into one superaccumulator of integers with fetch_add on its words (cuda/xacc.h): the same bits in any order, but every thread queues on a few words",
+      CUA_F_EXACT | CUA_F_DETERMINISTIC},
+     sum_exact_global},
+    {{"exact_shared", 11, "exact: one superaccumulator per logical block with plain adds (one OS thread runs a block: no atomics needed), one fetch_add per word per block",
+      CUA_F_EXACT | CUA_F_DETERMINISTIC},
+     sum_exact_shared},
+    {{"exact", 12, "exact at SIMD speed: float64 expansions per lane kept error-free by TwoSum, a rare inexact residual to the thread's superaccumulator",
+      CUA_F_EXACT | CUA_F_DETERMINISTIC},
+     sum_exact},
 };
 const cua_ladder cua_cpu_sum_ladder = CUA_LADDER(sum_rows);
