@@ -14,6 +14,7 @@ __all__ = [
     "BenchmarkResult",
     "Choice",
     "CudaError",
+    "ExactSum",
     "Stream",
     "SweepRow",
     "Timer",
