@@ -80,6 +80,7 @@ PyObject *cua_synchronize(PyObject *self, PyObject *noargs);
 
 /* peers.c: CUB on device pointers, for the benchmark. */
 PyObject *cua_cub_sum_py(PyObject *self, PyObject *args);
+PyObject *cua_cub_reduce_py(PyObject *self, PyObject *args);
 PyObject *cua_cub_histogram_py(PyObject *self, PyObject *args);
 PyObject *cua_cub_select_py(PyObject *self, PyObject *args);
 

@@ -136,6 +136,9 @@ static PyMethodDef methods[] = {
      "dlpack_export(owner, ptr, shape, (code, bits), device_type, device_id, versioned) -> capsule: a DLPack "
      "capsule ('dltensor_versioned' or 'dltensor') over row-major memory at ptr, holding a reference to owner"},
     {"cub_sum", cua_cub_sum_py, METH_VARARGS, "cub_sum(ptr, n, dtype, stream): CUB's sum (benchmark peer)"},
+    {"cub_reduce", cua_cub_reduce_py, METH_VARARGS,
+     "cub_reduce(ptr, n, dtype, op, stream): CUB's min ('m'), max ('M'), and '&', '|', '^' of int32/float32 "
+     "(benchmark peer)"},
     {"cub_histogram", cua_cub_histogram_py, METH_VARARGS,
      "cub_histogram(ptr, n, dtype, nbins, lo, hi, stream): CUB HistogramEven (benchmark peer)"},
     {"cub_select", cua_cub_select_py, METH_VARARGS,

@@ -34,7 +34,30 @@ PyObject *cua_cub_sum_py(PyObject *self, PyObject *args)
         memcpy(&f, &bits, sizeof f);
         return PyFloat_FromDouble(f);
     }
+    if (dtype == CUA_FLOAT64) {
+        double d;
+        memcpy(&d, &bits, sizeof d);
+        return PyFloat_FromDouble(d);
+    }
     return PyLong_FromLongLong((long long)bits);
+}
+
+PyObject *cua_cub_reduce_py(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *ptr, *sobj;
+    long long n;
+    int dtype, st;
+    char op;
+    if (!PyArg_ParseTuple(args, "OLicO", &ptr, &n, &dtype, &op, &sobj)) return NULL;
+    void *x = PyLong_AsVoidPtr(ptr), *stream;
+    if (PyErr_Occurred() || cua_as_ptr(sobj, &stream) < 0) return NULL;
+    union { int32_t i; float f; } v = {0};
+    Py_BEGIN_ALLOW_THREADS
+    st = cua_cub_reduce(x, n, dtype, op, &v, stream);
+    Py_END_ALLOW_THREADS
+    if (st) return failed(st, "reduce");
+    return dtype == CUA_FLOAT32 ? PyFloat_FromDouble(v.f) : PyLong_FromLong(v.i);
 }
 
 PyObject *cua_cub_histogram_py(PyObject *self, PyObject *args)
@@ -84,6 +107,7 @@ PyObject *cua_cub_select_py(PyObject *self, PyObject *args)
 }
 #else
 PyObject *cua_cub_sum_py(PyObject *self, PyObject *args) { (void)self, (void)args; return cua_no_cuda(); }
+PyObject *cua_cub_reduce_py(PyObject *self, PyObject *args) { (void)self, (void)args; return cua_no_cuda(); }
 PyObject *cua_cub_histogram_py(PyObject *self, PyObject *args) { (void)self, (void)args; return cua_no_cuda(); }
 PyObject *cua_cub_select_py(PyObject *self, PyObject *args) { (void)self, (void)args; return cua_no_cuda(); }
 #endif

@@ -5,13 +5,16 @@
 // device-wide primitives on the same data, in the same run, the same way a
 // cuatomic call is timed (device input, the result on the host or in a
 // device buffer, the stream synchronized):
-//   sum        DeviceReduce::TransformReduce: int32 -> int64, float32 -> float32
+//   sum        DeviceReduce::TransformReduce: int32 -> int64, float32 -> float32, float64
+//   reduce     DeviceReduce::Min / Max, and Reduce with &, |, ^: int32, float32 (min/max)
 //   histogram  DeviceHistogram::HistogramEven: uint8/int32/float32 samples
 //   filter     DeviceSelect::If with x >= value: int32, float32
 // Temporary storage comes from the stream-ordered pool, as cuatomic's does.
 #include <cub/device/device_histogram.cuh>
 #include <cub/device/device_reduce.cuh>
 #include <cub/device/device_select.cuh>
+
+#include <type_traits>
 
 #include "common.cuh"
 
@@ -31,6 +34,15 @@ struct Plus {
     __host__ __device__ T operator()(T a, T b) const
     {
         return a + b;
+    }
+};
+
+template <char Op>
+struct Bitwise {
+    template <class T>
+    __host__ __device__ T operator()(T a, T b) const
+    {
+        return Op == '&' ? (a & b) : Op == '|' ? (a | b) : (a ^ b);
     }
 };
 
@@ -71,6 +83,11 @@ extern "C" int cua_cub_sum(const void *x, int64_t n, int dtype, void *result, vo
         st = with_temp(s, [&](void *t, size_t &b) {
             return cub::DeviceReduce::TransformReduce(t, b, (const float *)x, o, n, Plus(), Cast<float>(), 0.0f, s);
         });
+    } else if (dtype == CUA_FLOAT64) {
+        double *o = (double *)out.ptr;
+        st = with_temp(s, [&](void *t, size_t &b) {
+            return cub::DeviceReduce::Reduce(t, b, (const double *)x, o, n, Plus(), 0.0, s);
+        });
     } else {
         return CUA_EINVAL;
     }
@@ -78,6 +95,44 @@ extern "C" int cua_cub_sum(const void *x, int64_t n, int dtype, void *result, vo
     CUA_CHECK(cudaMemcpyAsync(result, out.ptr, 8, cudaMemcpyDeviceToHost, s));
     CUA_CHECK(cudaStreamSynchronize(s));
     return 0;
+}
+
+// op: 'm' min, 'M' max, '&', '|', '^' (int32 only); the result's bytes to *result.
+template <class T>
+static int cub_reduce_typed(const T *x, int64_t n, char op, void *result, cudaStream_t s)
+{
+    cua_scratch out;
+    CUA_CHECK(out.get(sizeof(T), s));
+    T *o = (T *)out.ptr;
+    int st;
+    if (op == 'm')
+        st = with_temp(s, [&](void *t, size_t &b) { return cub::DeviceReduce::Min(t, b, x, o, n, s); });
+    else if (op == 'M')
+        st = with_temp(s, [&](void *t, size_t &b) { return cub::DeviceReduce::Max(t, b, x, o, n, s); });
+    else if constexpr (std::is_integral_v<T>) {
+        if (op == '&')
+            st = with_temp(s, [&](void *t, size_t &b) { return cub::DeviceReduce::Reduce(t, b, x, o, n, Bitwise<'&'>(), (T)~(T)0, s); });
+        else if (op == '|')
+            st = with_temp(s, [&](void *t, size_t &b) { return cub::DeviceReduce::Reduce(t, b, x, o, n, Bitwise<'|'>(), (T)0, s); });
+        else if (op == '^')
+            st = with_temp(s, [&](void *t, size_t &b) { return cub::DeviceReduce::Reduce(t, b, x, o, n, Bitwise<'^'>(), (T)0, s); });
+        else
+            return CUA_EINVAL;
+    } else {
+        return CUA_EINVAL;
+    }
+    if (st) return st;
+    CUA_CHECK(cudaMemcpyAsync(result, out.ptr, sizeof(T), cudaMemcpyDeviceToHost, s));
+    CUA_CHECK(cudaStreamSynchronize(s));
+    return 0;
+}
+
+extern "C" int cua_cub_reduce(const void *x, int64_t n, int dtype, char op, void *result, void *stream)
+{
+    cudaStream_t s = (cudaStream_t)stream;
+    if (dtype == CUA_INT32) return cub_reduce_typed((const int32_t *)x, n, op, result, s);
+    if (dtype == CUA_FLOAT32) return cub_reduce_typed((const float *)x, n, op, result, s);
+    return CUA_EINVAL;
 }
 
 extern "C" int cua_cub_histogram(const void *x, int64_t n, int dtype, int nbins, double lo, double hi,

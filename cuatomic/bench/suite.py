@@ -483,13 +483,17 @@ def main(argv=None):
                         help="sizes as powers of two (default 10 14 18 22 26)")
     parser.add_argument("--targets", action="store_true",
                         help="the target table: top rungs against every peer at the targets' sizes")
+    parser.add_argument("--toolkit", action="store_true",
+                        help="the atomics toolkit's target table (exact sums, weights, bincount, reduce)")
     args = parser.parse_args(argv)
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    if args.targets:
-        results = targets(backend=args.backend, repeat=args.repeat, quick=args.quick)
-        (out / "targets.json").write_text(json.dumps(results, indent=1))
-        (out / "targets.md").write_text(targets_markdown(results))
+    if args.targets or args.toolkit:
+        from .toolkit import toolkit_targets
+        table, name = (toolkit_targets, "toolkit") if args.toolkit else (targets, "targets")
+        results = table(backend=args.backend, repeat=args.repeat, quick=args.quick)
+        (out / f"{name}.json").write_text(json.dumps(results, indent=1))
+        (out / f"{name}.md").write_text(targets_markdown(results))
         wrong = [r for r in results["rows"] if not r["ok"] and r["system"].startswith("cuatomic")]
         print(f"targets: {len(results['rows'])} rows, {len(wrong)} cuatomic rows wrong, written to {out}")
         return 1 if wrong else 0
