@@ -94,6 +94,7 @@ int cua_cuda_stream_wait(void *waiter, void *producer);
  * selection of x >= value into `out` (int32, float32). CUA_EINVAL for a
  * dtype they are not built for. */
 int cua_cub_sum(const void *x, int64_t n, int dtype, void *result, void *stream);
+int cua_cub_reduce(const void *x, int64_t n, int dtype, char op, void *result, void *stream);
 int cua_cub_histogram(const void *x, int64_t n, int dtype, int nbins, double lo, double hi, int64_t *counts,
                       void *stream);
 int cua_cub_select_at_least(const void *x, int64_t n, int dtype, double value, void *out, int64_t *count,

@@ -70,7 +70,6 @@ def _gpu(t, rng, shrink, repeat):
         if torch is not None:
             tx = torch.from_dlpack(d)
             t.add(work, "torch (not exact)", lambda: float(tx.sum()), lambda v: True, x.nbytes, repeat)
-        del d
     a, b = rng.standard_normal(n), rng.standard_normal(n)
     da, db = to_device(a), to_device(b)
     want = cuatomic.dot(a, b, method="exact", backend="cpu")
@@ -85,7 +84,6 @@ def _gpu(t, rng, shrink, repeat):
     if torch is not None:
         ta, tb_ = torch.from_dlpack(da), torch.from_dlpack(db)
         t.add(work, "torch (not exact)", lambda: float(torch.dot(ta, tb_)), lambda v: True, 2 * a.nbytes, repeat)
-    del da, db
 
     # -- weighted histogram
     m = 1 << (27 - shrink)
@@ -101,7 +99,6 @@ def _gpu(t, rng, shrink, repeat):
         cx, cw = cp.asarray(dx), cp.asarray(dw)
         t.add(work, "cupy", lambda: cp.histogram(cx, 1000, (-4.0, 4.0), weights=cw)[0].get(), near,
               x.nbytes + w.nbytes, max(3, repeat // 4))
-    del dx, dw
 
     # -- bincount
     v = rng.integers(0, 1000, n, dtype=np.int32)
@@ -122,7 +119,6 @@ def _gpu(t, rng, shrink, repeat):
         if cp is not None:
             cv, cw = cp.asarray(dv), cp.asarray(dwv)
             t.add(work, "cupy", lambda wt=weighted: cp.bincount(cv, cw if wt else None).get(), check, nbytes, repeat)
-    del dv, dwv
 
     # -- reductions
     xi = rng.integers(-2**31, 2**31 - 1, n, dtype=np.int32)
@@ -138,7 +134,6 @@ def _gpu(t, rng, shrink, repeat):
             code = {"minimum": "m", "maximum": "M", "bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^"}[op]
             t.add(work, "CUB DeviceReduce", lambda c=code: _C.cub_reduce(d.ptr, d.size, _dtype_id(data.dtype), c, None),
                   lambda got, want=want: got == want, data.nbytes, repeat)
-        del d
 
 
 def _cpu(t, rng, shrink, repeat):
