@@ -12,6 +12,7 @@
 #   SKIP_ACCURACY=1     no accuracy table
 #   RUN_INTEROP=1       tools/bench_interop.py: transfers, call latency, memory growth beside CuPy
 #   RUN_TARGETS=1       python -m cuatomic bench --targets (TARGETS_TIMEOUT=240)
+#   RUN_TOOLKIT=1       python -m cuatomic bench --toolkit (TOOLKIT_TIMEOUT=240), toolkit_cuda.json back
 #   RUN_BENCH=1         python -m cuatomic bench $BENCH_ARGS: every op x rung x size x entropy,
 #                       scaling plots (BENCH_TIMEOUT=300)
 #   RUN_AUTO=1          python -m cuatomic bench auto: the measurements method="auto" reads
@@ -20,7 +21,7 @@
 #   RUN_NCU=1           Nsight Compute kernel times of tools/profile_kernels.py $NCU_CASES
 #                       (default hist_small; NCU_TIMEOUT=150)
 # What comes back is at most 6 files in $OUT (the device tool returns 8):
-# pytest.log, accuracy_cuda.json, interop_cuda.json, rules_cuda.json (each
+# pytest.log, accuracy_cuda.json, interop_cuda.json, rules_cuda.json, toolkit_cuda.json (each
 # when its step ran), and results.tgz with everything else (build and
 # sanitizer logs, each step's output, bench/ targets/ figures/ ncu/),
 # packed again after every step so that a run cut short still returns it.
@@ -78,6 +79,14 @@ if [ "${RUN_TARGETS:-0}" = 1 ]; then  # every top rung beside CUB, CuPy, PyTorch
   timeout "${TARGETS_TIMEOUT:-240}" python3 -m cuatomic bench --targets --out "$WORK/targets" \
     > "$WORK/targets/targets.txt" 2>&1 || status=1
   tail -3 "$WORK/targets/targets.txt"; pack
+fi
+
+if [ "${RUN_TOOLKIT:-0}" = 1 ]; then  # exact sums, weighted histogram, bincount, reduce beside their peers
+  mkdir -p "$WORK/toolkit"
+  timeout "${TOOLKIT_TIMEOUT:-240}" python3 -m cuatomic bench --toolkit --out "$WORK/toolkit" \
+    > "$WORK/toolkit/toolkit.txt" 2>&1 || status=1
+  cp "$WORK/toolkit/toolkit.json" "$OUT/toolkit_cuda.json" 2>/dev/null
+  tail -40 "$WORK/toolkit/toolkit.txt"; pack
 fi
 
 if [ "${RUN_BENCH:-0}" = 1 ]; then  # the whole suite (narrow it with BENCH_ARGS, e.g. --sizes 10 18 26)
