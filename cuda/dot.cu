@@ -20,9 +20,28 @@
 //              both inputs in flight, warp shuffles, the resident grid, and
 //              the last block adds the block results in order: no host pass,
 //              deterministic (see vector.cuh).
+//  6. exact_global  the exact dot (CUA_F_EXACT, float32/float64 only):
+//              every product placed exactly (two float64 make 106 bits, five
+//              digits of xacc.h's superaccumulator; two float32 are exact in
+//              double) and added with 64-bit atomicAdd to one accumulator
+//              in global memory; the caller rounds once. Any grid, the same
+//              bits; every add queues on the same few words. At most 2^30
+//              elements a launch (a word's digit budget).
+//  7. exact_shared  one superaccumulator per block in shared memory, its
+//              nonzero words added to global memory once per block. A
+//              warp's lanes still queue on one shared word (a CAS loop for
+//              64-bit adds on sm_90).
+//  8. exact   the vector rung's streaming with error-free arithmetic: a
+//              float64 product splits exactly into p + e (an FMA) unless it
+//              is tiny, huge or non-finite; p and e go to two double
+//              expansions per thread (TwoSum, then an exactness test of
+//              adding its error); only what those cannot hold exactly goes
+//              to the block's superaccumulator. Runs at `vector`'s speed
+//              (2^28 float64 pairs on an H200: 4.2 TB/s). See exact.cu.
 // Integers multiply and add modulo 2^64 (np.dot of intN wraps in N bits:
 // the low bits of this sum); floats accumulate in their own type.
 #include "common.cuh"
+#include "exact.cuh"
 #include "vector.cuh"
 
 // Every rung's block result: products over a grid-stride loop, added in the
@@ -182,5 +201,14 @@ static const cua_dot_row dot_rows[] = {
     {{"vector", 5, "16-byte loads of both inputs, exact products in compensated double, last block adds in order: deterministic",
       CUA_F_WIDE | CUA_F_DETERMINISTIC},
      dot_VECTOR},
+    {{"exact_global", 6, "the exact dot: every exact product's digits atomically added to one superaccumulator in global memory (exact, order-free, but contended)",
+      CUA_F_EXACT | CUA_F_DETERMINISTIC},
+     dot_exact_global},
+    {{"exact_shared", 7, "one superaccumulator per block in shared memory, added to global memory once per block: the global queue gone",
+      CUA_F_EXACT | CUA_F_DETERMINISTIC},
+     dot_exact_shared},
+    {{"exact", 8, "products split exactly (FMA) into error-free double expansions per thread, only what they cannot hold to the superaccumulator: exact at the vector rung's speed",
+      CUA_F_EXACT | CUA_F_DETERMINISTIC},
+     dot_exact},
 };
 extern "C" const cua_ladder cua_cuda_dot_ladder = CUA_LADDER(dot_rows);

@@ -1,0 +1,18 @@
+// exact.cuh -- the launchers of the exact sums and dots (exact.cu), for the
+// sum and dot tables (sum.cu steps 10-12, dot.cu steps 6-8).
+//
+// Each takes float32 or float64 data (any other dtype is refused), ignores
+// `acc`, cfg->result_device and cfg->pair, and writes the exact sum (dot:
+// of the exact products) to the host cua_xacc at `result`, normalized
+// (xacc.h). The caller rounds it once.
+#pragma once
+
+#include "cuatomic_abi.h"
+
+int sum_exact_global(const void *x, int64_t n, int dtype, int acc, void *result, cua_launch *cfg);
+int sum_exact_shared(const void *x, int64_t n, int dtype, int acc, void *result, cua_launch *cfg);
+int sum_exact(const void *x, int64_t n, int dtype, int acc, void *result, cua_launch *cfg);
+
+int dot_exact_global(const void *a, const void *b, int64_t n, int dtype, int acc, void *result, cua_launch *cfg);
+int dot_exact_shared(const void *a, const void *b, int64_t n, int dtype, int acc, void *result, cua_launch *cfg);
+int dot_exact(const void *a, const void *b, int64_t n, int dtype, int acc, void *result, cua_launch *cfg);
