@@ -101,6 +101,13 @@ static PyMethodDef methods[] = {
     {"dot", KWFN(cua_op_dot), KW,
      "dot(backend, rung, a, b, n, dtype, acc, blocks, threads, stream, out_type) -> NumPy scalar; as sum, "
      "two inputs of one dtype"},
+    {"reduce", KWFN(cua_op_reduce), KW,
+     "reduce(backend, rung, x, n, dtype, op, blocks, threads, stream, out_type) -> NumPy scalar\n\n"
+     "Run rung `rung` (an index into variants(backend, OPS.index('reduce'))) on n elements of dtype id `dtype` at "
+     "x (an ndarray, or a device pointer as int), folding them with ufunc id `op` (an index into REDUCE_OPS); the "
+     "result as a scalar of NumPy type number out_type. The kernels compute in the type cua_reduce_kind(dtype, "
+     "op) gives (cuatomic_abi.h): int64 or uint64 (integers, wrapping), or double. blocks/threads -1: the rung's "
+     "defaults."},
     {"histogram", KWFN(cua_op_histogram), KW,
      "histogram(backend, rung, x, n, dtype, edges, uniform, inv_width, integer, ilo, iwidth, blocks, threads, "
      "device_out, stream) -> int64 counts (ndarray, or DeviceBuffer when device_out)\n\n"
@@ -155,22 +162,30 @@ static struct PyModuleDef moduledef = {
 };
 
 /* Every id and flag the Python layer passes or reads, from the C enums
- * (Python keeps no copy): OPS and DTYPES are tuples of names in id order. */
+ * (Python keeps no copy): OPS, DTYPES and REDUCE_OPS are tuples of names
+ * in id order. */
 #define CUA_OP_NAME_(p, id, name, row) #name,
 #define CUA_DTYPE_NAME_(id, name, size) name,
+#define CUA_REDUCE_NAME_(id, name) name,
+
+/* m.<attr> = a tuple of the n names. */
+static int add_names(PyObject *m, const char *attr, const char *const *names, int n)
+{
+    PyObject *tuple = PyTuple_New(n);
+    for (int i = 0; tuple && i < n; i++) PyTuple_SET_ITEM(tuple, i, PyUnicode_FromString(names[i]));
+    const int bad = PyErr_Occurred() || !tuple || PyModule_AddObjectRef(m, attr, tuple) < 0;
+    Py_XDECREF(tuple);
+    return bad ? -1 : 0;
+}
+
 static int add_ids(PyObject *m)
 {
     static const char *ops[] = {CUA_OPS(CUA_OP_NAME_, ~)};
     static const char *dtypes[] = {CUA_DTYPES(CUA_DTYPE_NAME_)};
-    PyObject *op_names = PyTuple_New(CUA_NOPS), *dtype_names = PyTuple_New(CUA_NDTYPES);
-    for (int i = 0; op_names && i < CUA_NOPS; i++) PyTuple_SET_ITEM(op_names, i, PyUnicode_FromString(ops[i]));
-    for (int i = 0; dtype_names && i < CUA_NDTYPES; i++)
-        PyTuple_SET_ITEM(dtype_names, i, PyUnicode_FromString(dtypes[i]));
-    const int bad = PyErr_Occurred() || !op_names || !dtype_names || PyModule_AddObjectRef(m, "OPS", op_names) < 0 ||
-                    PyModule_AddObjectRef(m, "DTYPES", dtype_names) < 0;
-    Py_XDECREF(op_names);
-    Py_XDECREF(dtype_names);
-    if (bad) return -1;
+    static const char *reduce_ops[] = {CUA_REDUCE_OPS(CUA_REDUCE_NAME_)};
+    if (add_names(m, "OPS", ops, CUA_NOPS) < 0 || add_names(m, "DTYPES", dtypes, CUA_NDTYPES) < 0 ||
+        add_names(m, "REDUCE_OPS", reduce_ops, CUA_NREDUCE_OPS) < 0)
+        return -1;
     const struct {
         const char *name;
         long value;

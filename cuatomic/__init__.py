@@ -2,7 +2,9 @@
 
 Five operations -- :func:`sum`, :func:`dot`, :func:`histogram`,
 :func:`filter` and :func:`mutex_add_one` (plus the race demonstration
-:func:`add_one` and :func:`prod`, a multiply built from atomicCAS) -- each a ladder of methods from the tutorial's naive
+:func:`add_one`, :func:`prod`, a multiply built from atomicCAS, and
+:func:`reduce` with any of NumPy's folding ufuncs, behind :func:`min` and
+:func:`max`) -- each a ladder of methods from the tutorial's naive
 version upwards (see :func:`methods`). They run on CUDA when a GPU is usable
 and on a real CPU backend (OpenMP threads, C11 atomics) otherwise, and agree
 with NumPy: same result dtypes, exact integers.
@@ -23,6 +25,7 @@ from ._histogram import histogram
 from ._info import backend_info, backends, explain, last_launch, methods
 from ._interop import Stream
 from ._reduce import dot, prod, sum
+from ._reduce_op import max, min, reduce
 from .timing import BenchmarkResult, SweepRow, Timer, benchmark, sweep
 
 _C._set_cuda_error(CudaError)
@@ -49,10 +52,13 @@ __all__ = [
     "filter",
     "histogram",
     "last_launch",
+    "max",
     "methods",
+    "min",
     "pinned_array",
     "pinned_empty",
     "mutex_add_one",
+    "reduce",
     "sum",
     "to_device",
 ]

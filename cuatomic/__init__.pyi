@@ -31,17 +31,21 @@ __all__ = [
     "filter",
     "histogram",
     "last_launch",
+    "max",
     "methods",
+    "min",
     "pinned_array",
     "pinned_empty",
     "mutex_add_one",
+    "reduce",
     "sum",
     "to_device",
 ]
 
 # Names for the stubs only (not at runtime: private, so stubtest passes them over).
 _Backend = Literal["cuda", "cpu"]
-_Op = Literal["sum", "dot", "histogram", "filter", "mutex_add_one", "add_one", "prod"]
+_Op = Literal["sum", "dot", "histogram", "filter", "mutex_add_one", "add_one", "prod", "reduce"]
+_ReduceOp = Literal["add", "multiply", "minimum", "maximum", "bitwise_and", "bitwise_or", "bitwise_xor"]
 _CompareOp = Literal["<", "<=", ">", ">=", "==", "!="]
 
 class CudaError(RuntimeError):
@@ -177,6 +181,35 @@ def prod(
     a: _ArrayIn,
     *,
     dtype: npt.DTypeLike | None = None,
+    method: str = "auto",
+    backend: _Backend | None = None,
+    blocks: int | None = None,
+    threads: int | None = None,
+    stream: Any = None,
+) -> np.generic: ...
+def reduce(
+    a: _ArrayIn,
+    op: _ReduceOp | np.ufunc,
+    *,
+    dtype: npt.DTypeLike | None = None,
+    method: str = "auto",
+    backend: _Backend | None = None,
+    blocks: int | None = None,
+    threads: int | None = None,
+    stream: Any = None,
+) -> np.generic: ...
+def min(
+    a: _ArrayIn,
+    *,
+    method: str = "auto",
+    backend: _Backend | None = None,
+    blocks: int | None = None,
+    threads: int | None = None,
+    stream: Any = None,
+) -> np.generic: ...
+def max(
+    a: _ArrayIn,
+    *,
     method: str = "auto",
     backend: _Backend | None = None,
     blocks: int | None = None,

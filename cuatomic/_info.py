@@ -4,7 +4,7 @@ import os
 
 import numpy as np
 
-from . import _C, _auto, _backend, _histogram
+from . import _C, _auto, _backend, _histogram, _reduce_op
 from ._common import prepare, stream_of
 
 def explain(op, *args, backend=None, stream=None, **kwargs):
@@ -12,10 +12,12 @@ def explain(op, *args, backend=None, stream=None, **kwargs):
 
     Parameters
     ----------
-    op : {"sum", "dot", "histogram", "filter", "mutex_add_one", "add_one", "prod"}
+    op : {"sum", "dot", "histogram", "filter", "mutex_add_one", "add_one", "prod", "reduce"}
     *args, **kwargs
         The call's arguments, as for the op itself (only what the rule looks
-        at is used: the input, and ``bins``/``range`` for a histogram).
+        at is used: the input, ``bins``/``range`` for a histogram, the ufunc
+        (positional: ``explain("reduce", a, "maximum")``) and ``dtype`` for
+        reduce).
     backend, stream
         As for :func:`sum`.
 
@@ -54,6 +56,10 @@ def explain(op, *args, backend=None, stream=None, **kwargs):
         bounds = args[2] if len(args) > 2 else kwargs.get("range")
         return _histogram.explain(be, a, bins, bounds, blocks=kwargs.get("blocks"), threads=kwargs.get("threads"),
                                   stream=s)
+    if op == "reduce":
+        a = args[0] if args else kwargs.get("a")
+        ufunc = args[1] if len(args) > 1 else "add"  # positional: `op` names explain's own first argument
+        return _reduce_op.explain(be, a, ufunc, kwargs.get("dtype"), s)
     if op in ("add_one", "mutex_add_one"):
         blocks = args[0] if args else kwargs.get("blocks", 10)
         threads = args[1] if len(args) > 1 else kwargs.get("threads", 16)
@@ -92,7 +98,7 @@ def methods(op, backend=None):
 
     Parameters
     ----------
-    op : {"sum", "dot", "histogram", "filter", "mutex_add_one", "add_one", "prod"}
+    op : {"sum", "dot", "histogram", "filter", "mutex_add_one", "add_one", "prod", "reduce"}
     backend : {"cuda", "cpu"}, optional
         Default: the default backend.
 

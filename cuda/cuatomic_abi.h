@@ -51,10 +51,47 @@ enum cua_acc { CUA_ACC_INT64 = 0, CUA_ACC_FLOAT32, CUA_ACC_FLOAT64 };
     X(p, FILTER, filter, cua_filter_row)             \
     X(p, MUTEX_ADD_ONE, mutex_add_one, cua_counter_row) \
     X(p, ADD_ONE, add_one, cua_counter_row)          \
-    X(p, PROD, prod, cua_prod_row)
+    X(p, PROD, prod, cua_prod_row)                   \
+    X(p, REDUCE, reduce, cua_reduce_row)
 
 #define CUA_OP_ENUM_(p, id, name, row) CUA_OP_##id,
 enum cua_op { CUA_OPS(CUA_OP_ENUM_, ~) CUA_NOPS };
+
+/* The ufuncs `reduce` folds an array with: id, name (NumPy's). The enum and
+ * the names _C exports (REDUCE_OPS) come from this one list. */
+#define CUA_REDUCE_OPS(X)                   \
+    X(ADD, "add")                           \
+    X(MULTIPLY, "multiply")                 \
+    X(MINIMUM, "minimum")                   \
+    X(MAXIMUM, "maximum")                   \
+    X(BITWISE_AND, "bitwise_and")           \
+    X(BITWISE_OR, "bitwise_or")             \
+    X(BITWISE_XOR, "bitwise_xor")
+
+#define CUA_REDUCE_ENUM_(id, name) CUA_REDUCE_##id,
+enum cua_reduce_op { CUA_REDUCE_OPS(CUA_REDUCE_ENUM_) CUA_NREDUCE_OPS };
+
+/* The type of reduce's result for data of `dtype` folded with `op`: the
+ * kernels decide it, from these two ids alone (the caller passes no
+ * accumulator), and write the result as 8 bytes of it:
+ *   add, multiply  CUA_UINT64 for integers and bool (wrapping modulo 2^64:
+ *                  every narrower result type is its low bits, as NumPy's
+ *                  wrap), CUA_FLOAT64 for floats (float32 widened);
+ *   minimum, maximum, bitwise_*
+ *                  the element's own value, widened exactly: CUA_INT64 for
+ *                  signed integers, CUA_UINT64 for unsigned ones and bool
+ *                  (0/1), CUA_FLOAT64 for floats.
+ * -1 for an op id out of range or a bitwise op on floats (no such ufunc
+ * loop in NumPy). Chunks of one call combine in this type too. */
+static inline int cua_reduce_kind(int dtype, int op)
+{
+    const int is_float = dtype == CUA_FLOAT32 || dtype == CUA_FLOAT64;
+    const int is_signed = dtype == CUA_INT8 || dtype == CUA_INT16 || dtype == CUA_INT32 || dtype == CUA_INT64;
+    if (dtype < 0 || dtype >= CUA_NDTYPES || op < 0 || op >= CUA_NREDUCE_OPS) return -1;
+    if (is_float) return op <= CUA_REDUCE_MAXIMUM ? CUA_FLOAT64 : -1;
+    if (op == CUA_REDUCE_ADD || op == CUA_REDUCE_MULTIPLY) return CUA_UINT64;
+    return is_signed ? CUA_INT64 : CUA_UINT64;
+}
 
 /* Status returned by every backend entry point: 0 is success, a positive
  * value is a cudaError_t, a negative value is one of these. */
@@ -75,7 +112,9 @@ enum cua_flags {
                                     * (float sums: a fixed order of additions) */
     CUA_F_WIDE = 1u << 3,          /* sum/dot/prod: floats accumulated in float64
                                     * with compensation (the caller passes
-                                    * CUA_ACC_FLOAT64 for every float result) */
+                                    * CUA_ACC_FLOAT64 for every float result);
+                                    * reduce: float add and multiply as accurate
+                                    * as NumPy's or better */
     CUA_F_RACY = 1u << 4,          /* the lesson's race: loses updates on purpose,
                                     * so its result is not the answer ("auto"
                                     * never runs it) */
@@ -154,6 +193,12 @@ typedef int (*cua_filter_fn)(const void *x, int64_t n, int dtype,
                              const cua_pred *pred, void *out, int64_t *count,
                              cua_launch *cfg);
 typedef int (*cua_counter_fn)(int64_t *result, cua_launch *cfg);
+/* reduce: x folded with `op` (enum cua_reduce_op); `result` (host) gets 8
+ * bytes of cua_reduce_kind(dtype, op) -- or, with cfg->pair on a
+ * CUA_F_WIDE rung's float add, 16: the compensated pair, unrounded. n == 0
+ * gives the op's identity; minimum and maximum have none and refuse it. */
+typedef int (*cua_reduce_fn)(const void *x, int64_t n, int dtype, int op, void *result /* 8 bytes, host */,
+                             cua_launch *cfg);
 
 /* A histogram rung's limits: 0 if it can count `nbins` bins of `dtype`
  * data with the launch configuration asked for (blocks/threads <= 0: its
@@ -179,6 +224,7 @@ typedef struct { cua_rung rung; cua_dot_fn run; } cua_dot_row;
 typedef struct { cua_rung rung; cua_hist_fn run; cua_hist_fits_fn fits; } cua_hist_row;
 typedef struct { cua_rung rung; cua_filter_fn run; } cua_filter_row;
 typedef struct { cua_rung rung; cua_counter_fn run; } cua_counter_row;
+typedef struct { cua_rung rung; cua_reduce_fn run; } cua_reduce_row;
 
 /* One op's ladder as csrc/ indexes it: `rows` points at an array of the
  * op's row type (the cua_rung comes first in each), `stride` is that

@@ -11,7 +11,7 @@ from conftest import BACKENDS, CUDA, make, requires_cuda
 import cuatomic
 from cuatomic import _backend
 
-OPS = ["sum", "dot", "histogram", "filter", "mutex_add_one", "add_one", "prod"]
+OPS = ["sum", "dot", "histogram", "filter", "mutex_add_one", "add_one", "prod", "reduce"]
 
 
 def test_backends_and_info():
@@ -74,6 +74,7 @@ LESSONS = {
     "mutex_add_one": ["spin", "warp_lock"],
     "add_one": ["racy", "atomic", "mutex"],
     "prod": ["cas"],
+    "reduce": ["atomic", "cas", "block_tree", "vector"],
 }
 
 
@@ -271,6 +272,7 @@ def _forced_calls(backend):
     return [
         ("sum", lambda m, **k: cuatomic.sum(d, method=m, backend=backend, **k)),
         ("prod", lambda m, **k: cuatomic.prod(d, method=m, backend=backend, **k)),
+        ("reduce", lambda m, **k: cuatomic.reduce(d, "maximum", method=m, backend=backend, **k)),
         ("dot", lambda m, **k: cuatomic.dot(d, d, method=m, backend=backend, **k)),
         ("histogram", lambda m, **k: cuatomic.histogram(d, 64, method=m, backend=backend, **k)),
         ("filter", lambda m, **k: cuatomic.filter(d, "<", 100, ordered=False, method=m, backend=backend, **k)),

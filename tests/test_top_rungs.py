@@ -169,6 +169,7 @@ def _auto_call(op, backend):
     calls = {
         "sum": ((data,), lambda: cuatomic.sum(data, method="auto", backend=backend)),
         "prod": ((data,), lambda: cuatomic.prod(data, method="auto", backend=backend)),
+        "reduce": ((data, "minimum"), lambda: cuatomic.reduce(data, "minimum", method="auto", backend=backend)),
         "dot": ((data, data), lambda: cuatomic.dot(data, data, method="auto", backend=backend)),
         "filter": ((data, "<", 10), lambda: cuatomic.filter(data, "<", 10, method="auto", backend=backend)),
         "histogram": ((data, 64), lambda: cuatomic.histogram(data, 64, method="auto", backend=backend)),

@@ -9,9 +9,9 @@
  * coalescing). Atomics, locks, fences and barriers act between OpenMP
  * threads exactly as the CUDA rungs act between blocks.
  *
- * The rung files (sum.c, dot.c, histogram.c, filter.c, mutex.c, custom.c)
- * hold one ladder each; what they share is declared here, grouped by the
- * file that defines it.
+ * The rung files (sum.c, dot.c, histogram.c, filter.c, mutex.c, custom.c,
+ * reduce.c) hold one ladder each; what they share is declared here, grouped
+ * by the file that defines it.
  */
 #ifndef CUATOMIC_CPU_H
 #define CUATOMIC_CPU_H
@@ -145,6 +145,28 @@ int cua_cpu_vector_reduce(const void *a, const void *b, int64_t n, int dtype, in
 int cua_cpu_exact_global(const void *a, const void *b, int64_t n, int dtype, void *result, cua_launch *cfg);
 int cua_cpu_exact_shared(const void *a, const void *b, int64_t n, int dtype, void *result, cua_launch *cfg);
 int cua_cpu_exact_fast(const void *a, const void *b, int64_t n, int dtype, void *result, cua_launch *cfg);
+
+/* ---- folds.c: reduce's values, ops and typed folds ---- */
+
+/* A reduce value is 8 bytes of cua_reduce_kind(dtype, op) in a cua_acc_t:
+ * `i` holds int64 (as its bits) and uint64, `d` double. The op on two
+ * values of a kind (float minimum/maximum in IEEE 754-2019's order: a NaN
+ * wins, -0.0 < +0.0), its identity (for minimum/maximum, the extreme every
+ * value is at most/at least), and element i widened to its kind. */
+cua_acc_t cua_cpu_red_combine(int kind, int op, cua_acc_t a, cua_acc_t b);
+cua_acc_t cua_cpu_red_identity(int kind, int op);
+cua_acc_t cua_cpu_red_load(const void *x, int dtype, int64_t i);
+/* x[lo:hi] folded with op in CUA_CPU_FOLD_LANES SIMD lanes (float add and
+ * multiply in plain float64 lanes, float minimum/maximum in integer key
+ * lanes); the identity for an empty range. */
+#define CUA_CPU_FOLD_LANES 32
+cua_acc_t cua_cpu_red_fold(const void *x, int dtype, int op, int64_t lo, int64_t hi);
+/* The product of float32/float64 x[lo:hi] as a double-double (s + c: every
+ * multiplication's rounding error carried in c), two such products
+ * multiplied, and the product's value, rounded once. */
+cua_dd cua_cpu_red_product(const void *x, int dtype, int64_t lo, int64_t hi);
+cua_dd cua_cpu_dd_mul(cua_dd a, cua_dd b);
+double cua_cpu_dd_product_value(cua_dd p);
 
 /* ---- bins.c: the bin rule and the histogram counting loops ---- */
 

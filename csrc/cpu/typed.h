@@ -1,8 +1,8 @@
 /* typed.h -- the element types the CPU backend's inner loops are expanded
  * for. The rung files hold each algorithm once; the loop files (chunks.c,
- * vector.c, bins.c, predicate.c) expand their primitives for every type with
- * CUA_CPU_TYPES, so the loops the rungs spend their time in are plain typed
- * loops the compiler vectorizes. Included by those files only.
+ * vector.c, folds.c, bins.c, predicate.c) expand their primitives for every
+ * type with CUA_CPU_TYPES, so the loops the rungs spend their time in are
+ * plain typed loops the compiler vectorizes. Included by those files only.
  */
 #ifndef CUATOMIC_CPU_TYPED_H
 #define CUATOMIC_CPU_TYPED_H

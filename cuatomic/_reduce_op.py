@@ -1,0 +1,209 @@
+"""reduce, min and max: an array folded with one of NumPy's ufuncs, as
+``np.<op>.reduce(a.ravel())``: NumPy's result type, the input converted
+where NumPy converts it first, then one call into the core."""
+import functools
+
+import numpy as np
+
+from . import _C, _auto, _backend
+from ._common import _check_result_dtype, auto_rung, launch_config, named_rung, prepare, stream_of
+
+OPS = _C.REDUCE_OPS  # the ufuncs reduce folds with, in ABI id order
+_OP_IDS = {name: i for i, name in enumerate(OPS)}
+_ROUNDING = ("add", "multiply")  # the ops whose float results are rounded
+_NO_IDENTITY = ("minimum", "maximum")
+
+
+def reduce(a, op, *, dtype=None, method="auto", backend=None, blocks=None, threads=None, stream=None):
+    """All elements folded with a ufunc, as ``getattr(np, op).reduce(np.asarray(a).ravel(), dtype=dtype)``.
+
+    Parameters
+    ----------
+    a : array_like, DeviceArray, or a device array of another library
+        Any shape (every element takes part), layout or byte order; as for
+        :func:`sum`.
+    op : {"add", "multiply", "minimum", "maximum", "bitwise_and", "bitwise_or", "bitwise_xor"} or numpy.ufunc
+        The ufunc, by name or as NumPy's object (``np.maximum``).
+    dtype : data-type, optional
+        As the ``dtype`` of NumPy's ``reduce``: the type of the result and
+        of the fold. Where NumPy converts every element first and the fold
+        of the original values could differ (``add`` of float64 as
+        float32, ``minimum`` of int8 as uint8, any op to bool), a host
+        array is converted the same way and a device array raises
+        TypeError (convert it before ``to_device``).
+    method : str, optional
+        A rung of the reduce ladder (see ``methods("reduce")``). ``"auto"``
+        runs the rung measured fastest for calls like this one; for a float
+        ``add`` or ``multiply`` only a compensated, deterministic rung, so
+        the accuracy promise below holds. :func:`explain` says which and
+        why.
+    backend, blocks, threads, stream
+        As for :func:`sum`.
+
+    Returns
+    -------
+    numpy scalar
+        Of NumPy's result type (``add`` and ``multiply`` of bool and
+        integers narrower than 64 bits give int64 or uint64, the other ops
+        keep the input's type). Integer ``add`` and ``multiply`` wrap
+        exactly as NumPy's do; ``minimum``, ``maximum`` and the bitwise ops
+        are exact. Float ``minimum``/``maximum`` propagate NaN and order
+        -0.0 below +0.0 (IEEE 754-2019; NumPy's sign of a zero depends on
+        where the zeros are). Float ``add`` and ``multiply`` accumulate in
+        float64: ``vector`` (auto) with compensation, as accurate as NumPy
+        or better; the tutorial's rungs in the order their atomics allow.
+
+    Raises
+    ------
+    ValueError
+        An unknown op (the message lists the valid ones); ``minimum`` or
+        ``maximum`` of an empty array (no identity, as in NumPy); an
+        unknown method or backend, or a launch configuration the method
+        cannot take.
+    TypeError
+        A bitwise op on floats (as NumPy), an unsupported dtype or result
+        dtype, a conversion a device array would need, a masked array.
+    CudaError
+        A CUDA failure, with the CUDA error's name.
+
+    Examples
+    --------
+    >>> import numpy as np, cuatomic
+    >>> x = np.array([3, -1, 7], dtype=np.int8)
+    >>> cuatomic.reduce(x, "maximum", backend="cpu")
+    np.int8(7)
+    >>> cuatomic.reduce(x, np.add, backend="cpu")
+    np.int64(9)
+    """
+    name = _op_name(op)
+    be = _backend.resolve(backend)
+    rung = named_rung("reduce", be, method)
+    b, t = launch_config(blocks, threads)
+    s = stream_of(stream)
+    inp, out_dt = _prepared(a, name, dtype, be, s)
+    if rung is None:
+        rung = auto_rung("reduce", be, inp.n, inp.dtype, require=_required(name, out_dt))
+    return _C.reduce(backend=_backend.backend_id(be), rung=rung.index, x=inp.x, n=inp.n, dtype=inp.id,
+                     op=_OP_IDS[name], blocks=b, threads=t, stream=s, out_type=out_dt.num)
+
+
+def min(a, *, method="auto", backend=None, blocks=None, threads=None, stream=None):
+    """The smallest element, as ``np.min(a)``: :func:`reduce` with ``"minimum"``.
+
+    Parameters
+    ----------
+    a : array_like, DeviceArray, or a device array of another library
+    method, backend, blocks, threads, stream
+        As for :func:`reduce`.
+
+    Returns
+    -------
+    numpy scalar
+        Of the input's type, exact. A NaN anywhere gives NaN; -0.0 counts
+        below +0.0.
+
+    Raises
+    ------
+    ValueError
+        An empty array (NumPy's "zero-size array to reduction operation
+        minimum which has no identity").
+    """
+    return reduce(a, "minimum", method=method, backend=backend, blocks=blocks, threads=threads, stream=stream)
+
+
+def max(a, *, method="auto", backend=None, blocks=None, threads=None, stream=None):
+    """The largest element, as ``np.max(a)``: :func:`reduce` with ``"maximum"``.
+
+    Parameters
+    ----------
+    a : array_like, DeviceArray, or a device array of another library
+    method, backend, blocks, threads, stream
+        As for :func:`reduce`.
+
+    Returns
+    -------
+    numpy scalar
+        Of the input's type, exact. A NaN anywhere gives NaN; +0.0 counts
+        above -0.0.
+
+    Raises
+    ------
+    ValueError
+        An empty array (NumPy's "zero-size array to reduction operation
+        maximum which has no identity").
+    """
+    return reduce(a, "maximum", method=method, backend=backend, blocks=blocks, threads=threads, stream=stream)
+
+
+def explain(backend, a, op="add", dtype=None, stream=0):
+    """The :class:`Choice` ``method="auto"`` makes for ``reduce(a, op,
+    dtype=dtype)`` on `backend` (:func:`cuatomic.explain` of "reduce")."""
+    name = _op_name(op)
+    facts, require = {"op": name}, 0
+    if a is not None:
+        inp, out_dt = _prepared(a, name, dtype, backend, stream)
+        facts = {"n": inp.n, "dtype": str(inp.dtype), "op": name}
+        require = _required(name, out_dt)
+    return _auto.choose("reduce", backend, facts, require=require)
+
+
+def _op_name(op):
+    """The ufunc's name, from a name or a NumPy ufunc; ValueError naming the
+    valid ones."""
+    name = op.__name__ if isinstance(op, np.ufunc) else op
+    if not isinstance(name, str) or name not in _OP_IDS:
+        raise ValueError(f"unknown reduce op {op!r}: expected one of {', '.join(OPS)}")
+    return name
+
+
+def _prepared(a, name, dtype, backend, stream):
+    """(the input as the kernels read it, NumPy's result dtype); every
+    TypeError and ValueError NumPy would raise, raised before anything
+    runs."""
+    inp = prepare(a, backend, stream=stream)
+    try:
+        out_dt = _result_dtype(name, inp.dtype, dtype)
+    except TypeError as e:
+        if "unhashable" not in str(e):
+            raise
+        out_dt = _result_dtype.__wrapped__(name, inp.dtype, dtype)
+    _check_result_dtype(out_dt, f"{name}.reduce")
+    if not _folds_unconverted(name, inp.dtype, out_dt):
+        inp = inp.cast(out_dt, f"{name}.reduce(dtype={out_dt})")
+    if inp.n == 0 and name in _NO_IDENTITY:
+        raise ValueError(f"zero-size array to reduction operation {name} which has no identity")
+    return inp, out_dt
+
+
+@functools.lru_cache(maxsize=512)
+def _result_dtype(name, in_dt, dtype):
+    """NumPy's result dtype of the reduce (NumPy's own TypeError for a loop
+    it does not have, such as a bitwise op on floats)."""
+    try:
+        # keepdims: an array even for dtype=object (whose scalar result is a Python object)
+        return getattr(np, name).reduce(np.zeros(1, in_dt), dtype=dtype, keepdims=True).dtype
+    except TypeError as e:
+        raise TypeError(f"cannot {name}.reduce {in_dt}" + ("" if dtype is None else f" as {dtype!r}")
+                        + f": {e}") from None
+
+
+def _folds_unconverted(name, dt, out):
+    """Whether the kernels, folding `dt` data in their own type
+    (cua_reduce_kind: 64-bit integers, double) and narrowing to `out` at
+    the end, give what NumPy gives by converting every element to `out`
+    first. Otherwise the input is converted first, as NumPy does."""
+    if dt == out:
+        return True
+    ints = dt.kind in "biu" and out.kind in "iu"
+    widening = dt.kind == out.kind == "f" and out.itemsize >= dt.itemsize
+    if name in _ROUNDING:  # sums and products wrap modulo 2^64: their low bits are any integer type's
+        return ints or widening
+    if name in _NO_IDENTITY:  # a value-preserving conversion keeps the order
+        return widening or (ints and np.can_cast(dt, out, "safe"))
+    return ints  # bitwise: the bits of the extended (truncated) value are those of the op's result
+
+
+def _required(name, out_dt):
+    """Flags auto requires whatever the speed: a float sum or product keeps
+    the accuracy promise (F_WIDE) and gives the same bits every call."""
+    return _C.F_WIDE | _C.F_DETERMINISTIC if name in _ROUNDING and out_dt.kind == "f" else 0

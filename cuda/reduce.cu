@@ -1,0 +1,624 @@
+// reduce.cu -- every element folded with one of NumPy's ufuncs (add,
+// multiply, minimum, maximum, bitwise_and, bitwise_or, bitwise_xor), as
+// np.<op>.reduce: from one atomic per element to one pass at the speed of
+// the memory system.
+//
+//  1. atomic      one native atomic per element into one global cell:
+//                 atomicAdd (integers in 64 bits, floats in double),
+//                 atomicMin/atomicMax (integers), atomicAnd/Or/Xor; types
+//                 narrower than 32 bits are widened to 32. multiply and
+//                 float min/max have no atomic instruction: for them this
+//                 rung runs rung 2's CAS loop, on the CAS rung's grid.
+//                 Every element queues on one address.
+//  2. cas         every op's atomic made from atomicCAS, one loop per
+//                 element: read the cell, combine, swap the result in only
+//                 if the cell still holds what was read, else retry with
+//                 what is there now. The loop compares bit patterns, never
+//                 floats, so a NaN cannot make it spin; float min/max
+//                 combine in IEEE 754-2019's order (a NaN wins, -0.0 <
+//                 +0.0). A value that would not change the cell skips the
+//                 swap, so min, max, and, or soon stop writing; add,
+//                 multiply and xor pay a round trip to L2 per element
+//                 (about 0.5 us on an H200), and losers back off: the
+//                 slowest rung. Default grid: 8 blocks of one warp (more
+//                 contenders only queue longer).
+//  3. block_tree  each thread folds its grid-stride share in a register,
+//                 the block's threads combine theirs in a shared-memory
+//                 tree, and one atomic per block (native, or CAS where rung
+//                 1 uses it) folds the block into the cell: n atomics
+//                 become `blocks`. Float add and multiply still depend on
+//                 the order the blocks arrive in.
+//  4. vector      the fold at the memory system's speed: 16-byte loads,
+//                 UNROLL of them in flight per thread, warp shuffles, block
+//                 partials and a last-block finish in block order on the
+//                 resident grid -- no atomic but the ticket, so every op
+//                 gives the same bits every call. Float min/max run as
+//                 integer min/max on order-preserving keys; a float product
+//                 carries each multiplication's rounding error (a
+//                 double-double product); add is sum's vector kernel
+//                 (vector.cuh: floats in compensated double). Inputs of at
+//                 most vec::ONE_BLOCK_MAX_BYTES run as one block that
+//                 writes the result itself.
+//
+// A thread folds into a "cell": the element's type widened to 32 bits (the
+// narrowest the atomics take), 64-bit unsigned for integer add and
+// multiply (wrapping modulo 2^64 like sum), double for float add and
+// multiply. Every launcher writes its result as cua_reduce_kind(dtype, op)
+// (cuatomic_abi.h): 8 bytes of int64, uint64 or double.
+#include <cuda/std/limits>
+#include <type_traits>
+
+#include "common.cuh"
+#include "vector.cuh"
+
+namespace {
+
+constexpr int ADD = CUA_REDUCE_ADD, MUL = CUA_REDUCE_MULTIPLY, MIN = CUA_REDUCE_MINIMUM,
+              MAX = CUA_REDUCE_MAXIMUM, AND = CUA_REDUCE_BITWISE_AND, OR = CUA_REDUCE_BITWISE_OR,
+              XOR = CUA_REDUCE_BITWISE_XOR;
+
+template <class T>
+constexpr bool is_float = std::is_floating_point<T>::value;
+
+template <bool C, class A, class B>
+using pick = typename std::conditional<C, A, B>::type;
+
+// ------------------------------------------------------------------ cells
+
+// The integer types the atomic instructions take: int, unsigned, long long
+// and unsigned long long (int64_t is `long` on Linux, which has no
+// overloads).
+template <class T>
+using atomic_int = pick<sizeof(T) == 8, pick<std::is_signed<T>::value, long long, u64>,
+                        pick<std::is_signed<T>::value, int, unsigned>>;
+
+// What a thread folds into and the atomics act on. Bitwise ops act on the
+// bits of the sign- (or zero-) extended value, which are the extension of
+// the op's result.
+template <int OP, class T>
+using cell_t = pick<OP == ADD || OP == MUL, pick<is_float<T>, double, u64>,
+                    pick<is_float<T>, T, pick<OP == MIN || OP == MAX, atomic_int<T>, pick<sizeof(T) == 8, u64, unsigned>>>>;
+
+// The result's type, cua_reduce_kind(dtype, op) as a C type.
+template <int OP, class T>
+using kind_t = pick<is_float<T>, double, pick<OP == ADD || OP == MUL || !std::is_signed<T>::value, u64, long long>>;
+
+// Minimum and maximum of floats in IEEE 754-2019's order: a NaN wins, and
+// -0.0 counts below +0.0, so the answer does not depend on the order the
+// elements arrive in (NumPy's own sign of a zero does).
+template <int OP, class F>
+__device__ __forceinline__ F float_pick(F a, F b)
+{
+    const bool first = OP == MIN ? a < b || (a == b && signbit(a)) : a > b || (a == b && !signbit(a));
+    return isnan(a) || first ? a : b;
+}
+
+// The op on two cells.
+template <int OP, class W>
+__device__ __forceinline__ W combine(W a, W b)
+{
+    if constexpr (OP == ADD) return a + b;
+    else if constexpr (OP == MUL) return a * b;
+    else if constexpr (OP == AND) return a & b;
+    else if constexpr (OP == OR) return a | b;
+    else if constexpr (OP == XOR) return a ^ b;
+    else if constexpr (is_float<W>) return float_pick<OP>(a, b);
+    else return (OP == MIN ? b < a : a < b) ? b : a;
+}
+
+// The op's identity as a cell of T data: what an empty share folds to, and
+// the cell's start. Minimum and maximum have none in NumPy; theirs here is
+// T's largest (smallest) value, never seen by a caller (n >= 1).
+template <int OP, class T, class W = cell_t<OP, T>>
+__host__ __device__ __forceinline__ W identity()
+{
+    if constexpr (OP == MUL) return W(1);
+    else if constexpr (OP == AND) return W(~W(0));
+    else if constexpr (OP == MIN) return W(is_float<T> ? cuda::std::numeric_limits<T>::infinity() : cuda::std::numeric_limits<T>::max());
+    else if constexpr (OP == MAX) return W(is_float<T> ? -cuda::std::numeric_limits<T>::infinity() : cuda::std::numeric_limits<T>::lowest());
+    else return W(0);
+}
+
+// A cell as the result's 8 bytes: narrowed back to T first where it is
+// T's value widened (exact), kept as it is for add and multiply.
+template <int OP, class T, class W>
+__host__ __device__ __forceinline__ kind_t<OP, T> to_kind(W w)
+{
+    if constexpr (OP == ADD || OP == MUL) return (kind_t<OP, T>)w;
+    else return (kind_t<OP, T>)(T)w;
+}
+
+// The 8 result bytes of an empty input: the identity, or (minimum,
+// maximum) NumPy's refusal.
+template <int OP, class T>
+static int empty_fold(void *result, cua_launch *cfg)
+{
+    if (OP == MIN || OP == MAX)
+        return cua_refuse(cfg, "zero-size array to reduction operation %s which has no identity",
+                          OP == MIN ? "minimum" : "maximum");
+    const kind_t<OP, T> k = to_kind<OP, T>(identity<OP, T>());
+    memcpy(result, &k, sizeof k);
+    return 0;
+}
+
+// ------------------------------------------------------------ the atomics
+
+template <class W>
+using bits_t = pick<sizeof(W) == 4, unsigned, u64>;
+
+template <class To, class From>
+__device__ __forceinline__ To same_bits(From v)
+{
+    static_assert(sizeof(To) == sizeof(From), "a reinterpretation keeps the size");
+    To r;
+    memcpy(&r, &v, sizeof r);
+    return r;
+}
+
+// The op's atomic made from atomicCAS: read the cell, combine, and swap the
+// result in only if the cell still holds what was read; otherwise retry
+// with what is there now. The loop compares bit patterns, never floats, so
+// a NaN in the cell cannot make it spin forever. A combined value equal to
+// the cell's needs no swap at all: applying the op there would change
+// nothing (min, max, and, or stop writing once the cell settles). Losers
+// sleep before they retry, twice as long each time up to 1 us, as in
+// cua_cas_loop: T contenders would otherwise make T^2/2 attempts.
+template <int OP, class W>
+__device__ void cas_combine(W *cell, W v)
+{
+    using B = bits_t<W>;
+    B *word = reinterpret_cast<B *>(cell);
+    B old = *(volatile B *)word;
+    unsigned backoff = 32;
+    for (;;) {
+        const B next = same_bits<B>(combine<OP>(same_bits<W>(old), v));
+        if (next == old) return;
+        const B seen = atomicCAS(word, old, next);
+        if (seen == old) return;
+        old = seen;
+        __nanosleep(backoff);
+        backoff = backoff < 1024 ? 2 * backoff : 1024;
+    }
+}
+
+// Which ops have an atomic instruction for their cell: none multiplies,
+// and none takes the min or max of floats.
+template <int OP, class W>
+constexpr bool has_atomic = OP != MUL && !((OP == MIN || OP == MAX) && is_float<W>);
+
+// The op's native atomic where the GPU has one, else the CAS loop.
+template <int OP, class W>
+__device__ __forceinline__ void atomic_combine(W *cell, W v)
+{
+    if constexpr (!has_atomic<OP, W>) cas_combine<OP>(cell, v);
+    else if constexpr (OP == ADD) atomicAdd(cell, v);
+    else if constexpr (OP == MIN) atomicMin(cell, v);
+    else if constexpr (OP == MAX) atomicMax(cell, v);
+    else if constexpr (OP == AND) atomicAnd(cell, v);
+    else if constexpr (OP == OR) atomicOr(cell, v);
+    else atomicXor(cell, v);
+}
+
+// The shared-memory tree of the tutorial with the op in place of +: every
+// thread stores its cell, then half the threads combine the other half's,
+// halving until one remains. Any blockDim; valid in thread 0. Uses
+// blockDim * sizeof(W) bytes of dynamic shared memory.
+template <int OP, class W>
+__device__ W block_tree(W v)
+{
+    W *cache = reinterpret_cast<W *>(cua_smem);
+    const unsigned tid = threadIdx.x;
+    cache[tid] = v;
+    __syncthreads();
+    unsigned s = 1;
+    while (s * 2 < blockDim.x) s *= 2;
+    for (; s > 0; s >>= 1) {
+        if (tid < s && tid + s < blockDim.x) cache[tid] = combine<OP>(cache[tid], cache[tid + s]);
+        __syncthreads();
+    }
+    return cache[0];
+}
+
+// ------------------------------------------------- the vector rung's lanes
+
+// How a thread of the vector rung folds: A is what it carries; take()
+// folds one element in, merge() two carries, shfl_down() moves a carry
+// across a warp, reload() reads another block's partial from L2, and
+// finish() writes the result's 8 bytes. By default a thread carries the
+// op's cell.
+template <int OP, class T, class = void>
+struct Lane {
+    using A = cell_t<OP, T>;
+    static __device__ A start() { return identity<OP, T>(); }
+    static __device__ A take(A a, T x) { return combine<OP>(a, (A)x); }
+    static __device__ A merge(A a, A b) { return combine<OP>(a, b); }
+    static __device__ A shfl_down(A a, int offset) { return __shfl_down_sync(0xffffffffu, a, offset); }
+    static __device__ A reload(const A *p) { return __ldcg(p); }
+    static __device__ void finish(A a, kind_t<OP, T> *out) { *out = to_kind<OP, T>(a); }
+};
+
+// Float minimum and maximum as integer min/max: a float's bits as a signed
+// integer, with the magnitude bits flipped when the sign is set, order the
+// values as IEEE 754-2019 does (-inf < ... < -0.0 < +0.0 < ... < +inf),
+// and a NaN is given the key that wins (the smallest for minimum, the
+// largest for maximum) -- both keys are themselves NaN bit patterns, so
+// the winner decodes to a NaN. One integer min per element, no float
+// compare.
+template <int OP, class T>
+struct Lane<OP, T, typename std::enable_if<is_float<T> && (OP == MIN || OP == MAX)>::type> {
+    using A = pick<sizeof(T) == 4, int, long long>;
+    static constexpr A MAG = cuda::std::numeric_limits<A>::max();       // the magnitude bits
+    static constexpr A INF = (A)(sizeof(T) == 4 ? 0x7f800000LL : 0x7ff0000000000000LL);
+    static constexpr A NAN_KEY = OP == MIN ? cuda::std::numeric_limits<A>::min() : MAG;
+    static __device__ A start() { return OP == MIN ? MAG : cuda::std::numeric_limits<A>::min(); }
+    static __device__ A key(T x)
+    {
+        const A s = same_bits<A>(x);
+        return (s & MAG) > INF ? NAN_KEY : s ^ ((s >> (8 * sizeof(A) - 1)) & MAG);
+    }
+    static __device__ A take(A a, T x) { return merge(a, key(x)); }
+    static __device__ A merge(A a, A b) { return (OP == MIN ? b < a : a < b) ? b : a; }
+    static __device__ A shfl_down(A a, int offset) { return __shfl_down_sync(0xffffffffu, a, offset); }
+    static __device__ A reload(const A *p) { return __ldcg(p); }
+    static __device__ void finish(A a, double *out) { *out = (double)same_bits<T>(a ^ ((a >> (8 * sizeof(A) - 1)) & MAG)); }
+};
+
+// A float product as a double-double: hi + lo, where every multiplication's
+// rounding error (exact, from an FMA) is carried in lo, so the product is
+// rounded about once instead of once per element -- as accurate as NumPy's
+// or better. Explicit _rn intrinsics: the compiler may not fuse or reorder
+// them.
+struct Product {
+    double hi, lo;
+};
+
+template <class T>
+struct Lane<MUL, T, typename std::enable_if<is_float<T>>::type> {
+    using A = Product;
+    static __device__ A start() { return Product{1.0, 0.0}; }
+    static __device__ A take(A a, T x)
+    {
+        const double h = __dmul_rn(a.hi, (double)x);
+        return Product{h, __fma_rn(a.lo, (double)x, __fma_rn(a.hi, (double)x, -h))};
+    }
+    static __device__ A merge(A a, A b)
+    {
+        const double h = __dmul_rn(a.hi, b.hi);
+        return Product{h, __fma_rn(a.hi, b.lo, __fma_rn(a.lo, b.hi, __fma_rn(a.hi, b.hi, -h)))};
+    }
+    static __device__ A shfl_down(A a, int offset)
+    {
+        return Product{__shfl_down_sync(0xffffffffu, a.hi, offset), __shfl_down_sync(0xffffffffu, a.lo, offset)};
+    }
+    static __device__ A reload(const A *p) { return Product{__ldcg(&p->hi), __ldcg(&p->lo)}; }
+    // A zero keeps its sign; past the range (inf, NaN) the error terms mean
+    // nothing and hi alone is the answer.
+    static __device__ void finish(A a, double *out) { *out = a.hi == 0 || !isfinite(a.hi) ? a.hi : __dadd_rn(a.hi, a.lo); }
+};
+
+constexpr int UNROLL = 4;
+
+// Fold the lanes of one 16-byte vector.
+template <class L, class T>
+__device__ __forceinline__ typename L::A take_vector(typename L::A a, uint4 w)
+{
+    constexpr int V = 16 / sizeof(T);
+    T e[V];
+    memcpy(e, &w, 16);
+#pragma unroll
+    for (int k = 0; k < V; k++) a = L::take(a, e[k]);
+    return a;
+}
+
+// This thread's grid-stride share of x, 16 bytes a load: a scalar head up
+// to the first 16-byte boundary and a scalar tail, the body in vectors with
+// UNROLL loads issued before any is folded (the bytes in flight, not the
+// thread count, decide how close a streaming kernel gets to the bandwidth).
+// A pointer that is not even aligned to its element runs scalar.
+template <class L, class T>
+__device__ typename L::A thread_fold(const T *__restrict__ x, int64_t n)
+{
+    constexpr int V = 16 / sizeof(T);
+    const int64_t gid = cua_global_id(), stride = cua_grid_stride();
+    const uintptr_t offset = (uintptr_t)x & 15;
+    int64_t head = offset % sizeof(T) == 0 ? (int64_t)(((16 - offset) & 15) / sizeof(T)) : n;
+    head = head < n ? head : n;
+    const int64_t nvec = (n - head) / V, tail = head + nvec * V;
+
+    typename L::A a = L::start();
+    for (int64_t i = gid; i < head; i += stride) a = L::take(a, x[i]);
+    for (int64_t i = tail + gid; i < n; i += stride) a = L::take(a, x[i]);
+
+    const uint4 *xv = reinterpret_cast<const uint4 *>(x + head);
+    int64_t i = gid;
+    for (; i + (UNROLL - 1) * stride < nvec; i += UNROLL * stride) {
+        uint4 w[UNROLL];
+#pragma unroll
+        for (int u = 0; u < UNROLL; u++) w[u] = __ldg(xv + i + u * stride);
+#pragma unroll
+        for (int u = 0; u < UNROLL; u++) a = take_vector<L, T>(a, w[u]);
+    }
+    for (; i < nvec; i += stride) a = take_vector<L, T>(a, __ldg(xv + i));
+    return a;
+}
+
+// The block's fold, valid in thread 0, in the same order every call: warp
+// shuffles, then the first warp folds one carry per warp. A block that is
+// not whole warps folds in the shared-memory tree (blockDim * sizeof(A)
+// bytes of dynamic shared memory).
+template <class L>
+__device__ typename L::A block_fold(typename L::A a)
+{
+    using A = typename L::A;
+    if (blockDim.x % 32 != 0) {  // uniform per block
+        A *cache = reinterpret_cast<A *>(cua_smem);
+        cache[threadIdx.x] = a;
+        __syncthreads();
+        unsigned s = 1;
+        while (s * 2 < blockDim.x) s *= 2;
+        for (; s > 0; s >>= 1) {
+            if (threadIdx.x < s && threadIdx.x + s < blockDim.x)
+                cache[threadIdx.x] = L::merge(cache[threadIdx.x], cache[threadIdx.x + s]);
+            __syncthreads();
+        }
+        a = cache[0];
+        __syncthreads();  // the cache may be refilled by the caller's next call
+        return a;
+    }
+    __shared__ A warps[32];
+    const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    for (int offset = 16; offset > 0; offset >>= 1) a = L::merge(a, L::shfl_down(a, offset));
+    if (lane == 0) warps[warp] = a;
+    __syncthreads();
+    if (warp == 0) {
+        a = lane < blockDim.x / 32 ? warps[lane] : L::start();
+        for (int offset = 16; offset > 0; offset >>= 1) a = L::merge(a, L::shfl_down(a, offset));
+    }
+    __syncthreads();  // warps may be refilled by the caller's next call
+    return a;
+}
+
+// --------------------------------------------------------------- kernels
+
+template <int OP, class T, class W = cell_t<OP, T>>
+__global__ void reduce_atomic_kernel(const T *__restrict__ x, int64_t n, W *cell)
+{
+    for (int64_t i = cua_global_id(); i < n; i += cua_grid_stride()) atomic_combine<OP>(cell, (W)x[i]);
+}
+
+template <int OP, class T, class W = cell_t<OP, T>>
+__global__ void reduce_cas_kernel(const T *__restrict__ x, int64_t n, W *cell)
+{
+    for (int64_t i = cua_global_id(); i < n; i += cua_grid_stride()) cas_combine<OP>(cell, (W)x[i]);
+}
+
+template <int OP, class T, class W = cell_t<OP, T>>
+__global__ void reduce_block_tree_kernel(const T *__restrict__ x, int64_t n, W *cell)
+{
+    W v = identity<OP, T>();
+    for (int64_t i = cua_global_id(); i < n; i += cua_grid_stride()) v = combine<OP>(v, (W)x[i]);
+    v = block_tree<OP>(v);
+    if (threadIdx.x == 0) atomic_combine<OP>(cell, v);
+}
+
+// Each block's fold goes to partials[blockIdx.x]; the block that draws the
+// last ticket folds the partials in block order. partials/ticket are unused
+// (may be null) for a one-block grid; the ticket is zero at launch (the
+// launcher clears it).
+template <int OP, class T, class L = Lane<OP, T>>
+__global__ void reduce_vector_kernel(const T *__restrict__ x, int64_t n, typename L::A *partials,
+                                     unsigned *ticket, kind_t<OP, T> *out)
+{
+    using A = typename L::A;
+    __shared__ bool last;
+    A a = block_fold<L>(thread_fold<L>(x, n));
+    if (gridDim.x == 1) {
+        if (threadIdx.x == 0) L::finish(a, out);
+        return;
+    }
+    if (threadIdx.x == 0) {
+        partials[blockIdx.x] = a;
+        // The partial must be visible device-wide before the ticket says it
+        // is there: the last block reads it right after its own ticket.
+        __threadfence();
+        last = atomicAdd(ticket, 1u) == gridDim.x - 1;
+    }
+    __syncthreads();
+    if (!last) return;
+    __threadfence();  // the reads of the partials come after the ticket
+    A s = L::start();
+    for (unsigned b = threadIdx.x; b < gridDim.x; b += blockDim.x) s = L::merge(s, L::reload(partials + b));
+    s = block_fold<L>(s);
+    if (threadIdx.x == 0) L::finish(s, out);
+}
+
+// -------------------------------------------------------------- launchers
+
+template <int OP, class T, class W = cell_t<OP, T>>
+using cell_kernel = void (*)(const T *, int64_t, W *);
+
+// Rungs 1-3 fold into one device cell that starts as the op's identity:
+// after its grid config, each launches its kernel once with `smem` bytes of
+// shared memory and reads the cell back.
+template <int OP, class T, class W = cell_t<OP, T>>
+static int fold_into_cell(cell_kernel<OP, T> kernel, size_t smem, const T *x, int64_t n, void *result,
+                          cua_launch *cfg)
+{
+    if (n == 0) return empty_fold<OP, T>(result, cfg);
+    cudaStream_t s = cua_stream(cfg);
+    const W start = identity<OP, T>();
+    cua_scratch cell;
+    CUA_CHECK(cell.get(sizeof(W), s));
+    // From pageable memory: the start is staged before the call returns.
+    CUA_CHECK(cudaMemcpyAsync(cell.ptr, &start, sizeof start, cudaMemcpyHostToDevice, s));
+    kernel<<<(unsigned)cfg->blocks, cfg->threads, smem, s>>>(x, n, (W *)cell.ptr);
+    W w;
+    const int st = cua_finish_total(&w, (const W *)cell.ptr, cfg);
+    if (st) return st;
+    const kind_t<OP, T> k = to_kind<OP, T>(w);
+    memcpy(result, &k, sizeof k);
+    return 0;
+}
+
+// The default grid of a CAS loop per element: every success needs a round
+// trip to L2, whatever the grid, and more contenders only lengthen the
+// queue each success waits in (add of 2^20 int32 on an H200: 3.8 us per
+// element on 132 x 256 threads, 0.5 us on 8 x 32, 0.7 us on 132 x 32). So:
+// CAS_LOOP_BLOCKS blocks of one warp.
+constexpr int CAS_LOOP_BLOCKS = 8;
+
+static int cas_loop_config(cua_launch *cfg, int64_t n)
+{
+    if (cfg->threads <= 0) cfg->threads = 32;
+    if (cfg->blocks <= 0) cfg->blocks = CAS_LOOP_BLOCKS;
+    cua_clamp_grid(cfg, cua_ceil_div(n > 0 ? n : 1, cfg->threads));
+    cfg->used_blocks = cfg->blocks;
+    cfg->used_threads = cfg->threads;
+    return 0;
+}
+
+// Ops made from the CAS loop run on the CAS rung's grid.
+template <int OP, class T>
+static int reduce_atomic(const T *x, int64_t n, void *result, cua_launch *cfg)
+{
+    int st = has_atomic<OP, cell_t<OP, T>> ? cua_default_config(cfg, n, CUA_DEFAULT_THREADS)
+                                           : cas_loop_config(cfg, n);
+    return st ? st : fold_into_cell<OP, T>(reduce_atomic_kernel<OP, T>, 0, x, n, result, cfg);
+}
+
+template <int OP, class T>
+static int reduce_cas(const T *x, int64_t n, void *result, cua_launch *cfg)
+{
+    int st = cas_loop_config(cfg, n);
+    return st ? st : fold_into_cell<OP, T>(reduce_cas_kernel<OP, T>, 0, x, n, result, cfg);
+}
+
+template <int OP, class T>
+static int reduce_block_tree(const T *x, int64_t n, void *result, cua_launch *cfg)
+{
+    int st = cua_default_config(cfg, n, CUA_DEFAULT_THREADS);
+    return st ? st
+              : fold_into_cell<OP, T>(reduce_block_tree_kernel<OP, T>, (size_t)cfg->threads * sizeof(cell_t<OP, T>),
+                                      x, n, result, cfg);
+}
+
+// The vector rung's fold: the one-block grid for small inputs, else the
+// resident grid (never more blocks than there are 16-byte vectors per
+// thread); scratch for the ticket, the partials and (without a call slot)
+// the result.
+template <int OP, class T, class L = Lane<OP, T>>
+static int fold_vector(const T *x, int64_t n, void *result, cua_launch *cfg)
+{
+    using A = typename L::A;
+    using K = kind_t<OP, T>;
+    cudaStream_t s = cua_stream(cfg);
+    auto kernel = reduce_vector_kernel<OP, T>;
+    if (cfg->threads <= 0) cfg->threads = CUA_DEFAULT_THREADS;
+    const int threads = cfg->threads;
+    const size_t smem = threads % 32 ? (size_t)threads * sizeof(A) : 0;
+    const int64_t want = cua_ceil_div(n, (int64_t)threads * (16 / sizeof(T)));
+    if (cfg->blocks <= 0) {
+        cfg->blocks = 1;
+        if (n * (int64_t)sizeof(T) > vec::ONE_BLOCK_MAX_BYTES) {
+            int64_t resident;
+            int st = cua_max_resident_blocks(kernel, threads, smem, &resident);
+            if (st) return st;
+            cfg->blocks = want < resident ? want : resident;
+            if (cfg->blocks < 1) cfg->blocks = 1;
+        }
+    }
+    cua_clamp_grid(cfg, want);
+    cfg->used_blocks = cfg->blocks;
+    cfg->used_threads = threads;
+    if (n == 0) return empty_fold<OP, T>(result, cfg);
+    const unsigned blocks = (unsigned)cfg->blocks;
+    K *out = (K *)cfg->result_device;
+    A *partials = nullptr;
+    unsigned *ticket = nullptr;
+    cua_scratch scratch;
+    if (blocks > 1 || !out) {
+        // The ticket, the result (when there is no slot), the partials.
+        CUA_CHECK(scratch.get(32 + (size_t)blocks * sizeof(A), s));
+        ticket = (unsigned *)scratch.ptr;
+        partials = (A *)((char *)scratch.ptr + 32);
+        if (!out) out = (K *)((char *)scratch.ptr + 16);
+        CUA_CHECK(cudaMemsetAsync(ticket, 0, sizeof(unsigned), s));
+    }
+    kernel<<<blocks, threads, smem, s>>>(x, n, partials, ticket, out);
+    CUA_CHECK_LAUNCH();
+    if (out != cfg->result_device) CUA_CHECK(cudaMemcpyAsync(result, out, sizeof(K), cudaMemcpyDeviceToHost, s));
+    CUA_WAIT(cfg);
+    return 0;
+}
+
+// add is sum: the vector rung runs sum's vector kernel, which writes the
+// result in the same type (uint64 bits for integers, double for floats)
+// and the compensated pair when cfg->pair asks for it.
+template <int OP, class T>
+static int reduce_vector(const T *x, int64_t n, void *result, cua_launch *cfg)
+{
+    if constexpr (OP == ADD)
+        return vec::launch<T, kind_t<OP, T>, false>(x, nullptr, n, (kind_t<OP, T> *)result, cfg);
+    else
+        return fold_vector<OP, T>(x, n, result, cfg);
+}
+
+// ----------------------------------------------------------- variant table
+
+// Call f(T(), op) with T the element type of `dtype` and op the ufunc as a
+// compile-time constant. Bitwise ops on floats reach no kernel (NumPy has
+// no such loop; the glue refuses them first).
+template <class F>
+static int dispatch_fold(int dtype, int op, F &&f)
+{
+    return cua_dispatch(dtype, [&](auto t) -> int {
+        using T = decltype(t);
+        auto bitwise = [&](auto o) -> int {
+            if constexpr (is_float<T>) return CUA_EINTERNAL;
+            else return f(t, o);
+        };
+        switch (op) {
+        case ADD: return f(t, std::integral_constant<int, ADD>());
+        case MUL: return f(t, std::integral_constant<int, MUL>());
+        case MIN: return f(t, std::integral_constant<int, MIN>());
+        case MAX: return f(t, std::integral_constant<int, MAX>());
+        case AND: return bitwise(std::integral_constant<int, AND>());
+        case OR: return bitwise(std::integral_constant<int, OR>());
+        case XOR: return bitwise(std::integral_constant<int, XOR>());
+        default: return CUA_EINTERNAL;
+        }
+    });
+}
+
+// A row's launcher: the call's element type and op, then the rung's typed
+// launcher.
+#define REDUCE_ENTRY(RUNG, launcher)                                                                        \
+    static int reduce_##RUNG(const void *x, int64_t n, int dtype, int op, void *result, cua_launch *cfg)   \
+    {                                                                                                       \
+        return dispatch_fold(dtype, op, [&](auto t, auto o) -> int {                                        \
+            using T = decltype(t);                                                                          \
+            return launcher<decltype(o)::value, T>((const T *)x, n, result, cfg);                           \
+        });                                                                                                 \
+    }
+REDUCE_ENTRY(ATOMIC, reduce_atomic)
+REDUCE_ENTRY(CAS, reduce_cas)
+REDUCE_ENTRY(BLOCK_TREE, reduce_block_tree)
+REDUCE_ENTRY(VECTOR, reduce_vector)
+
+}  // namespace
+
+static const cua_reduce_row reduce_rows[] = {
+    {{"atomic", 1, "one native atomic per element (atomicAdd/Min/Max/And/Or/Xor, narrow types widened); multiply and float min/max have none: a CAS loop",
+      0},
+     reduce_ATOMIC},
+    {{"cas", 2, "every op's atomic built from an atomicCAS loop per element: NaN-safe compare on the bits, no swap when nothing changes",
+      0},
+     reduce_CAS},
+    {{"block_tree", 3, "grid-stride fold in a register, shared-memory tree per block, one atomic per block",
+      0},
+     reduce_BLOCK_TREE},
+    {{"vector", 4, "16-byte loads in flight, warp shuffles, last-block finish in block order: deterministic; float min/max on integer keys, float add/multiply compensated",
+      CUA_F_WIDE | CUA_F_DETERMINISTIC},
+     reduce_VECTOR},
+};
+extern "C" const cua_ladder cua_cuda_reduce_ladder = CUA_LADDER(reduce_rows);
