@@ -23,6 +23,7 @@ __all__ = [
     "DeviceArray",
     "add_one",
     "backend_info",
+    "bincount",
     "backends",
     "datasets",
     "dot",
@@ -40,7 +41,8 @@ __all__ = [
 
 # Names for the stubs only (not at runtime: private, so stubtest passes them over).
 _Backend = Literal["cuda", "cpu"]
-_Op = Literal["sum", "dot", "histogram", "filter", "mutex_add_one", "add_one", "prod"]
+_Op = Literal["sum", "dot", "histogram", "filter", "mutex_add_one", "add_one", "prod", "weighted_histogram"]
+_ExplainOp = _Op | Literal["bincount"]
 _CompareOp = Literal["<", "<=", ">", ">=", "==", "!="]
 
 class CudaError(RuntimeError):
@@ -57,7 +59,7 @@ class Choice:
     facts: dict[str, Any]
     rung: _Rung | None = ...
 
-def explain(op: _Op, *args: Any, backend: _Backend | None = None, stream: Any = None, **kwargs: Any) -> Choice: ...
+def explain(op: _ExplainOp, *args: Any, backend: _Backend | None = None, stream: Any = None, **kwargs: Any) -> Choice: ...
 def last_launch() -> dict[str, Any] | None: ...
 
 class Stream:
@@ -128,6 +130,7 @@ def histogram(
     bins: int | str | npt.ArrayLike = 10,
     range: tuple[float, float] | None = None,
     *,
+    weights: _ArrayIn | None = None,
     density: bool = False,
     method: str = "auto",
     backend: _Backend | None = None,
@@ -135,6 +138,17 @@ def histogram(
     threads: int | None = None,
     stream: Any = None,
 ) -> tuple[np.ndarray | DeviceArray, np.ndarray]: ...
+def bincount(
+    x: _ArrayIn,
+    weights: _ArrayIn | None = None,
+    minlength: int = 0,
+    *,
+    method: str = "auto",
+    backend: _Backend | None = None,
+    blocks: int | None = None,
+    threads: int | None = None,
+    stream: Any = None,
+) -> np.ndarray | DeviceArray: ...
 def filter(
     a: _ArrayIn,
     op: _CompareOp,

@@ -151,11 +151,12 @@ void cua_cpu_chunk_hist(const void *x, int dtype, const cua_bins *bins, int64_t 
 #define CUA_CPU_HIST_COPIES 8
 void cua_cpu_chunk_hist8(const void *x, int dtype, const cua_bins *bins, int64_t lo, int64_t hi, uint32_t *counts);
 /* Sum the weights w[lo:hi] (float64 for wdtype CUA_FLOAT64, int64 for
- * CUA_INT64) into `copies` (a power of two) interleaved copies:
+ * CUA_INT64) into `copies` (1 or CUA_CPU_WSUM_COPIES) interleaved copies:
  * sums[copies * bin + i % copies], values outside the bins into bin nbins
  * (sums holds copies * (nbins + 1) sums of the weights' type). */
+#define CUA_CPU_WSUM_COPIES 4
 void cua_cpu_chunk_wsum(const void *x, int dtype, const void *w, int wdtype, const cua_bins *bins, int64_t lo,
-                        int64_t hi, int64_t copies, void *sums);
+                        int64_t hi, int copies, void *sums);
 
 /* ---- predicate.c: the filter's test and its loops ---- */
 

@@ -52,7 +52,7 @@ _Static_assert(sizeof(_Atomic uint64_t) == sizeof(double), "atomic cells must ov
 #define ONE_BLOCK_BELOW ((int64_t)1 << 16)
 /* warp_private's interleaved copies per OpenMP thread, and the most bytes
  * they may take (about a core's L2): past that, one copy. */
-#define WCOPIES 4
+#define WCOPIES CUA_CPU_WSUM_COPIES
 #define WCOPIES_MAX_BYTES ((int64_t)256 << 10)
 
 static int acc_of(int wdtype) { return wdtype == CUA_FLOAT64 ? CUA_ACC_FLOAT64 : CUA_ACC_INT64; }
@@ -137,7 +137,7 @@ static int whist_warp_private(const void *x, const void *w, int64_t n, int dtype
                               void *sums, cua_launch *cfg)
 {
     const int64_t nb = bins->nbins;
-    const int64_t copies = WCOPIES * (nb + 1) * (int64_t)sizeof(double) <= WCOPIES_MAX_BYTES ? WCOPIES : 1;
+    const int copies = WCOPIES * (nb + 1) * (int64_t)sizeof(double) <= WCOPIES_MAX_BYTES ? WCOPIES : 1;
     const int64_t per_thread = copies * (nb + 1); /* sums of one OpenMP thread */
     if (cfg->blocks <= 0) cfg->blocks = n < ONE_BLOCK_BELOW ? 1 : cua_cpu_threads();
     cfg->threads = 1;
@@ -166,7 +166,7 @@ static int whist_warp_private(const void *x, const void *w, int64_t n, int dtype
         for (int64_t k = 0; k < nb; k++) {
             double s = 0.0;
             for (int t = 0; t < team; t++)
-                for (int64_t c = 0; c < copies; c++) s += p[(size_t)t * (size_t)per_thread + copies * k + c];
+                for (int c = 0; c < copies; c++) s += p[(size_t)t * (size_t)per_thread + copies * k + c];
             out[k] = s;
         }
     } else {
@@ -174,7 +174,7 @@ static int whist_warp_private(const void *x, const void *w, int64_t n, int dtype
         for (int64_t k = 0; k < nb; k++) {
             uint64_t s = 0;
             for (int t = 0; t < team; t++)
-                for (int64_t c = 0; c < copies; c++) s += local[(size_t)t * (size_t)per_thread + copies * k + c];
+                for (int c = 0; c < copies; c++) s += local[(size_t)t * (size_t)per_thread + copies * k + c];
             out[k] = s;
         }
     }
