@@ -59,7 +59,7 @@ CuaDeviceBuffer *cua_buffer_new(Py_ssize_t nbytes);
 CuaDeviceBuffer *cua_buffer_new_on(Py_ssize_t nbytes, void *stream, int sync);
 
 /* The operations, one file per op family (reduce.c: sum, prod, dot;
- * reduce_op.c: reduce; histogram.c; filter.c; counter.c: add_one,
+ * reduce_op.c: reduce; histogram.c: histogram, weighted_histogram; filter.c; counter.c: add_one,
  * mutex_add_one). Arguments by keyword (the names are in each file's
  * kwlist). */
 PyObject *cua_op_sum(PyObject *self, PyObject *args, PyObject *kw);
@@ -67,6 +67,7 @@ PyObject *cua_op_prod(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *cua_op_dot(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *cua_op_reduce(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *cua_op_histogram(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *cua_op_weighted_histogram(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *cua_histogram_fits(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *cua_op_minmax(PyObject *self, PyObject *args);
 PyObject *cua_op_filter(PyObject *self, PyObject *args, PyObject *kw);

@@ -1,7 +1,8 @@
 /* histogram.c -- histogram: bins from Python, counts back as an int64
  * ndarray (or a device buffer); a large host array for the GPU is streamed
- * in chunks and the counts added up. Also the min/max that sizes a device
- * array's range, and whether a rung can count a number of bins. */
+ * in chunks and the counts added up. The weighted histogram the same way,
+ * with float64 or int64 weights and sums. Also the min/max that sizes a
+ * device array's range, and whether a rung can count a number of bins. */
 #include <string.h>
 
 #include "call.h"
@@ -46,7 +47,10 @@ static int read_edges(PyObject *edges_obj, int dtype, cua_bins *bins)
     }
     bins->nbins = PyArray_SIZE(edges) - 1;
     bins->edge_dtype = int_edges ? dtype : et == NPY_FLOAT32 ? CUA_FLOAT32 : CUA_FLOAT64;
-    if (int_edges) bins->uniform = bins->integer = 0; /* searched, compared exactly */
+    /* Searched and compared exactly; or, for bincount's bins of width one
+     * (`integer`, which Python sets for 64-bit data only there), binned by
+     * arithmetic. */
+    if (int_edges) bins->uniform = 0;
     bins->edges = PyArray_DATA(edges);
     if (bins->integer && bins->iwidth < 1) {
         PyErr_SetString(PyExc_SystemError, "cuatomic: integer bins need a width >= 1");
@@ -55,8 +59,9 @@ static int read_edges(PyObject *edges_obj, int dtype, cua_bins *bins)
     return 0;
 }
 
-/* The output: an int64 ndarray, or a device buffer (cuda only). */
-static PyObject *new_counts(int backend, int device_out, int64_t nbins, void *stream, void **counts)
+/* The output: an ndarray of nbins 8-byte values of NumPy type `type`
+ * (int64 counts, float64 or int64 sums), or a device buffer (cuda only). */
+static PyObject *new_bins_out(int backend, int device_out, int64_t nbins, int type, void *stream, void **counts)
 {
     if (device_out) {
         if (backend != BACKEND_CUDA) {
@@ -69,7 +74,7 @@ static PyObject *new_counts(int backend, int device_out, int64_t nbins, void *st
         return (PyObject *)buf;
     }
     npy_intp dims[1] = {(npy_intp)nbins};
-    PyObject *out = PyArray_SimpleNew(1, dims, NPY_INT64);
+    PyObject *out = PyArray_SimpleNew(1, dims, type);
     if (out) *counts = PyArray_DATA((PyArrayObject *)out);
     return out;
 }
@@ -100,7 +105,7 @@ PyObject *cua_op_histogram(PyObject *self, PyObject *args, PyObject *kw)
     if (cua_launch_config(blocks, threads, stream, &cfg) < 0) return NULL;
     const size_t cbytes = (size_t)bins.nbins * sizeof(uint64_t);
     void *counts; /* where the backend writes */
-    PyObject *out = new_counts(backend, device_out, bins.nbins, stream, &counts);
+    PyObject *out = new_bins_out(backend, device_out, bins.nbins, NPY_INT64, stream, &counts);
     if (!out) return NULL;
     int st;
     Py_BEGIN_ALLOW_THREADS
@@ -138,27 +143,139 @@ PyObject *cua_op_histogram(PyObject *self, PyObject *args, PyObject *kw)
     return out;
 }
 
-/* histogram_fits(backend, rung, nbins, dtype, blocks, threads) -> None if
- * the rung can count that many bins with that launch configuration, else
- * the reason (the ValueError a call would raise). */
+typedef struct {
+    cua_whist_fn run;
+    int dtype, wdtype;
+    const cua_bins *bins;
+    void *dev_sums, *tmp, *sums;
+} whist_ctx;
+
+/* One chunk's sums, added into the host sums: float64 adds, or int64 ones
+ * wrapping as the backend's do. */
+static int whist_chunk(const void *const *dev, int64_t m, cua_launch *cfg, void *vctx)
+{
+    whist_ctx *c = vctx;
+    const int64_t nb = c->bins->nbins;
+    int st = c->run(dev[0], dev[1], m, c->dtype, c->wdtype, c->bins, c->dev_sums, cfg);
+    if (!st) st = cua_copy_to_host(c->tmp, c->dev_sums, (size_t)nb * 8, cfg->stream);
+    if (st) return st;
+    if (c->wdtype == CUA_FLOAT64)
+        for (int64_t b = 0; b < nb; b++) ((double *)c->sums)[b] += ((const double *)c->tmp)[b];
+    else
+        for (int64_t b = 0; b < nb; b++) ((uint64_t *)c->sums)[b] += ((const uint64_t *)c->tmp)[b];
+    return 0;
+}
+
+/* weighted_histogram(...): histogram's arguments, and w (n weights of dtype
+ * id wdtype: FLOAT64 or INT64, where x is) -> the sums per bin, float64 or
+ * int64 (ndarray, or DeviceBuffer when device_out). */
+PyObject *cua_op_weighted_histogram(PyObject *self, PyObject *args, PyObject *kw)
+{
+    (void)self;
+    static char *kwlist[] = {"backend", "rung",   "x",      "n",       "dtype",      "w",      "wdtype",
+                             "edges",   "uniform", "inv_width", "integer", "ilo",    "iwidth", "blocks",
+                             "threads", "device_out", "stream", NULL};
+    int backend, rung, dtype, wdtype, threads, device_out;
+    PyObject *x, *w, *edges, *sobj;
+    long long n, blocks, ilo, iwidth;
+    void *stream;
+    cua_bins bins;
+    memset(&bins, 0, sizeof bins);
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "iiOLiOiOidiLLLipO", kwlist, &backend, &rung, &x, &n, &dtype, &w,
+                                     &wdtype, &edges, &bins.uniform, &bins.inv_width, &bins.integer, &ilo, &iwidth,
+                                     &blocks, &threads, &device_out, &sobj) ||
+        cua_as_ptr(sobj, &stream) < 0)
+        return NULL;
+    if (wdtype != CUA_FLOAT64 && wdtype != CUA_INT64) {
+        PyErr_SetString(PyExc_SystemError, "cuatomic: weights cross as float64 or int64 only");
+        return NULL;
+    }
+    bins.ilo = ilo;
+    bins.iwidth = iwidth;
+    const cua_whist_row *row = (const cua_whist_row *)cua_find_rung(backend, CUA_OP_WEIGHTED_HISTOGRAM, rung);
+    cua_input in, win;
+    if (!row || cua_parse_input(backend, x, n, dtype, stream, &in) < 0 ||
+        cua_parse_input(backend, w, n, wdtype, stream, &win) < 0 || read_edges(edges, dtype, &bins) < 0)
+        return NULL;
+    if (!in.host != !win.host) {
+        PyErr_SetString(PyExc_SystemError, "cuatomic: x and weights must both be host or both be device arrays");
+        return NULL;
+    }
+    cua_launch cfg;
+    if (cua_launch_config(blocks, threads, stream, &cfg) < 0) return NULL;
+    const size_t sbytes = (size_t)bins.nbins * 8;
+    void *sums; /* where the backend writes */
+    PyObject *out = new_bins_out(backend, device_out, bins.nbins, wdtype == CUA_FLOAT64 ? NPY_FLOAT64 : NPY_INT64,
+                                 stream, &sums);
+    if (!out) return NULL;
+    int st;
+    Py_BEGIN_ALLOW_THREADS
+    void *dev = NULL;
+    int chunked = 0;
+    st = 0;
+    if (in.host && !device_out) { /* large host arrays: streamed in chunks, sums added up */
+        void *tmp = malloc(sbytes);
+        st = tmp ? cua_device_alloc(backend, &dev, sbytes, stream) : CUA_ENOMEM;
+        if (!st) {
+            memset(sums, 0, sbytes); /* +0.0 or 0 */
+            whist_ctx wc = {row->run, dtype, wdtype, &bins, dev, tmp, sums};
+            const void *hosts[2] = {in.host, win.host};
+            const size_t sizes[2] = {cua_dtype_size(dtype), 8};
+            st = cua_pipeline_run_sized(2, hosts, sizes, n, &cfg, whist_chunk, &wc, &chunked);
+        }
+        free(tmp);
+        if (!chunked) { /* not worth it: back to one staged copy */
+            cua_device_free(dev, stream);
+            dev = NULL;
+        }
+    }
+    if (!chunked && !st) {
+        st = cua_stage(&in);
+        if (!st) st = cua_stage(&win);
+        if (!st && !device_out) st = cua_device_alloc(backend, &dev, sbytes, stream);
+        if (!st) st = row->run(in.ptr, win.ptr, n, dtype, wdtype, &bins, dev ? dev : sums, &cfg);
+        if (!st && dev) st = cua_copy_to_host(sums, dev, sbytes, stream);
+        cua_unstage(&win);
+        cua_unstage(&in);
+    }
+    cua_device_free(dev, stream);
+    Py_END_ALLOW_THREADS
+    if (st) {
+        Py_DECREF(out);
+        return cua_raise(st, &cfg);
+    }
+    cua_record_launch(backend, CUA_OP_WEIGHTED_HISTOGRAM, &row->rung, &cfg);
+    return out;
+}
+
+/* histogram_fits(backend, rung, nbins, dtype, blocks, threads, op=histogram)
+ * -> None if the rung of op's ladder (histogram or weighted_histogram) can
+ * count that many bins with that launch configuration, else the reason
+ * (the ValueError a call would raise). */
 PyObject *cua_histogram_fits(PyObject *self, PyObject *args, PyObject *kw)
 {
     (void)self;
-    static char *kwlist[] = {"backend", "rung", "nbins", "dtype", "blocks", "threads", NULL};
-    int backend, rung, dtype, threads;
+    static char *kwlist[] = {"backend", "rung", "nbins", "dtype", "blocks", "threads", "op", NULL};
+    int backend, rung, dtype, threads, op = CUA_OP_HISTOGRAM;
     long long nbins, blocks;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "iiLiLi", kwlist, &backend, &rung, &nbins, &dtype, &blocks, &threads))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "iiLiLi|i", kwlist, &backend, &rung, &nbins, &dtype, &blocks,
+                                     &threads, &op))
         return NULL;
-    const cua_hist_row *row = (const cua_hist_row *)cua_find_rung(backend, CUA_OP_HISTOGRAM, rung);
+    if (op != CUA_OP_HISTOGRAM && op != CUA_OP_WEIGHTED_HISTOGRAM) {
+        PyErr_SetString(PyExc_SystemError, "cuatomic: histogram_fits is for the histogram ladders");
+        return NULL;
+    }
+    const cua_rung *r = cua_find_rung(backend, op, rung);
     cua_launch cfg;
-    if (!row || cua_launch_config(blocks, threads, NULL, &cfg) < 0) return NULL;
+    if (!r || cua_launch_config(blocks, threads, NULL, &cfg) < 0) return NULL;
     if (nbins < 1 || cua_dtype_size(dtype) == 0) {
         PyErr_SetString(PyExc_SystemError, "cuatomic: bad bin count or dtype id");
         return NULL;
     }
+    cua_hist_fits_fn fits = op == CUA_OP_HISTOGRAM ? ((const cua_hist_row *)r)->fits : ((const cua_whist_row *)r)->fits;
     int st;
     Py_BEGIN_ALLOW_THREADS
-    st = row->fits(nbins, dtype, &cfg);
+    st = fits(nbins, dtype, &cfg);
     Py_END_ALLOW_THREADS
     if (st == CUA_EINVAL) return PyUnicode_FromString(cfg.msg);
     if (st) return cua_raise(st, &cfg);

@@ -113,9 +113,16 @@ static PyMethodDef methods[] = {
      "device_out, stream) -> int64 counts (ndarray, or DeviceBuffer when device_out)\n\n"
      "edges: float32/float64 ndarray (int64/uint64 for that data); uniform/inv_width: evenly spaced edges; "
      "integer/ilo/iwidth: integer data in integer bins lo + k*width (see cua_bins in cuatomic_abi.h)."},
+    {"weighted_histogram", KWFN(cua_op_weighted_histogram), KW,
+     "weighted_histogram(backend, rung, x, n, dtype, w, wdtype, edges, uniform, inv_width, integer, ilo, iwidth, "
+     "blocks, threads, device_out, stream) -> the weights' sums per bin, float64 or int64 (ndarray, or "
+     "DeviceBuffer when device_out)\n\n"
+     "As histogram, with n weights w of dtype id wdtype (FLOAT64, or INT64 summed with wrap-around) where x is; "
+     "rung indexes variants(backend, OPS.index('weighted_histogram'))."},
     {"histogram_fits", KWFN(cua_histogram_fits), KW,
-     "histogram_fits(backend, rung, nbins, dtype, blocks, threads) -> None, or why the rung cannot count "
-     "nbins bins with that launch configuration on the current device"},
+     "histogram_fits(backend, rung, nbins, dtype, blocks, threads, op=OPS.index('histogram')) -> None, or why "
+     "the rung of op's ladder (histogram or weighted_histogram) cannot count nbins bins with that launch "
+     "configuration on the current device"},
     {"filter", KWFN(cua_op_filter), KW,
      "filter(backend, rung, x, n, dtype, negate, lo, hi, blocks, threads, device_out, stream) -> (out, count)\n\n"
      "Keeps x iff (lo <= x <= hi) != negate; lo/hi are 8 bytes each, the bound in the data's type."},

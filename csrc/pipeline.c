@@ -75,34 +75,48 @@ static void parallel_copy(char *dst, const char *src, size_t bytes)
 int cua_pipeline_run(int ninputs, const void *const *host, size_t elem_size, int64_t n, cua_launch *cfg,
                      cua_chunk_fn fn, void *ctx, int *used)
 {
+    const size_t sizes[2] = {elem_size, elem_size};
+    return cua_pipeline_run_sized(ninputs, host, sizes, n, cfg, fn, ctx, used);
+}
+
+int cua_pipeline_run_sized(int ninputs, const void *const *host, const size_t *elem_size, int64_t n,
+                           cua_launch *cfg, cua_chunk_fn fn, void *ctx, int *used)
+{
     *used = 0;
     const size_t want = wanted_chunk();
-    if ((size_t)n * elem_size <= 2 * want || ninputs < 1 || ninputs > 2) return 0;
+    if (ninputs < 1 || ninputs > 2) return 0;
+    size_t row = 0; /* bytes of one element of every input */
+    for (int i = 0; i < ninputs; i++) row += elem_size[i];
+    if ((size_t)n * row <= 2 * want * (size_t)ninputs) return 0; /* inputs of two chunks or less, on average */
     /* Page-locked input needs no staging: one DMA at the bus's speed. */
     int memory_type = 0, device = 0;
     for (int i = 0; i < ninputs; i++)
         if (cua_cuda_pointer_info(host[i], &memory_type, &device) == 0 && memory_type == 1) return 0;
     if (pthread_mutex_trylock(&lock) != 0) return 0; /* busy: the caller stages in one piece */
     int st = ensure(want);
-    const int64_t per_chunk = (int64_t)(P.bytes / (size_t)ninputs / elem_size);
-    const size_t slice = (size_t)per_chunk * elem_size; /* bytes of one input in one buffer */
+    const int64_t per_chunk = (int64_t)(P.bytes / row);
+    size_t slice[2], offset[2]; /* bytes of input i in one buffer, and where they start in it */
+    for (int i = 0; i < ninputs; i++) {
+        slice[i] = (size_t)per_chunk * elem_size[i];
+        offset[i] = i ? offset[i - 1] + slice[i - 1] : 0;
+    }
     void *dev[2][2] = {{NULL, NULL}, {NULL, NULL}};
     for (int s = 0; s < 2 && !st; s++)
-        for (int i = 0; i < ninputs && !st; i++) st = cua_cuda_malloc_async(&dev[s][i], slice, P.stream[s]);
+        for (int i = 0; i < ninputs && !st; i++) st = cua_cuda_malloc_async(&dev[s][i], slice[i], P.stream[s]);
     const int64_t chunks = st ? 0 : (n + per_chunk - 1) / per_chunk;
 
     /* Stage chunk k in buffer k % 2 and queue its copy to the device. */
-#define FILL(k)                                                                                           \
-    do {                                                                                                  \
-        int s_ = (int)((k) % 2);                                                                          \
-        int64_t m_ = n - (k) * per_chunk < per_chunk ? n - (k) * per_chunk : per_chunk;                   \
-        st = cua_cuda_event_synchronize(P.event[s_]); /* the buffer's previous copy has left it */         \
-        for (int i_ = 0; i_ < ninputs && !st; i_++) {                                                     \
-            char *stage_ = (char *)P.pinned[s_] + (size_t)i_ * slice;                                     \
-            parallel_copy(stage_, (const char *)host[i_] + (size_t)(k) * slice, (size_t)m_ * elem_size);  \
-            st = cua_cuda_memcpy_htod_async(dev[s_][i_], stage_, (size_t)m_ * elem_size, P.stream[s_]);    \
-        }                                                                                                 \
-        if (!st) st = cua_cuda_event_record(P.event[s_], P.stream[s_]);                                   \
+#define FILL(k)                                                                                              \
+    do {                                                                                                     \
+        int s_ = (int)((k) % 2);                                                                             \
+        int64_t m_ = n - (k) * per_chunk < per_chunk ? n - (k) * per_chunk : per_chunk;                      \
+        st = cua_cuda_event_synchronize(P.event[s_]); /* the buffer's previous copy has left it */            \
+        for (int i_ = 0; i_ < ninputs && !st; i_++) {                                                        \
+            char *stage_ = (char *)P.pinned[s_] + offset[i_];                                                \
+            parallel_copy(stage_, (const char *)host[i_] + (size_t)(k) * slice[i_], (size_t)m_ * elem_size[i_]); \
+            st = cua_cuda_memcpy_htod_async(dev[s_][i_], stage_, (size_t)m_ * elem_size[i_], P.stream[s_]);   \
+        }                                                                                                    \
+        if (!st) st = cua_cuda_event_record(P.event[s_], P.stream[s_]);                                      \
     } while (0)
 
     if (chunks > 0) FILL(0);
@@ -137,6 +151,14 @@ int cua_pipeline_run(int ninputs, const void *const *host, size_t elem_size, int
 
 int cua_pipeline_run(int ninputs, const void *const *host, size_t elem_size, int64_t n, cua_launch *cfg,
                      cua_chunk_fn fn, void *ctx, int *used)
+{
+    (void)ninputs, (void)host, (void)elem_size, (void)n, (void)cfg, (void)fn, (void)ctx;
+    *used = 0;
+    return 0;
+}
+
+int cua_pipeline_run_sized(int ninputs, const void *const *host, const size_t *elem_size, int64_t n,
+                           cua_launch *cfg, cua_chunk_fn fn, void *ctx, int *used)
 {
     (void)ninputs, (void)host, (void)elem_size, (void)n, (void)cfg, (void)fn, (void)ctx;
     *used = 0;

@@ -12,5 +12,9 @@ typedef int (*cua_chunk_fn)(const void *const *dev, int64_t m, cua_launch *cfg, 
  * the pipeline is busy: then the caller stages the input in one piece. */
 int cua_pipeline_run(int ninputs, const void *const *host, size_t elem_size, int64_t n, cua_launch *cfg,
                      cua_chunk_fn fn, void *ctx, int *used);
+/* The same for inputs of different element sizes (elem_size[i] for input
+ * i: a weighted histogram's data and float64 weights). */
+int cua_pipeline_run_sized(int ninputs, const void *const *host, const size_t *elem_size, int64_t n,
+                           cua_launch *cfg, cua_chunk_fn fn, void *ctx, int *used);
 
 #endif

@@ -2,9 +2,9 @@
 
 Five operations -- :func:`sum`, :func:`dot`, :func:`histogram`,
 :func:`filter` and :func:`mutex_add_one` (plus the race demonstration
-:func:`add_one`, :func:`prod`, a multiply built from atomicCAS, and
-:func:`reduce` with any of NumPy's folding ufuncs, behind :func:`min` and
-:func:`max`) -- each a ladder of methods from the tutorial's naive
+:func:`add_one`, :func:`prod`, a multiply built from atomicCAS, weighted
+histograms and :func:`bincount`, and :func:`reduce` with any of NumPy's
+folding ufuncs, behind :func:`min` and :func:`max`) -- each a ladder of methods from the tutorial's naive
 version upwards (see :func:`methods`). They run on CUDA when a GPU is usable
 and on a real CPU backend (OpenMP threads, C11 atomics) otherwise, and agree
 with NumPy: same result dtypes, exact integers.
@@ -21,7 +21,7 @@ from ._device import DeviceArray, pinned_array, pinned_empty, to_device
 from ._errors import CudaError
 from ._exactsum import ExactSum
 from ._filter import filter
-from ._histogram import histogram
+from ._histogram import bincount, histogram
 from ._info import backend_info, backends, explain, last_launch, methods
 from ._interop import Stream
 from ._reduce import dot, prod, sum
@@ -45,6 +45,7 @@ __all__ = [
     "DeviceArray",
     "add_one",
     "backend_info",
+    "bincount",
     "backends",
     "datasets",
     "dot",

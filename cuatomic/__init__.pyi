@@ -24,6 +24,7 @@ __all__ = [
     "DeviceArray",
     "add_one",
     "backend_info",
+    "bincount",
     "backends",
     "datasets",
     "dot",
@@ -44,7 +45,8 @@ __all__ = [
 
 # Names for the stubs only (not at runtime: private, so stubtest passes them over).
 _Backend = Literal["cuda", "cpu"]
-_Op = Literal["sum", "dot", "histogram", "filter", "mutex_add_one", "add_one", "prod", "reduce"]
+_Op = Literal["sum", "dot", "histogram", "filter", "mutex_add_one", "add_one", "prod", "reduce", "weighted_histogram"]
+_ExplainOp = _Op | Literal["bincount"]
 _ReduceOp = Literal["add", "multiply", "minimum", "maximum", "bitwise_and", "bitwise_or", "bitwise_xor"]
 _CompareOp = Literal["<", "<=", ">", ">=", "==", "!="]
 
@@ -81,7 +83,7 @@ class ExactSum:
     def result(self, dtype: npt.DTypeLike = ...) -> np.floating[Any]: ...
     def __float__(self) -> float: ...
 
-def explain(op: _Op, *args: Any, backend: _Backend | None = None, stream: Any = None, **kwargs: Any) -> Choice: ...
+def explain(op: _ExplainOp, *args: Any, backend: _Backend | None = None, stream: Any = None, **kwargs: Any) -> Choice: ...
 def last_launch() -> dict[str, Any] | None: ...
 
 class Stream:
@@ -152,6 +154,7 @@ def histogram(
     bins: int | str | npt.ArrayLike = 10,
     range: tuple[float, float] | None = None,
     *,
+    weights: _ArrayIn | None = None,
     density: bool = False,
     method: str = "auto",
     backend: _Backend | None = None,
@@ -159,6 +162,17 @@ def histogram(
     threads: int | None = None,
     stream: Any = None,
 ) -> tuple[np.ndarray | DeviceArray, np.ndarray]: ...
+def bincount(
+    x: _ArrayIn,
+    weights: _ArrayIn | None = None,
+    minlength: int = 0,
+    *,
+    method: str = "auto",
+    backend: _Backend | None = None,
+    blocks: int | None = None,
+    threads: int | None = None,
+    stream: Any = None,
+) -> np.ndarray | DeviceArray: ...
 def filter(
     a: _ArrayIn,
     op: _CompareOp,

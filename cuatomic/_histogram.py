@@ -1,5 +1,6 @@
-"""histogram: NumPy's bins (edges, ranges, estimators) worked out on the
-host, counted by a rung of the histogram ladder."""
+"""histogram and bincount: NumPy's bins (edges, ranges, estimators) worked
+out on the host, counted by a rung of the histogram ladder -- or, with
+weights, summed by a rung of the weighted_histogram ladder."""
 import collections
 import operator
 import os
@@ -8,7 +9,7 @@ import warnings
 
 import numpy as np
 
-from . import _C, _auto, _backend
+from . import _C, _auto, _backend, _interop
 from ._common import auto_rung, launch_config, named_rung, prepare, stream_of
 from ._device import DeviceArray, refuse_masked
 
@@ -236,9 +237,9 @@ def _edges(inp, bins, range, stream):
     return sample_dt, np.histogram_bin_edges(np.empty(0, sample_dt), bins, range), False
 
 
-def histogram(a, bins=10, range=None, *, density=False, method="auto", backend=None, blocks=None, threads=None,
-              stream=None):
-    """Histogram of all elements, as ``np.histogram(a, bins, range, density=density)``.
+def histogram(a, bins=10, range=None, *, weights=None, density=False, method="auto", backend=None, blocks=None,
+              threads=None, stream=None):
+    """Histogram of all elements, as ``np.histogram(a, bins, range, weights=weights, density=density)``.
 
     Parameters
     ----------
@@ -246,20 +247,35 @@ def histogram(a, bins=10, range=None, *, density=False, method="auto", backend=N
         Any shape; all elements are counted.
     bins : int, sequence of scalars or str, optional
         Number of equal-width bins, or monotonically increasing edges, or one
-        of NumPy's estimator names (host input only).
+        of NumPy's estimator names (host input without weights only).
     range : (float, float), optional
         Lower and upper edge; values outside are dropped, the last bin is
         closed, NaN is ignored. Default: the data's min and max (a ValueError,
         as NumPy's, when those are not finite).
+    weights : array_like or DeviceArray, optional
+        One real weight per element of `a`, of `a`'s shape (a ValueError
+        otherwise, before anything runs), on the host when `a` is and on the
+        device when `a` is. Each bin then holds the sum of its elements'
+        weights, of the weights' dtype as in NumPy, summed by a rung of the
+        ``weighted_histogram`` ladder. Weights reach the core as float64 or
+        int64 only: host weights of another dtype are cast first (bool and
+        integers to int64, summed exactly with wrap-around and cast back to
+        their dtype; floats to float64, summed in float64 and rounded once
+        to theirs); device weights must be float64, int64 or uint64 already.
+        Boolean weights with explicit edges raise NumPy's TypeError.
     density : bool, optional
-        As NumPy: counts / bin width / total.
+        As NumPy: counts (or sums of weights) / bin width / total.
     method : str, optional
         A rung of the histogram ladder (see ``methods("histogram")``):
         ``global``, ``shared`` (the tutorial's), ``warp_private``,
-        ``thread_counters``. ``"auto"`` runs the rung measured fastest for
-        this dtype, number of bins and size that can count these bins on
-        this device (:func:`explain` says which and why, with the skew of a
-        sample). A rung named here that cannot count the bins (shared
+        ``thread_counters``; with weights, a rung of the weighted ladder
+        (``methods("weighted_histogram")``): ``global``, ``cas``,
+        ``shared``, ``warp_private`` (a histogram rung that has no weighted
+        twin raises a ValueError naming those). ``"auto"`` runs the rung
+        measured fastest for this dtype, number of bins and size that can
+        count these bins on this device (:func:`explain` says which and why,
+        with the skew of a sample; with weights, unmeasured, the top rung
+        that fits). A rung named here that cannot count the bins (shared
         memory too small) raises a ValueError naming its limit.
         Integer data with integer edges of an integer width
         (``histogram(text, bins=128, range=(0, 128))``) is binned with
@@ -270,7 +286,8 @@ def histogram(a, bins=10, range=None, *, density=False, method="auto", backend=N
     Returns
     -------
     hist : numpy.ndarray or DeviceArray
-        int64 counts (float64 with ``density``); a DeviceArray for device input.
+        int64 counts, or sums of the weights' dtype (float64 with
+        ``density``); a DeviceArray for device input.
     bin_edges : numpy.ndarray
         NumPy's edges, of NumPy's dtype.
 
@@ -278,13 +295,24 @@ def histogram(a, bins=10, range=None, *, density=False, method="auto", backend=N
     ------
     TypeError
         Edges or a range that are not real numbers (strings, objects), a
-        masked array, an unsupported dtype.
+        masked array, an unsupported dtype; weights that are not real
+        numbers, or not where `a` is; an estimator name with weights.
     ValueError
-        NumPy's errors (edges not increasing, a range that is not finite),
-        and on the cpu a ``warp_private``/``thread_counters`` grid whose
-        private histograms (blocks x bins x 8 bytes) would not fit in half
-        of the machine's memory.
+        NumPy's errors (edges not increasing, a range that is not finite,
+        weights of another shape), and on the cpu a
+        ``warp_private``/``thread_counters`` grid whose private histograms
+        (blocks x bins x 8 bytes) would not fit in half of the machine's
+        memory.
+
+    Examples
+    --------
+    >>> import numpy as np, cuatomic
+    >>> x = np.array([0.5, 1.5, 1.5, 2.5])
+    >>> cuatomic.histogram(x, bins=3, range=(0, 3), weights=[1.0, 2.0, 3.0, 4.0], backend="cpu")[0]
+    array([1., 5., 4.])
     """
+    if weights is not None:
+        return _weighted_histogram(a, bins, range, weights, density, method, backend, blocks, threads, stream)
     be = _backend.resolve(backend)
     rung = named_rung("histogram", be, method)
     nb, nt = launch_config(blocks, threads)
@@ -312,26 +340,334 @@ def histogram(a, bins=10, range=None, *, density=False, method="auto", backend=N
     return counts, edges
 
 
+# ------------------------------------------------------------------ weights
+
+WEIGHTED = "weighted_histogram"
+_ESTIMATOR_WITH_WEIGHTS = "Automated estimation of the number of bins is not supported for weighted data"
+_BOOL_WEIGHTS_WITH_EDGES = ("Cannot cast ufunc 'add' output from dtype('int64') to dtype('bool') with casting rule "
+                            "'same_kind'")
+
+
+def weighted_rung(backend, method):
+    """The rung of the weighted ladder that `method` names (None for
+    "auto"), checked before any input is read. A histogram rung without a
+    weighted twin is a ValueError naming the rungs that take weights."""
+    _backend.check_method(WEIGHTED, backend, method)
+    if method == "auto":
+        return None
+    names = [r.name for r in _backend.table(WEIGHTED, backend)]
+    if method not in names and method in (r.name for r in _backend.table("histogram", backend)):
+        raise ValueError(f"method {method!r} cannot take weights: the methods that can are "
+                         f"{', '.join(['auto'] + names)} (methods('weighted_histogram'))")
+    return _backend.rung(WEIGHTED, backend, method)
+
+
+class _Weights:
+    """Weights as the core takes them: ``x`` (a flat float64/int64 host
+    array, or a device pointer), its ABI dtype ``id``, and ``dtype``, the
+    dtype NumPy gives the result (the weights' own)."""
+
+    __slots__ = ("x", "id", "dtype")
+
+    def __init__(self, x, id_, dtype):
+        self.x, self.id, self.dtype = x, id_, dtype
+
+
+def _shape_of(obj):
+    shape = getattr(obj, "shape", None)
+    return tuple(shape) if shape is not None else np.shape(obj)
+
+
+def _on_device(obj):
+    return isinstance(obj, DeviceArray) or _interop.on_cuda(obj)
+
+
+def _real_weights(dt, to):
+    """TypeError, as NumPy's, for weights that are not real numbers."""
+    if dt.kind not in "biuf":
+        raise TypeError(f"Cannot cast array data from dtype('{dt}') to dtype('{to}') according to the rule "
+                        "'safe'" + (": pass the real and imaginary parts as two calls" if dt.kind == "c" else ""))
+
+
+def _host_weights(wa, float_only):
+    """A flat, C-ordered float64 array of host weights (all of them when
+    float_only, else float ones), or int64 for bool and integer weights
+    (uint64 as their bits: the wrapping sums are the same bits)."""
+    if float_only or wa.dtype.kind == "f":
+        return _Weights(np.ascontiguousarray(wa.reshape(-1), dtype=np.float64), _C.DTYPES.index("float64"),
+                        wa.dtype)
+    flat = np.ascontiguousarray(wa.reshape(-1))
+    core = flat.view(np.int64) if flat.dtype.itemsize == 8 and flat.dtype.isnative else flat.astype(np.int64)
+    return _Weights(core, _C.DTYPES.index("int64"), wa.dtype)
+
+
+def _device_weights(w, dtypes):
+    """Device weights: read in place, of one of `dtypes`."""
+    if w.dtype.name not in dtypes:
+        raise TypeError(f"weights on the GPU must be {' or '.join(dtypes)} (got {w.dtype}): cast them before "
+                        "to_device()")
+    core = "float64" if w.dtype.kind == "f" else "int64"
+    return _Weights(w.x, _C.DTYPES.index(core), w.dtype)
+
+
+def _histogram_weights(weights, a, inp, backend, stream):
+    """The weights of histogram(a, weights=...): of a's shape, where a is."""
+    refuse_masked(weights, "weights")
+    if _on_device(weights) != inp.device:
+        where = ("a is on the GPU and weights are not: pass cuatomic.to_device(weights)" if inp.device else
+                 "weights are on the GPU and a is not: pass both on the host or both on the device")
+        raise TypeError(where)
+    if _shape_of(weights) != _shape_of(a):
+        raise ValueError("weights should have the same shape as a.")
+    if inp.device:
+        return _device_weights(prepare(weights, backend, name="weights", stream=stream),
+                               ("float64", "int64", "uint64"))
+    wa = np.asarray(weights)
+    _real_weights(wa.dtype, wa.dtype)
+    return _host_weights(wa, float_only=False)
+
+
+def _weighted_histogram(a, bins, range, weights, density, method, backend, blocks, threads, stream):
+    """histogram(weights=...): the weighted ladder, NumPy's result dtype."""
+    be = _backend.resolve(backend)
+    rung = weighted_rung(be, method)
+    nb, nt = launch_config(blocks, threads)
+    s = stream_of(stream)
+    inp = prepare(a, be, stream=s)
+    w = _histogram_weights(weights, a, inp, be, s)
+    if isinstance(bins, str):
+        raise TypeError(_ESTIMATOR_WITH_WEIGHTS)
+    sample_dt, edges, kernel_edges, uniform, inv_width, integer = _bins_for(inp, bins, range, s)
+    if w.dtype.kind == "b" and np.ndim(bins) == 1 and inp.n:
+        raise TypeError(_BOOL_WEIGHTS_WITH_EDGES)  # NumPy's cumulative sum of booleans, cast back to bool
+    if edges.size < 2:
+        hist = np.zeros(0, np.float64 if density else w.dtype)
+        return (DeviceArray.from_host(hist) if inp.device else hist), edges
+    ilo, iwidth = integer or (0, 1)
+    sums = _sum_weights(be, rung, inp, w, kernel_edges, uniform, inv_width, integer is not None, ilo, iwidth, nb,
+                        nt, s)
+    if inp.device:  # device weights are float64, int64 or uint64: the sums' own bits
+        hist = DeviceArray(sums, (kernel_edges.size - 1,), w.dtype)
+    else:
+        hist = sums.astype(w.dtype, copy=False)
+    if density:
+        host = hist.copy_to_host() if inp.device else hist
+        with np.errstate(divide="ignore", invalid="ignore"):
+            dens = host / np.array(np.diff(edges), float) / host.sum()
+        return (DeviceArray.from_host(dens) if inp.device else dens), edges
+    return hist, edges
+
+
+def _sum_weights(be, rung, inp, w, kernel_edges, uniform, inv_width, integer, ilo, iwidth, nb, nt, s):
+    """The core's sums per bin (float64 or int64; a DeviceBuffer for device
+    input), by `rung`, or by the rung auto picks."""
+    nbins = kernel_edges.size - 1
+    if rung is None:
+        rung = auto_rung(WEIGHTED, be, inp.n, inp.dtype, nbins, fits=rung_fits(be, nbins, inp.id, nb, nt, WEIGHTED))
+    return _C.weighted_histogram(backend=_backend.backend_id(be), rung=rung.index, x=inp.x, n=inp.n, dtype=inp.id,
+                                 w=w.x, wdtype=w.id, edges=kernel_edges, uniform=int(uniform),
+                                 inv_width=inv_width, integer=int(integer), ilo=ilo, iwidth=iwidth, blocks=nb,
+                                 threads=nt, device_out=inp.device, stream=s)
+
+
+# ------------------------------------------------------------------ bincount
+
+_INT64_MAX = np.iinfo(np.int64).max
+
+
+def _minlength(minlength):
+    if minlength is None:
+        raise TypeError("use 0 instead of None for minlength")
+    if isinstance(minlength, (bool, np.bool_)):
+        raise TypeError("an integer is required")
+    minlength = operator.index(minlength)
+    if minlength < 0:
+        raise ValueError("'minlength' must not be negative")
+    return minlength
+
+
+def _one_dimensional(ndim):
+    if ndim > 1:
+        raise ValueError("object too deep for desired array")
+    if ndim < 1:
+        raise ValueError("object of too small depth for desired array")
+
+
+def _bincount_input(x, backend, stream):
+    """x as bincount takes it: 1-D, of integers or bools (an empty list too,
+    as NumPy takes it)."""
+    if isinstance(x, (list, tuple)) and len(x) == 0:
+        x = np.empty(0, np.intp)
+    inp = prepare(x, backend, name="x", stream=stream)
+    _one_dimensional(inp.ndim)
+    if inp.dtype.kind not in "biu":
+        raise TypeError(f"Cannot cast array data from dtype('{inp.dtype}') to dtype('int64') according to the rule "
+                        "'safe'")
+    return inp
+
+
+def _bincount_weights(weights, inp, backend, stream):
+    """float64 weights, one per element of x, where x is."""
+    refuse_masked(weights, "weights")
+    if _on_device(weights) != inp.device:
+        where = ("x is on the GPU and weights are not: pass cuatomic.to_device(weights)" if inp.device else
+                 "weights are on the GPU and x is not: pass both on the host or both on the device")
+        raise TypeError(where)
+    if inp.device:
+        w = prepare(weights, backend, name="weights", stream=stream)
+        _one_dimensional(w.ndim)
+        found = _device_weights(w, ("float64",))
+        size = w.n
+    else:
+        wa = np.asarray(weights)
+        _one_dimensional(wa.ndim)
+        _real_weights(wa.dtype, "float64")
+        found = _host_weights(wa, float_only=True)
+        size = wa.size
+    if size != inp.n:
+        raise ValueError("The weights and list don't have the same length.")
+    return found
+
+
+def _extremes(inp, stream):
+    """(min, max) of a non-empty integer input, as Python ints."""
+    if inp.device:
+        lo, hi, _ = _C.minmax(inp.x, inp.n, inp.id, stream)
+        size = inp.dtype.itemsize
+        return int(np.frombuffer(lo[:size], inp.dtype)[0]), int(np.frombuffer(hi[:size], inp.dtype)[0])
+    return int(inp.x.min()), int(inp.x.max())
+
+
+def _unit_bins(nbins, dt):
+    """Edges 0, 1, ..., nbins of bincount's bins, of the type the kernels
+    compare dt in: float64 for data of at most 32 bits (exact), the data's
+    own type for 64-bit integers. The kernels never read them: integer data
+    in integer bins is binned by arithmetic."""
+    if dt.itemsize == 8:
+        return np.arange(nbins + 1, dtype=np.int64 if dt.kind == "i" else np.uint64)
+    return np.arange(nbins + 1, dtype=np.float64)
+
+
+def _bincount_plan(x, weights, minlength, backend, stream):
+    """(input, weights or None, number of bins) of a bincount call. Empty
+    input needs no weights (NumPy answers it before reading them)."""
+    minlength = _minlength(minlength)
+    inp = _bincount_input(x, backend, stream)
+    if inp.n == 0:
+        return inp, None, minlength
+    w = None if weights is None else _bincount_weights(weights, inp, backend, stream)
+    lo, hi = _extremes(inp, stream)  # negative input is refused before anything is counted
+    if lo < 0 or hi > _INT64_MAX:  # uint64 past INT64_MAX is negative as NumPy's intp
+        raise ValueError("'list' argument must have no negative elements")
+    nbins = max(minlength, hi + 1)
+    _check_bin_count(nbins)
+    return inp, w, nbins
+
+
+def bincount(x, weights=None, minlength=0, *, method="auto", backend=None, blocks=None, threads=None, stream=None):
+    """Count the occurrences of each value, as ``np.bincount(x, weights, minlength)``.
+
+    Built on the histogram ladders: bins of width one from 0, binned with
+    integer arithmetic alone; without weights a rung of ``histogram``
+    counts, with weights a rung of ``weighted_histogram`` sums. The largest
+    and smallest value come first (on the GPU from ``minmax``, without a
+    copy), so negative input is refused before anything is counted.
+
+    Parameters
+    ----------
+    x : array_like or DeviceArray
+        1-D, of non-negative integers or bools.
+    weights : array_like or DeviceArray, optional
+        One real weight per element of `x`, where `x` is; host weights are
+        cast to float64 (as NumPy does), device weights must be float64.
+    minlength : int, optional
+        The least number of bins of the result.
+    method : str, optional
+        A rung of ``methods("histogram")``, or with weights of
+        ``methods("weighted_histogram")``; ``"auto"`` as for
+        :func:`histogram`.
+    backend, blocks, threads, stream
+        As for :func:`sum`.
+
+    Returns
+    -------
+    numpy.ndarray or DeviceArray
+        ``max(max(x) + 1, minlength)`` int64 counts, or float64 sums of the
+        weights; a DeviceArray for device input.
+
+    Raises
+    ------
+    ValueError
+        A negative value, a negative `minlength`, weights of another length,
+        input that is not 1-D (NumPy's messages).
+    TypeError
+        Input that is not integers or bools, weights that are not real
+        numbers, a `minlength` that is not an integer.
+
+    Examples
+    --------
+    >>> import numpy as np, cuatomic
+    >>> cuatomic.bincount(np.array([0, 1, 1, 3]), backend="cpu")
+    array([1, 2, 0, 1])
+    >>> cuatomic.bincount(np.array([0, 1, 1, 3]), weights=[0.5, 1.0, 1.0, 2.0], backend="cpu")
+    array([0.5, 2. , 0. , 2. ])
+    """
+    be = _backend.resolve(backend)
+    rung = named_rung("histogram", be, method) if weights is None else weighted_rung(be, method)
+    nb, nt = launch_config(blocks, threads)
+    s = stream_of(stream)
+    inp, w, nbins = _bincount_plan(x, weights, minlength, be, s)
+    if inp.n == 0:  # NumPy's int64 zeros, weights or not
+        zeros = np.zeros(nbins, np.int64)
+        return DeviceArray.from_host(zeros) if inp.device else zeros
+    edges = _unit_bins(nbins, inp.dtype)
+    if w is not None:
+        sums = _sum_weights(be, rung, inp, w, edges, True, 1.0, True, 0, 1, nb, nt, s)
+        return DeviceArray(sums, (nbins,), np.float64) if inp.device else sums
+    if rung is None:
+        rung = auto_rung("histogram", be, inp.n, inp.dtype, nbins, fits=rung_fits(be, nbins, inp.id, nb, nt))
+    counts = _C.histogram(backend=_backend.backend_id(be), rung=rung.index, x=inp.x, n=inp.n, dtype=inp.id,
+                          edges=edges, uniform=1, inv_width=1.0, integer=1, ilo=0, iwidth=1, blocks=nb,
+                          threads=nt, device_out=inp.device, stream=s)
+    return DeviceArray(counts, (nbins,), np.int64) if inp.device else counts
+
+
 def _facts(inp, nbins):
     return {"n": inp.n, "dtype": str(inp.dtype), "bins": nbins}
 
 
-def rung_fits(backend, nbins, dtype_id, blocks, threads):
-    """fits(rung) for :func:`cuatomic._auto.choose`: None if the rung can
-    count `nbins` bins with this launch configuration on this device, else
-    the limit it would refuse with (the same test its launcher makes)."""
+def rung_fits(backend, nbins, dtype_id, blocks, threads, op="histogram"):
+    """fits(rung) for :func:`cuatomic._auto.choose`: None if the rung of
+    op's ladder (histogram or weighted_histogram) can count `nbins` bins
+    with this launch configuration on this device, else the limit it would
+    refuse with (the same test its launcher makes)."""
     be_id = _backend.backend_id(backend)
+    op_id = _backend.op_id(op)
     return lambda row: _C.histogram_fits(backend=be_id, rung=row.index, nbins=nbins, dtype=dtype_id,
-                                         blocks=blocks, threads=threads)
+                                         blocks=blocks, threads=threads, op=op_id)
 
 
-def explain(backend, a, bins=10, range=None, *, blocks=None, threads=None, stream=0):
-    """The Choice of histogram(method="auto") for these arguments, with the
-    share of a sample of the data in its most common bin."""
+def explain(backend, a, bins=10, range=None, *, weighted=False, blocks=None, threads=None, stream=0):
+    """The Choice of histogram(method="auto") for these arguments (with
+    weights when `weighted`: only their presence matters to the rule), with
+    the share of a sample of the data in its most common bin."""
     nb, nt = launch_config(blocks, threads)
     inp = prepare(a, backend, stream=stream)
+    if weighted and isinstance(bins, str):
+        raise TypeError(_ESTIMATOR_WITH_WEIGHTS)
     _, edges, kernel_edges, _, _, _ = _bins_for(inp, bins, range, stream)
     nbins = max(kernel_edges.size - 1, 1)
     facts = _facts(inp, nbins)
     facts["top_bin_share"] = round(_auto.top_bin_share(_auto.sample(inp, stream), edges), 4)
-    return _auto.choose("histogram", backend, facts, fits=rung_fits(backend, nbins, inp.id, nb, nt))
+    op = WEIGHTED if weighted else "histogram"
+    return _auto.choose(op, backend, facts, fits=rung_fits(backend, nbins, inp.id, nb, nt, op))
+
+
+def explain_bincount(backend, x, weights=None, minlength=0, *, blocks=None, threads=None, stream=0):
+    """The Choice of bincount(method="auto"): a rung of the histogram
+    ladder, or with weights of the weighted one, for max(x) + 1 bins."""
+    nb, nt = launch_config(blocks, threads)
+    inp, w, nbins = _bincount_plan(x, weights, minlength, backend, stream)
+    op = "histogram" if w is None else WEIGHTED
+    facts = _facts(inp, max(nbins, 1))
+    return _auto.choose(op, backend, facts, fits=rung_fits(backend, max(nbins, 1), inp.id, nb, nt, op))

@@ -12,10 +12,13 @@ def explain(op, *args, backend=None, stream=None, **kwargs):
 
     Parameters
     ----------
-    op : {"sum", "dot", "histogram", "filter", "mutex_add_one", "add_one", "prod", "reduce"}
+    op : {"sum", "dot", "histogram", "filter", "mutex_add_one", "add_one", "prod", "reduce", "weighted_histogram", "bincount"}
     *args, **kwargs
         The call's arguments, as for the op itself (only what the rule looks
-        at is used: the input, ``bins``/``range`` for a histogram, the ufunc
+        at is used: the input, ``bins``/``range`` for a histogram, whether
+        there are ``weights`` -- ``"weighted_histogram"`` is a histogram with
+        weights --, for ``"bincount"`` the input, ``weights`` and
+        ``minlength``, which give the number of bins, and the ufunc
         (positional: ``explain("reduce", a, "maximum")``) and ``dtype`` for
         reduce).
     backend, stream
@@ -36,6 +39,12 @@ def explain(op, *args, backend=None, stream=None, **kwargs):
     ValueError
         An unknown op.
 
+    Notes
+    -----
+    The Choice of a histogram with weights, or of a bincount, names the
+    ladder that runs: ``op`` is ``"weighted_histogram"`` or
+    ``"histogram"``, as :func:`last_launch` reports it.
+
     Examples
     --------
     >>> import numpy as np, cuatomic
@@ -43,19 +52,30 @@ def explain(op, *args, backend=None, stream=None, **kwargs):
     >>> cuatomic.explain("histogram", text, bins=128, range=(0, 128), backend="cpu").method
     'thread_counters'
     """
-    _backend.op_id(op)
+    if op != "bincount":
+        _backend.op_id(op)
     be = _backend.resolve(backend)
     s = stream_of(stream)
-    if op == "histogram":
+    if op in ("histogram", "weighted_histogram"):
         if not args and "a" not in kwargs:
-            raise TypeError("explain('histogram') needs the array, as the call takes it: "
-                            "explain('histogram', a, bins=..., range=...) (the rule reads the bins, and the "
+            raise TypeError(f"explain({op!r}) needs the array, as the call takes it: "
+                            f"explain({op!r}, a, bins=..., range=...) (the rule reads the bins, and the "
                             "report the data's skew)")
         a = args[0] if args else kwargs["a"]
         bins = args[1] if len(args) > 1 else kwargs.get("bins", 10)
         bounds = args[2] if len(args) > 2 else kwargs.get("range")
-        return _histogram.explain(be, a, bins, bounds, blocks=kwargs.get("blocks"), threads=kwargs.get("threads"),
-                                  stream=s)
+        weighted = op == "weighted_histogram" or kwargs.get("weights") is not None
+        return _histogram.explain(be, a, bins, bounds, weighted=weighted, blocks=kwargs.get("blocks"),
+                                  threads=kwargs.get("threads"), stream=s)
+    if op == "bincount":
+        if not args and "x" not in kwargs:
+            raise TypeError("explain('bincount') needs the array, as the call takes it: "
+                            "explain('bincount', x, weights=..., minlength=...) (its largest value sets the bins)")
+        x = args[0] if args else kwargs["x"]
+        weights = args[1] if len(args) > 1 else kwargs.get("weights")
+        minlength = args[2] if len(args) > 2 else kwargs.get("minlength", 0)
+        return _histogram.explain_bincount(be, x, weights, minlength, blocks=kwargs.get("blocks"),
+                                           threads=kwargs.get("threads"), stream=s)
     if op == "reduce":
         a = args[0] if args else kwargs.get("a")
         ufunc = args[1] if len(args) > 1 else "add"  # positional: `op` names explain's own first argument
@@ -98,7 +118,9 @@ def methods(op, backend=None):
 
     Parameters
     ----------
-    op : {"sum", "dot", "histogram", "filter", "mutex_add_one", "add_one", "prod", "reduce"}
+    op : {"sum", "dot", "histogram", "filter", "mutex_add_one", "add_one", "prod", "reduce", "weighted_histogram"}
+        ``"weighted_histogram"`` is the ladder of :func:`histogram` with
+        weights (and of :func:`bincount` with weights).
     backend : {"cuda", "cpu"}, optional
         Default: the default backend.
 

@@ -52,7 +52,8 @@ enum cua_acc { CUA_ACC_INT64 = 0, CUA_ACC_FLOAT32, CUA_ACC_FLOAT64 };
     X(p, MUTEX_ADD_ONE, mutex_add_one, cua_counter_row) \
     X(p, ADD_ONE, add_one, cua_counter_row)          \
     X(p, PROD, prod, cua_prod_row)                   \
-    X(p, REDUCE, reduce, cua_reduce_row)
+    X(p, REDUCE, reduce, cua_reduce_row) \
+    X(p, WEIGHTED_HISTOGRAM, weighted_histogram, cua_whist_row)
 
 #define CUA_OP_ENUM_(p, id, name, row) CUA_OP_##id,
 enum cua_op { CUA_OPS(CUA_OP_ENUM_, ~) CUA_NOPS };
@@ -162,7 +163,9 @@ typedef struct {
     const void *edges;   /* nbins + 1 monotonic edges, host memory */
     int uniform;         /* evenly spaced: guess arithmetically, then correct */
     double inv_width;    /* nbins / (last - first), for the uniform guess */
-    int integer;         /* integer data, integer edges lo + k*width: no float math */
+    int integer;         /* integer data, integer edges lo + k*width: no float math.
+                          * 64-bit data too (bincount's), for bins that lie
+                          * within int64 (lo + width * nbins <= INT64_MAX) */
     int64_t ilo;
     int64_t iwidth;
 } cua_bins;
@@ -189,6 +192,13 @@ typedef int (*cua_dot_fn)(const void *a, const void *b, int64_t n, int dtype,
 typedef int (*cua_hist_fn)(const void *x, int64_t n, int dtype,
                            const cua_bins *bins, uint64_t *counts,
                            cua_launch *cfg);
+/* Weighted histogram: sums[b] = the sum of w[i] over the x[i] in bin b.
+ * w and sums are float64 (wdtype CUA_FLOAT64) or int64 (CUA_INT64, summed
+ * with two's-complement wrap-around: exact modulo 2^64); the Python layer
+ * casts every other weight dtype to one of these. sums holds nbins values
+ * and, like counts, is device memory on CUDA. */
+typedef int (*cua_whist_fn)(const void *x, const void *w, int64_t n, int dtype, int wdtype,
+                            const cua_bins *bins, void *sums, cua_launch *cfg);
 typedef int (*cua_filter_fn)(const void *x, int64_t n, int dtype,
                              const cua_pred *pred, void *out, int64_t *count,
                              cua_launch *cfg);
@@ -222,6 +232,9 @@ typedef struct { cua_rung rung; cua_sum_fn run; } cua_sum_row;
 typedef struct { cua_rung rung; cua_prod_fn run; } cua_prod_row;
 typedef struct { cua_rung rung; cua_dot_fn run; } cua_dot_row;
 typedef struct { cua_rung rung; cua_hist_fn run; cua_hist_fits_fn fits; } cua_hist_row;
+/* The weighted ladder's limits have the histogram's shape (8-byte sums
+ * whatever the weights' type). */
+typedef struct { cua_rung rung; cua_whist_fn run; cua_hist_fits_fn fits; } cua_whist_row;
 typedef struct { cua_rung rung; cua_filter_fn run; } cua_filter_row;
 typedef struct { cua_rung rung; cua_counter_fn run; } cua_counter_row;
 typedef struct { cua_rung rung; cua_reduce_fn run; } cua_reduce_row;

@@ -9,9 +9,9 @@
  * coalescing). Atomics, locks, fences and barriers act between OpenMP
  * threads exactly as the CUDA rungs act between blocks.
  *
- * The rung files (sum.c, dot.c, histogram.c, filter.c, mutex.c, custom.c,
- * reduce.c) hold one ladder each; what they share is declared here, grouped
- * by the file that defines it.
+ * The rung files (sum.c, dot.c, histogram.c, weighted.c, filter.c, mutex.c,
+ * custom.c, reduce.c) hold one ladder each; what they share is declared here,
+ * grouped by the file that defines it.
  */
 #ifndef CUATOMIC_CPU_H
 #define CUATOMIC_CPU_H
@@ -178,6 +178,13 @@ void cua_cpu_chunk_hist(const void *x, int dtype, const cua_bins *bins, int64_t 
  * (counts holds COPIES * (nbins + 1)); fewer than 2^32 elements per call. */
 #define CUA_CPU_HIST_COPIES 8
 void cua_cpu_chunk_hist8(const void *x, int dtype, const cua_bins *bins, int64_t lo, int64_t hi, uint32_t *counts);
+/* Sum the weights w[lo:hi] (float64 for wdtype CUA_FLOAT64, int64 for
+ * CUA_INT64) into `copies` (1 or CUA_CPU_WSUM_COPIES) interleaved copies:
+ * sums[copies * bin + i % copies], values outside the bins into bin nbins
+ * (sums holds copies * (nbins + 1) sums of the weights' type). */
+#define CUA_CPU_WSUM_COPIES 4
+void cua_cpu_chunk_wsum(const void *x, int dtype, const void *w, int wdtype, const cua_bins *bins, int64_t lo,
+                        int64_t hi, int copies, void *sums);
 
 /* ---- predicate.c: the filter's test and its loops ---- */
 
