@@ -75,6 +75,7 @@ LESSONS = {
     "add_one": ["racy", "atomic", "mutex"],
     "prod": ["cas"],
     "reduce": ["atomic", "cas", "block_tree", "vector"],
+    "weighted_histogram": ["global", "cas", "shared", "warp_private"],
 }
 
 

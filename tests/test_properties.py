@@ -13,6 +13,8 @@ Float sums and dots are compared with the exact answer (``math.fsum``, or
 * rungs that add per-thread shares and combine them in a tree or in block
   order (FLOAT_ORDER "tree") are held to ``4 * log2(n + 2) * eps * sum|x|``,
   which grows with log n, not n.
+* the exact rungs (FLOAT_ORDER "exact") round the exact total once: a
+  float64 total equals ``math.fsum``'s, a float32 one is within half its ulp.
 * rungs that add elements or thread partials one at a time in the order
   threads arrive (FLOAT_ORDER "arrival") have no tighter guarantee than any
   summation order: only Higham's order-free bound
@@ -65,9 +67,10 @@ BIG = 2.0**50  # finite float data stays within this: no sum or product of two r
 FLOAT_ORDER = {
     "sum": {"atomic": "arrival", "cas": "arrival", "thread_local": "arrival", "block_tree": "tree",
             "grid_lock": "tree", "grid_flags": "tree", "cooperative": "tree", "last_block": "tree",
-            "vector": "tree"},
+            "vector": "tree", "exact_global": "exact", "exact_shared": "exact", "exact": "exact"},
     # every dot rung builds block values with a tree, then adds the block values
-    "dot": {"partial": "tree", "mutex": "tree", "atomic": "tree", "cas": "tree", "vector": "tree"},
+    "dot": {"partial": "tree", "mutex": "tree", "atomic": "tree", "cas": "tree", "vector": "tree",
+            "exact_global": "exact", "exact_shared": "exact", "exact": "exact"},
 }
 
 
@@ -167,7 +170,8 @@ def check_special(got, values, what):
 def check_float_total(got, reference, terms, exact, dt, rule, what):
     """got, a sum of `terms` (whose exact total is `exact`), against a
     rule of the module docstring: "auto" (NumPy's own error on the same
-    data), "tree" or "arrival"."""
+    data), "tree", "arrival" or "exact" (rounded once: float64 equal to the
+    correctly rounded `exact`, float32 within half its ulp of it)."""
     got = float(got)
     if not check_special(got, terms, what):
         return
@@ -180,6 +184,12 @@ def check_float_total(got, reference, terms, exact, dt, rule, what):
         ulp = float(np.spacing(dt.type(abs(exact))))
         bound = max(2 * numpy_error, 2 * ulp)
         said = f"max(2 * numpy's error {numpy_error:.3g}, 2 ulp {2 * ulp:.3g})"
+    elif rule == "exact":
+        if dt == np.float64:
+            assert got == exact, f"{what}: {got!r} != the correctly rounded {exact!r}"
+            return
+        bound = float(np.spacing(dt.type(abs(got)))) / 2 + float(np.spacing(abs(exact))) / 2
+        said = "half an ulp"
     elif rule == "tree":
         bound = 4 * math.log2(n + 2) * eps * magnitude
         said = "4 log2(n+2) eps sum|x|"

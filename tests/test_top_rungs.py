@@ -173,6 +173,8 @@ def _auto_call(op, backend):
         "dot": ((data, data), lambda: cuatomic.dot(data, data, method="auto", backend=backend)),
         "filter": ((data, "<", 10), lambda: cuatomic.filter(data, "<", 10, method="auto", backend=backend)),
         "histogram": ((data, 64), lambda: cuatomic.histogram(data, 64, method="auto", backend=backend)),
+        "weighted_histogram": ((data, 64), lambda: cuatomic.histogram(data, 64, weights=data, method="auto",
+                                                                      backend=backend)),
         "add_one": ((), lambda: cuatomic.add_one(method="auto", backend=backend)),
         "mutex_add_one": ((), lambda: cuatomic.mutex_add_one(method="auto", backend=backend)),
     }
