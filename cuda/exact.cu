@@ -50,6 +50,7 @@
 #include <cfloat>
 #include <memory>
 #include <new>
+#include <type_traits>
 
 #include "common.cuh"
 #include "exact.cuh"
@@ -87,10 +88,30 @@ __device__ __forceinline__ cua_xacc_term term_of(float a, float b)
 }
 __device__ __forceinline__ cua_xacc_term term_of(double a, double b) { return cua_xacc_product_of(a, b); }
 
+// An integer's sign and magnitude (below 2^64 whatever the type).
+template <class I>
+__device__ __forceinline__ bool int_negative(I x)
+{
+    if constexpr (std::is_signed<I>::value) return x < 0;
+    return false;
+}
+template <class I>
+__device__ __forceinline__ u64 int_magnitude(I x)
+{
+    const u64 bits = std::is_signed<I>::value ? (u64)(long long)x : (u64)x;
+    return int_negative(x) ? 0ull - bits : bits;
+}
+
+// Floats as above; integers exactly at weight 2^0 (a product: 128 bits).
 template <class T, bool DOT>
 __device__ __forceinline__ cua_xacc_term element_term(const T *x, const T *y, int64_t i)
 {
-    return DOT ? term_of(x[i], y[i]) : term_of(x[i]);
+    if constexpr (std::is_floating_point<T>::value) {
+        return DOT ? term_of(x[i], y[i]) : term_of(x[i]);
+    } else {
+        if (!DOT) return cua_xacc_term_of_int(int_magnitude(x[i]), int_negative(x[i]));
+        return cua_xacc_int_product(int_magnitude(x[i]), int_magnitude(y[i]), int_negative(x[i]) != int_negative(y[i]));
+    }
 }
 
 // A block's superaccumulator in shared memory: 136 words and the special
@@ -509,13 +530,13 @@ static const char *dtype_name(int dtype)
 #undef EXACT_DTYPE_NAME_
 }
 
-// Call f(T()) for float32 and float64 data; refuse any other.
+// Call f(T()) for data of any dtype; refuse an id that names none.
 template <class F>
 static int exact_dispatch(int dtype, cua_launch *cfg, F &&f)
 {
-    if (dtype == CUA_FLOAT32) return f(float());
-    if (dtype == CUA_FLOAT64) return f(double());
-    return cua_refuse(cfg, "exact sums and dots take float32 or float64 data, not %s", dtype_name(dtype));
+    const int st = cua_dispatch(dtype, f);
+    if (st == CUA_EINTERNAL) return cua_refuse(cfg, "exact sums and dots take NumPy's numbers, not %s", dtype_name(dtype));
+    return st;
 }
 
 // The launches of one call: launch(offset, count, acc) for each piece of
@@ -592,7 +613,7 @@ static int exact_shared(const T *x, const T *y, int64_t n, cua_xacc *result, cua
 // The resident grid (as the vector rung), never more blocks than there are
 // threads' worth of 16-byte vectors.
 template <class T, bool DOT>
-static int exact_fast(const T *x, const T *y, int64_t n, cua_xacc *result, cua_launch *cfg)
+static int exact_expansions(const T *x, const T *y, int64_t n, cua_xacc *result, cua_launch *cfg)
 {
     auto kernel = exact_kernel<T, DOT>;
     if (cfg->threads <= 0) cfg->threads = CUA_DEFAULT_THREADS;
@@ -613,6 +634,18 @@ static int exact_fast(const T *x, const T *y, int64_t n, cua_xacc *result, cua_l
     return run_pieces(n, CUA_XACC_PIECE / 2, result, cfg, [&](int64_t off, int64_t m, cua_xacc *acc) {
         kernel<<<blocks, threads, 0, s>>>(x + off, DOT ? y + off : nullptr, m, acc);
     });
+}
+
+// `exact`: floats in expansions. Integers have no rounding error to carry
+// in one: they take exact_shared's kernel (one term per element into the
+// block's words).
+template <class T, bool DOT>
+static int exact_fast(const T *x, const T *y, int64_t n, cua_xacc *result, cua_launch *cfg)
+{
+    if constexpr (std::is_floating_point<T>::value)
+        return exact_expansions<T, DOT>(x, y, n, result, cfg);
+    else
+        return per_element<T, DOT>(exact_shared_kernel<T, DOT>, x, y, n, result, cfg);
 }
 
 }  // namespace

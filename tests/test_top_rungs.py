@@ -255,16 +255,16 @@ def test_explain_refuses_unknown_ops():
 def test_cub_peers_agree_with_numpy():
     x = np.random.default_rng(0).integers(-1000, 1000, 100_003, dtype=np.int32)
     d = cuatomic.to_device(x)
-    assert _C.cub_sum(d.ptr, x.size, 5, None) == int(x.sum())
+    assert _C.cub_sum(d.ptr, x.size, _common.dtype_id(x.dtype), None) == int(x.sum())
     t = cuatomic.to_device(TEXT)
     assert TEXT.max() < 128  # CUB's top level is exclusive, NumPy's last bin closed: equal on text
-    assert np.array_equal(_C.cub_histogram(t.ptr, TEXT.size, 2, 128, 0, 128, None),
+    assert np.array_equal(_C.cub_histogram(t.ptr, TEXT.size, _common.dtype_id(TEXT.dtype), 128, 0, 128, None),
                           np.histogram(TEXT, 128, (0, 128))[0])
     out = cuatomic.DeviceArray.empty((x.size,), np.int32)
-    count = _C.cub_select(d.ptr, x.size, 5, 2.0, out.ptr, None)
+    count = _C.cub_select(d.ptr, x.size, _common.dtype_id(x.dtype), 2.0, out.ptr, None)
     assert np.array_equal(out.copy_to_host()[:count], x[x >= 2])
     with pytest.raises(TypeError, match="cub"):
-        _C.cub_sum(d.ptr, x.size, 7, None)
+        _C.cub_sum(d.ptr, x.size, _common.dtype_id(np.int64), None)  # int32, float32, float64 only
 
 
 # ------------------------------------------------------------ sticky errors

@@ -6,7 +6,7 @@ import sys
 import numpy as np
 
 import cuatomic
-from cuatomic import _C, _backend
+from cuatomic import _C, _backend, _common
 
 DTYPES = [np.uint8, np.int32, np.int64, np.float32, np.float64]
 
@@ -41,6 +41,22 @@ def main():
                 hist, _ = cuatomic.histogram(d, method=m, backend="cuda", **kw)
                 check(f"histogram {m} {dt.__name__} {kw}", np.array_equal(hist.copy_to_host(),
                                                                          np.histogram(a, **kw)[0]))
+        for m, _, _ in cuatomic.methods("reduce", "cuda"):
+            for op in ("add", "multiply", "minimum", "maximum") + (("bitwise_xor",) if np.dtype(dt).kind != "f" else ()):
+                src = d if op != "multiply" else cuatomic.to_device(np.ones(4099, dt), backend="cuda")
+                with np.errstate(all="ignore"):
+                    want = getattr(np, op).reduce(a if op != "multiply" else np.ones(4099, dt))
+                got = cuatomic.reduce(src, op, method=m, backend="cuda")
+                check(f"reduce {op} {m} {dt.__name__}", np.isclose(got, want, rtol=1e-4))
+        w = cuatomic.to_device(b.astype(np.float64), backend="cuda")
+        for m, _, _ in cuatomic.methods("weighted_histogram", "cuda"):
+            hist, _ = cuatomic.histogram(d, 37, weights=w, method=m, backend="cuda")
+            check(f"weighted histogram {m} {dt.__name__}",
+                  np.allclose(hist.copy_to_host(), np.histogram(a, 37, weights=b.astype(np.float64))[0]))
+            if np.dtype(dt).kind != "f":
+                got = cuatomic.bincount(d, weights=w, method=m, backend="cuda")
+                check(f"bincount {m} {dt.__name__}",
+                      np.allclose(got.copy_to_host(), np.bincount(a, weights=b.astype(np.float64))))
         for m, _, _ in cuatomic.methods("filter", "cuda"):
             keeps_order = _backend.rung("filter", "cuda", m).has(_C.F_ORDERED)
             got = cuatomic.filter(d, ">=", 2, ordered=keeps_order, method=m, backend="cuda").copy_to_host()
@@ -75,11 +91,11 @@ def main():
     check("slot dot", cuatomic.dot(small, small, backend="cuda") == np.dot(small, small))
     # CUB, the benchmark's yardstick
     d = cuatomic.to_device(small, backend="cuda")
-    check("cub sum", _C.cub_sum(d.ptr, small.size, 5, None) == small.sum())
-    check("cub histogram", np.array_equal(_C.cub_histogram(d.ptr, small.size, 5, 10, 0, 100, None),
+    check("cub sum", _C.cub_sum(d.ptr, small.size, _common.dtype_id(small.dtype), None) == small.sum())
+    check("cub histogram", np.array_equal(_C.cub_histogram(d.ptr, small.size, _common.dtype_id(small.dtype), 10, 0, 100, None),
                                           np.histogram(small, 10, (0, 100))[0]))
     out = cuatomic.DeviceArray.empty((small.size,), np.int32)
-    c = _C.cub_select(d.ptr, small.size, 5, 2.0, out.ptr, None)
+    c = _C.cub_select(d.ptr, small.size, _common.dtype_id(small.dtype), 2.0, out.ptr, None)
     check("cub select", np.array_equal(out.copy_to_host()[:c], small[small >= 2]))
     with cuatomic.Timer(backend="cuda") as t:
         cuatomic.sum(np.ones(1000), backend="cuda")
