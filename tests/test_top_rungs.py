@@ -166,6 +166,7 @@ def _auto_call(op, backend):
     """(args of the op and of explain(), what the call with method='auto' does)."""
     x = np.arange(1, 1001, dtype=np.int32)
     data = cuatomic.to_device(x, backend=backend) if backend == "cuda" else x
+    weights = cuatomic.to_device(x * 0.5, backend=backend) if backend == "cuda" else x * 0.5
     calls = {
         "sum": ((data,), lambda: cuatomic.sum(data, method="auto", backend=backend)),
         "prod": ((data,), lambda: cuatomic.prod(data, method="auto", backend=backend)),
@@ -173,7 +174,7 @@ def _auto_call(op, backend):
         "dot": ((data, data), lambda: cuatomic.dot(data, data, method="auto", backend=backend)),
         "filter": ((data, "<", 10), lambda: cuatomic.filter(data, "<", 10, method="auto", backend=backend)),
         "histogram": ((data, 64), lambda: cuatomic.histogram(data, 64, method="auto", backend=backend)),
-        "weighted_histogram": ((data, 64), lambda: cuatomic.histogram(data, 64, weights=data, method="auto",
+        "weighted_histogram": ((data, 64), lambda: cuatomic.histogram(data, 64, weights=weights, method="auto",
                                                                       backend=backend)),
         "add_one": ((), lambda: cuatomic.add_one(method="auto", backend=backend)),
         "mutex_add_one": ((), lambda: cuatomic.mutex_add_one(method="auto", backend=backend)),
