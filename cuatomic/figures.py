@@ -139,6 +139,94 @@ def cas_atomics(n=1 << 20, backend=None, seed=0):
     return out
 
 
+def atomic_family(n=1 << 20, backend=None, repeat=5, seed=0):
+    """Every reduce rung with every ufunc on int32 data, and the minimum and
+    maximum of float32 data, against ``np.<op>.reduce``: result, match,
+    time."""
+    be = resolve(backend)
+    rng = np.random.default_rng(seed)
+    ints = rng.integers(-(1 << 20), 1 << 20, n).astype(np.int32)
+    floats = rng.standard_normal(n).astype(np.float32)
+    rows = []
+    for x, ops in ((ints, ("add", "minimum", "maximum", "bitwise_and", "bitwise_or", "bitwise_xor")),
+                   (floats, ("minimum", "maximum"))):
+        d = to_device(x, backend=be)
+        for op in ops:
+            want = getattr(np, op).reduce(x)
+            rows.append({"dtype": x.dtype.name, "op": op, "method": f"np.{op}.reduce", "value": want.item(),
+                         "ms": _ms(getattr(np, op).reduce, x, repeat=repeat), "matches": True})
+            for m, _, _ in cuatomic.methods("reduce", be):
+                got = cuatomic.reduce(d, op, method=m, backend=be)
+                rows.append({"dtype": x.dtype.name, "op": op, "method": m, "value": got.item(),
+                             "ms": _ms(cuatomic.reduce, d, op, method=m, backend=be, repeat=repeat),
+                             "matches": bool(got == want and type(got) is type(want))})
+    return {"n": n, "rows": rows}
+
+
+def cas_float_max(backend=None):
+    """A float maximum built from atomicCAS (reduce's ``cas`` rung) where it
+    is hard: NaN anywhere, signed zeros, infinities; beside NumPy's."""
+    be = resolve(backend)
+    cases = {
+        "normal values": np.array([0.5, -3.0, 2.25, 1.0]),
+        "a NaN in the middle": np.array([1.0, np.nan, 7.0, -2.0]),
+        "-0.0 and +0.0": np.array([-0.0, 0.0, -0.0]),
+        "-inf and a value": np.array([-np.inf, -1e300]),
+    }
+    rows = []
+    for label, x in cases.items():
+        for op in ("maximum", "minimum"):
+            got = cuatomic.reduce(x, op, method="cas", backend=be)
+            want = getattr(np, op).reduce(x)
+            # equal values; a zero's sign is IEEE 754-2019's (-0.0 < +0.0) here, NumPy's depends on where the zeros are
+            same = bool(np.isnan(got) and np.isnan(want)) or bool(got == want)
+            rows.append({"case": label, "op": op, "cuatomic": repr(float(got)), "numpy": repr(float(want)),
+                         "matches": same})
+    return rows
+
+
+def weighted_histogram_comparison(n=1 << 22, bins=1000, backend=None, repeat=5, seed=0):
+    """np.histogram(weights=) and every rung of the weighted ladder: float64
+    weights into `bins` bins; the largest difference from NumPy relative to
+    the bin's sum of |w|."""
+    be = resolve(backend)
+    rng = np.random.default_rng(seed)
+    x = rng.random(n)
+    w = rng.standard_normal(n)
+    want, _ = np.histogram(x, bins, (0, 1), weights=w)
+    mags, _ = np.histogram(x, bins, (0, 1), weights=np.abs(w))
+    rows = [{"method": "np.histogram", "ms": _ms(np.histogram, x, bins, (0, 1), weights=w, repeat=repeat),
+             "rel_diff": 0.0}]
+    dx, dw = to_device(x, backend=be), to_device(w, backend=be)
+    for m, _, _ in cuatomic.methods("weighted_histogram", be):
+        got, _ = cuatomic.histogram(dx, bins, (0, 1), weights=dw, method=m, backend=be)
+        got = got.copy_to_host() if hasattr(got, "copy_to_host") else got
+        rows.append({"method": m, "ms": _ms(cuatomic.histogram, dx, bins, (0, 1), weights=dw, method=m, backend=be,
+                                            repeat=repeat),
+                     "rel_diff": float(np.max(np.abs(got - want) / np.maximum(mags, 1e-300)))})
+    return {"n": n, "bins": bins, "rows": rows}
+
+
+def float32_error(ns=(1 << 10, 1 << 14, 1 << 18, 1 << 22), backend=None, seed=0):
+    """The relative error of float32 sums of uniform [0, 1) values as n
+    grows: the naive ``atomic`` rung, ``np.sum`` (pairwise), the ``vector``
+    rung (auto's), and ``exact``, against the exact sum (``math.fsum`` of
+    the values, correctly rounded in float64)."""
+    import math
+    be = resolve(backend)
+    rng = np.random.default_rng(seed)
+    rows = []
+    for n in ns:
+        x = rng.random(n, dtype=np.float32)
+        exact = math.fsum(x.astype(np.float64).tolist())
+        d = to_device(x, backend=be)
+        got = {"np.sum": np.sum(x)}
+        for m in ("atomic", "vector", "exact"):
+            got[m] = cuatomic.sum(d, method=m, backend=be)
+        rows.append({"n": int(n), **{k: abs(float(v) - exact) / exact for k, v in got.items()}})
+    return {"eps32": float(np.finfo(np.float32).eps), "rows": rows}
+
+
 def barrier_table(n=1 << 24, backend=None, repeat=5, threads=256):
     """The inter-block barriers timed over block counts from 64 up to the
     co-resident limit (where a rung refuses, the row ends)."""
