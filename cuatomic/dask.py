@@ -1,0 +1,414 @@
+"""cuatomic over dask arrays: each chunk computed by the in-memory call, where it lives.
+
+``pip install "cuatomic[dask]"``. Every function takes a ``dask.array``
+whose chunks are NumPy arrays (or CuPy arrays: they are read in place on the
+cuda backend) and returns a lazy result, as ``dask.array``'s own reductions
+do: a 0-d dask array for a scalar, a dask array for an array. ``.compute()``
+(with any scheduler: threads, processes, ``dask.distributed``) gives what the
+in-memory call gives on the concatenated data, NumPy's dtypes included:
+
+* integers exactly, wrapping as NumPy's do (64-bit adds are associative);
+* ``method="exact"`` (or ``exact_global``/``exact_shared``) float sums and
+  dots bit for bit: each chunk returns its exact accumulator state
+  (:class:`cuatomic.ExactSum`), the states merge exactly, and the total is
+  rounded once -- the same bits for any chunking, scheduler or number of
+  workers;
+* other float sums and dots: the chunks' totals added with ``math.fsum`` and
+  rounded once, so the chunking adds no error of its own beyond each chunk's
+  rung (within the in-memory bound, not its bits);
+* minimum, maximum and the bitwise ops exactly, NaN and signed zeros as the
+  in-memory ``reduce``;
+* histograms and bincounts: the chunks' counts added (weights: float sums
+  in float64, rounded once to the weights' dtype as in-memory).
+
+Arguments are checked when the graph is built: a dask array whose chunks do
+not match its partner's (``weights``, ``b``), an unsupported dtype, an
+unknown method or op, and ``histogram`` bins given as a count without a
+``range`` (as ``dask.array.histogram``) raise there, before anything runs.
+
+The chunk tasks are this module's functions, so a worker process needs only
+``import cuatomic``.
+"""
+import functools
+import math
+
+import numpy as np
+
+import cuatomic
+
+__all__ = ["sum", "dot", "histogram", "bincount", "filter", "reduce", "min", "max"]
+
+_EXACT = ("exact", "exact_global", "exact_shared")
+
+
+def _dask():
+    try:
+        import dask
+        import dask.array as da
+    except ImportError as e:  # pragma: no cover - the extra is missing
+        raise ImportError('cuatomic.dask needs dask: pip install "cuatomic[dask]"') from e
+    return dask, da
+
+
+def _as_dask(x, name="x"):
+    dask, da = _dask()
+    if not isinstance(x, da.Array):
+        x = da.asarray(x)
+    if x.dtype.kind not in "biuf":
+        raise TypeError(f"cuatomic.dask: {name} has dtype {x.dtype}; cuatomic takes bool, integer and float arrays")
+    return x
+
+
+def _check_method(op, method):
+    if not isinstance(method, str):
+        raise TypeError(f"method must be a str, not {type(method).__name__}")
+    names = [n for n, _, _ in cuatomic.methods(op, "cpu")]  # the ladders have the same names on both backends
+    if method != "auto" and method not in names:
+        raise ValueError(f"unknown method {method!r} for {op}; valid: 'auto', " + ", ".join(map(repr, names)))
+
+
+def _same_chunks(a, b, what):
+    if a.shape != b.shape:
+        raise ValueError(f"cuatomic.dask: {what} has shape {b.shape}, the data {a.shape}")
+    if a.chunks != b.chunks:
+        raise ValueError(f"cuatomic.dask: {what} is chunked {b.chunks}, the data {a.chunks}: rechunk one to the "
+                         f"other's chunks (b.rechunk(a.chunks)) first")
+
+
+def _blocks(x):
+    """The chunks of x as delayed values, in C order."""
+    return list(x.to_delayed().ravel())
+
+
+def _host(v):
+    return v.copy_to_host() if isinstance(v, cuatomic.DeviceArray) else v
+
+
+def _scalar(delayed_value, dtype):
+    _, da = _dask()
+    return da.from_delayed(delayed_value, shape=(), dtype=dtype)
+
+
+# ---------------------------------------------------------------- chunk tasks
+
+def _chunk_sum(c, dtype, method, backend):
+    return cuatomic.sum(c, dtype=dtype, method=method, backend=backend)
+
+
+def _chunk_exact_sum(c, method, backend):
+    return cuatomic.ExactSum().add(c, method=method, backend=backend)
+
+
+def _chunk_dot(a, b, method, backend):
+    return cuatomic.dot(a.ravel(), b.ravel(), method=method, backend=backend)
+
+
+def _chunk_exact_dot(a, b, method, backend):
+    return cuatomic.ExactSum().add_dot(a.ravel(), b.ravel(), method=method, backend=backend)
+
+
+def _combine_totals(parts, dtype):
+    """Chunk totals of `dtype` added as the in-memory call would: integers
+    wrapping in 64 bits, floats exactly (fsum) and rounded once."""
+    dtype = np.dtype(dtype)
+    with np.errstate(all="ignore"):
+        if dtype.kind != "f":
+            return np.sum(np.array(parts, dtype=dtype), dtype=dtype)
+        values = [float(p) for p in parts]
+        if all(math.isfinite(v) for v in values):
+            try:
+                return dtype.type(math.fsum(values))
+            except OverflowError:  # past float64's range midway: the total is infinite
+                pass
+        return dtype.type(np.sum(np.array(values, np.float64)))
+
+
+def _combine_exact(parts, dtype):
+    total = functools.reduce(lambda s, p: s.merge(p), parts, cuatomic.ExactSum())
+    return total.result(dtype)
+
+
+def _chunk_reduce(c, op, dtype, method, backend):
+    if c.size == 0 and op in ("minimum", "maximum"):
+        return None  # no identity: the chunk adds nothing
+    return cuatomic.reduce(c, op, dtype=dtype, method=method, backend=backend)
+
+
+def _combine_reduce(parts, op, dtype):
+    parts = [p for p in parts if p is not None]
+    if not parts:
+        raise ValueError(f"zero-size array to reduction operation {op} which has no identity")
+    if op == "add":
+        return _combine_totals(parts, dtype)
+    return cuatomic.reduce(np.array(parts, dtype=dtype), op, dtype=dtype, backend="cpu")
+
+
+def _chunk_histogram(c, w, edges, method, backend):
+    return _host(cuatomic.histogram(c, edges, weights=w, method=method, backend=backend)[0])
+
+
+def _combine_counts(parts, dtype, density, edges):
+    dtype = np.dtype(dtype)
+    with np.errstate(all="ignore"):
+        if dtype.kind == "f":  # float64 sums of the chunks' sums, rounded once to the weights' dtype
+            total = np.sum(np.array(parts, np.float64), axis=0).astype(dtype)
+        else:
+            total = np.sum(np.array(parts, dtype), axis=0, dtype=dtype)
+        if density:
+            return total / np.diff(edges) / total.sum()
+    return total
+
+
+def _chunk_bincount(c, w, minlength, method, backend):
+    return _host(cuatomic.bincount(c, w, minlength, method=method, backend=backend))
+
+
+def _combine_bincount(parts, minlength, dtype):
+    n = int(np.max([len(p) for p in parts] + [minlength]))
+    out = np.zeros(n, dtype)
+    for p in parts:
+        out[:len(p)] += p
+    return out
+
+
+def _chunk_filter(c, op, value, method, backend):
+    return _host(cuatomic.filter(c, op, value, ordered=True, method=method, backend=backend))
+
+
+# ---------------------------------------------------------------- the API
+
+def sum(a, *, dtype=None, method="auto", backend=None):
+    """Sum of all elements of a dask array, as ``np.sum(a.compute(), dtype=dtype)``.
+
+    Parameters
+    ----------
+    a : dask.array.Array or array_like
+        Chunks of NumPy or CuPy arrays, any shape.
+    dtype : data-type, optional
+        As NumPy's.
+    method : str, optional
+        A rung of the sum ladder, run on every chunk. ``"exact"`` (and the
+        other exact rungs): the exact sum rounded once, identical bit for bit
+        for any chunking and scheduler.
+    backend : {"cuda", "cpu"}, optional
+        Where the chunks are summed (default: as the in-memory call).
+
+    Returns
+    -------
+    dask.array.Array
+        0-d, of NumPy's result dtype; ``.compute()`` gives a NumPy scalar.
+
+    Examples
+    --------
+    >>> import dask.array as da, cuatomic.dask
+    >>> x = da.from_array([0.1] * 10, chunks=3)
+    >>> float(cuatomic.dask.sum(x, method="exact", backend="cpu").compute())
+    1.0
+    """
+    dask, _ = _dask()
+    a = _as_dask(a, "a")
+    _check_method("sum", method)
+    rdt = np.sum(np.zeros(1, a.dtype), dtype=dtype).dtype
+    if method in _EXACT and rdt.kind == "f":
+        parts = [dask.delayed(_chunk_exact_sum)(c, method, backend) for c in _blocks(a)]
+        return _scalar(dask.delayed(_combine_exact)(parts, rdt), rdt)
+    parts = [dask.delayed(_chunk_sum)(c, rdt, method, backend) for c in _blocks(a)]
+    return _scalar(dask.delayed(_combine_totals)(parts, rdt), rdt)
+
+
+def dot(a, b, *, method="auto", backend=None):
+    """Dot product of two 1-D dask arrays chunked alike, as ``np.dot``.
+
+    Parameters
+    ----------
+    a, b : dask.array.Array or array_like
+        1-D, of one length and the same chunks (a ValueError otherwise, when
+        the graph is built).
+    method, backend
+        As for :func:`sum`; ``"exact"`` rounds the exact dot once.
+
+    Returns
+    -------
+    dask.array.Array
+        0-d, of ``np.dot``'s result dtype.
+    """
+    dask, _ = _dask()
+    a, b = _as_dask(a, "a"), _as_dask(b, "b")
+    if a.ndim != 1 or b.ndim != 1:
+        raise ValueError(f"cuatomic.dask.dot takes two 1-D arrays, not shapes {a.shape} and {b.shape}")
+    _same_chunks(a, b, "b")
+    _check_method("dot", method)
+    rdt = np.dot(np.zeros(1, a.dtype), np.zeros(1, b.dtype)).dtype
+    pairs = list(zip(_blocks(a), _blocks(b)))
+    if method in _EXACT and rdt.kind == "f":
+        parts = [dask.delayed(_chunk_exact_dot)(x, y, method, backend) for x, y in pairs]
+        return _scalar(dask.delayed(_combine_exact)(parts, rdt), rdt)
+    parts = [dask.delayed(_chunk_dot)(x, y, method, backend) for x, y in pairs]
+    return _scalar(dask.delayed(_combine_totals)(parts, rdt), rdt)
+
+
+def reduce(a, op, *, dtype=None, method="auto", backend=None):
+    """All elements folded with a ufunc, as ``getattr(np, op).reduce(a.ravel(), dtype=dtype)``.
+
+    Parameters
+    ----------
+    a : dask.array.Array or array_like
+    op : {"add", "multiply", "minimum", "maximum", "bitwise_and", "bitwise_or", "bitwise_xor"} or ufunc
+    dtype, method, backend
+        As for :func:`cuatomic.reduce`.
+
+    Returns
+    -------
+    dask.array.Array
+        0-d, of NumPy's result dtype.
+
+    Raises
+    ------
+    TypeError, ValueError
+        When the graph is built: an unknown op, a bitwise op on floats, the
+        minimum or maximum of an empty array (NumPy's errors).
+    """
+    dask, _ = _dask()
+    a = _as_dask(a, "a")
+    _check_method("reduce", method)
+    name = getattr(op, "__name__", op)
+    if name not in ("add", "multiply", "minimum", "maximum", "bitwise_and", "bitwise_or", "bitwise_xor"):
+        raise ValueError(f"unknown reduce op {op!r}; valid: add, multiply, minimum, maximum, bitwise_and, "
+                         f"bitwise_or, bitwise_xor")
+    rdt = np.asarray(getattr(np, name).reduce(np.ones(1, a.dtype), dtype=dtype)).dtype  # NumPy's TypeError too
+    if a.size == 0 and name in ("minimum", "maximum"):
+        raise ValueError(f"zero-size array to reduction operation {name} which has no identity")
+    parts = [dask.delayed(_chunk_reduce)(c, name, dtype, method, backend) for c in _blocks(a)]
+    return _scalar(dask.delayed(_combine_reduce)(parts, name, rdt), rdt)
+
+
+def min(a, *, method="auto", backend=None):
+    """The smallest element, as ``np.min``: :func:`reduce` with ``"minimum"``."""
+    return reduce(a, "minimum", method=method, backend=backend)
+
+
+def max(a, *, method="auto", backend=None):
+    """The largest element, as ``np.max``: :func:`reduce` with ``"maximum"``."""
+    return reduce(a, "maximum", method=method, backend=backend)
+
+
+def histogram(a, bins, range=None, *, weights=None, density=False, method="auto", backend=None):
+    """Histogram of a dask array, as ``np.histogram`` on its data.
+
+    As ``dask.array.histogram``, the bins must be known without reading the
+    data: a number of bins and a `range`, or explicit edges.
+
+    Parameters
+    ----------
+    a : dask.array.Array or array_like
+    bins : int or sequence of scalars
+    range : (float, float), required when `bins` is a number
+    weights : dask.array.Array or array_like, optional
+        Of a's shape and chunks.
+    density : bool, optional
+    method, backend
+        A rung of ``methods("histogram")`` (with weights, of
+        ``methods("weighted_histogram")``), run on every chunk.
+
+    Returns
+    -------
+    hist : dask.array.Array
+        int64 counts, or sums of the weights' dtype (float64 with density).
+    bin_edges : numpy.ndarray
+    """
+    dask, da = _dask()
+    a = _as_dask(a, "a")
+    if np.ndim(bins) == 0:
+        if range is None:
+            raise ValueError("cuatomic.dask.histogram needs the bins without reading the data: a number of bins "
+                             "and a range=(lo, hi), or explicit edges (as dask.array.histogram)")
+        edges = np.histogram_bin_edges(np.zeros(0, np.float64), int(bins), range)
+    else:
+        edges = np.asarray(bins)
+        if edges.ndim != 1 or edges.size < 2 or np.any(np.diff(edges) < 0):
+            raise ValueError("bins must increase monotonically, when an array")
+    _check_method("histogram" if weights is None else "weighted_histogram", method)
+    if weights is None:
+        wparts, hdt = [None] * a.npartitions, np.dtype(np.int64)
+    else:
+        weights = _as_dask(weights, "weights")
+        _same_chunks(a, weights, "weights")
+        wparts = _blocks(weights)
+        hdt = np.histogram(np.zeros(1), edges, weights=np.zeros(1, weights.dtype))[0].dtype
+    parts = [dask.delayed(_chunk_histogram)(c, w, edges, method, backend) for c, w in zip(_blocks(a), wparts)]
+    out_dt = np.dtype(np.float64) if density else hdt
+    total = dask.delayed(_combine_counts)(parts, hdt, density, edges)
+    return da.from_delayed(total, shape=(edges.size - 1,), dtype=out_dt), edges
+
+
+def bincount(x, weights=None, minlength=0, *, method="auto", backend=None):
+    """Occurrences of each value of a 1-D dask array, as ``np.bincount``.
+
+    Parameters
+    ----------
+    x : dask.array.Array or array_like
+        1-D, of non-negative integers or bools.
+    weights : dask.array.Array or array_like, optional
+        Of x's shape and chunks.
+    minlength : int, optional
+    method, backend
+        As for :func:`cuatomic.bincount`, on every chunk.
+
+    Returns
+    -------
+    dask.array.Array
+        1-D, of a length known after computing (``max(x) + 1`` or
+        `minlength`); int64 counts, or float64 sums of the weights.
+    """
+    dask, da = _dask()
+    x = _as_dask(x, "x")
+    if x.ndim != 1:
+        raise ValueError("object too deep for desired array")  # NumPy's message
+    if x.dtype.kind not in "biu":
+        raise TypeError(f"Cannot cast array data from dtype('{x.dtype}') to dtype('int64') according to the rule "
+                        f"'safe'")
+    if not isinstance(minlength, (int, np.integer)) or isinstance(minlength, bool):
+        raise TypeError(f"minlength must be an integer, not {type(minlength).__name__}")
+    if minlength < 0:
+        raise ValueError("'minlength' must not be negative")
+    _check_method("histogram" if weights is None else "weighted_histogram", method)
+    if weights is None:
+        wparts, dt = [None] * x.npartitions, np.dtype(np.int64)
+    else:
+        weights = _as_dask(weights, "weights")
+        _same_chunks(x, weights, "weights")
+        wparts, dt = _blocks(weights), np.dtype(np.float64)
+    parts = [dask.delayed(_chunk_bincount)(c, w, minlength, method, backend) for c, w in zip(_blocks(x), wparts)]
+    return da.from_delayed(dask.delayed(_combine_bincount)(parts, minlength, dt), shape=(np.nan,), dtype=dt)
+
+
+def filter(a, op, value, *, method="auto", backend=None):
+    """The elements x of a dask array (flattened, C order) with ``x <op> value``, in order.
+
+    Parameters
+    ----------
+    a : dask.array.Array or array_like
+    op : {"<", "<=", ">", ">=", "==", "!="}
+    value : scalar
+    method, backend
+        A rung of ``methods("filter")`` that keeps order, or ``"auto"``.
+
+    Returns
+    -------
+    dask.array.Array
+        1-D, of a's dtype, with chunks of unknown size (one per chunk of
+        ``a.ravel()``), in order.
+    """
+    dask, da = _dask()
+    a = _as_dask(a, "a")
+    if op not in ("<", "<=", ">", ">=", "==", "!="):
+        raise ValueError(f"unknown comparison {op!r}; valid: <, <=, >, >=, ==, !=")
+    _check_method("filter", method)
+    from . import _C, _backend
+    if method != "auto" and not _backend.rung("filter", "cpu", method).has(_C.F_ORDERED):
+        raise ValueError(f"method {method!r} does not keep order; a dask filter keeps it: 'auto' or a rung that "
+                         f"keeps order")
+    flat = a.reshape(-1)
+    pieces = [da.from_delayed(dask.delayed(_chunk_filter)(c, op, value, method, backend), shape=(np.nan,),
+                              dtype=a.dtype) for c in _blocks(flat)]
+    return da.concatenate(pieces) if pieces else da.zeros(0, dtype=a.dtype)

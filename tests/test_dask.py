@@ -1,0 +1,233 @@
+"""cuatomic.dask against NumPy: every function on several chunkings (chunks
+of 0 and 1 element included), with dask's threaded scheduler and with a
+dask.distributed LocalCluster of two worker processes; exact sums the same
+bits for every chunking; a worker killed in the middle of a computation."""
+import math
+import os
+import signal
+import time
+
+import numpy as np
+import pytest
+
+da = pytest.importorskip("dask.array")
+dask = pytest.importorskip("dask")
+
+import cuatomic  # noqa: E402
+import cuatomic.dask as cd  # noqa: E402
+
+from conftest import BACKENDS  # noqa: E402
+
+N = 5_003
+CHUNKINGS = {
+    "one": (N,),
+    "even": (1_000,) * 5 + (3,),
+    "ragged": (0, 1, 1_500, 0, 1, 2_000, 1_501),
+    "ones": (1,) * 40 + (N - 40,),
+}
+
+
+def chunked(x, chunks):
+    return da.from_array(x, chunks=(chunks,))
+
+
+def adversarial(n, seed):
+    """Values over 50 decades, and two huge ones that cancel in the middle:
+    NumPy's sum loses everything below them."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(n) * 10.0 ** rng.integers(-25, 25, n)
+    x[n // 3], x[2 * n // 3] = 1e40, -1e40
+    return x
+
+
+@pytest.fixture(params=list(CHUNKINGS), ids=list(CHUNKINGS))
+def chunks(request):
+    return CHUNKINGS[request.param]
+
+
+def compute(result, scheduler="threads"):
+    return dask.compute(result, scheduler=scheduler)[0]
+
+
+def same(got, want):
+    assert type(got) is type(want), (type(got), type(want))
+    if isinstance(want, np.ndarray):
+        assert got.dtype == want.dtype and np.array_equal(got, want), (got, want)
+    else:
+        assert got == want or (np.isnan(got) and np.isnan(want)), (got, want)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_integer_sums_dots_and_reductions_are_numpy_s(backend, chunks):
+    rng = np.random.default_rng(1)
+    for dt in (np.int8, np.uint16, np.int32, np.int64, np.bool_):
+        x = rng.integers(0, 2 if dt is np.bool_ else 120, N).astype(dt)
+        y = rng.integers(0, 2 if dt is np.bool_ else 120, N).astype(dt)
+        dx, dy = chunked(x, chunks), chunked(y, chunks)
+        same(compute(cd.sum(dx, backend=backend)), np.sum(x))
+        same(compute(cd.dot(dx, dy, backend=backend)), np.dot(x, y))
+        if dt is not np.bool_:
+            for op in ("add", "multiply", "minimum", "maximum", "bitwise_and", "bitwise_or", "bitwise_xor"):
+                same(compute(cd.reduce(dx, op, backend=backend)), getattr(np, op).reduce(x))
+    big = np.full(N, np.iinfo(np.int64).max // 3, np.int64)  # wraps, as NumPy's does
+    same(compute(cd.sum(chunked(big, chunks), backend=backend)), np.sum(big))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_exact_sums_are_the_same_bits_for_every_chunking(backend):
+    x = adversarial(N, 2)
+    y = adversarial(N, 3)
+    want = math.fsum(x)
+    for name, chunks in CHUNKINGS.items():
+        for method in ("exact", "exact_global", "exact_shared"):
+            got = compute(cd.sum(chunked(x, chunks), method=method, backend=backend))
+            assert type(got) is np.float64 and got == want, (name, method, got, want)
+        x32 = (x * 1e-20).astype(np.float32)  # inside float32's range
+        got32 = compute(cd.sum(chunked(x32, chunks), method="exact", backend=backend))
+        assert type(got32) is np.float32 and got32 == cuatomic.sum(x32, method="exact", backend=backend), name
+        got = compute(cd.dot(chunked(x, chunks), chunked(y, chunks), method="exact", backend=backend))
+        assert got == cuatomic.dot(x, y, method="exact", backend=backend), name
+    assert np.sum(x) != want  # the data is hard: NumPy's own sum is off
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_float_sums_within_the_in_memory_bound(backend, chunks):
+    x = np.random.default_rng(4).random(N)
+    exact = math.fsum(x)
+    got = compute(cd.sum(chunked(x, chunks), backend=backend))
+    assert type(got) is np.float64 and abs(got - exact) <= 2 * np.spacing(exact)
+    x32 = x.astype(np.float32)
+    got = compute(cd.sum(chunked(x32, chunks), backend=backend))
+    assert type(got) is np.float32 and abs(float(got) - math.fsum(x32.astype(np.float64))) <= np.spacing(got)
+    # NaN and infinities follow NumPy's rules
+    x[7], x[N - 2] = np.inf, -np.inf
+    assert np.isnan(compute(cd.sum(chunked(x, chunks), backend=backend)))
+    x[N - 2] = 1.0
+    assert compute(cd.sum(chunked(x, chunks), method="exact", backend=backend)) == np.inf
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_float_minimum_maximum_with_nan_and_zeros(backend, chunks):
+    x = np.random.default_rng(5).standard_normal(N)
+    same(compute(cd.min(chunked(x, chunks), backend=backend)), np.min(x))
+    same(compute(cd.max(chunked(x, chunks), backend=backend)), np.max(x))
+    x[N // 2] = np.nan
+    assert np.isnan(compute(cd.max(chunked(x, chunks), backend=backend)))
+    z = np.zeros(N)
+    z[N - 1] = -0.0
+    got = compute(cd.min(chunked(z * -1.0, chunks), backend=backend))  # all -0.0
+    assert got == 0 and np.signbit(got)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_histograms_and_bincount(backend, chunks):
+    rng = np.random.default_rng(6)
+    x = rng.integers(0, 300, N).astype(np.int32)
+    w = rng.standard_normal(N)
+    wi = rng.integers(-50, 50, N).astype(np.int16)
+    dx = chunked(x, chunks)
+    h, e = cd.histogram(dx, 30, (0, 300), backend=backend)
+    want, edges = np.histogram(x, 30, (0, 300))
+    same(compute(h), want)
+    assert np.array_equal(e, edges)
+    h, _ = cd.histogram(dx, [0, 7, 100, 101, 299], weights=chunked(wi, chunks), backend=backend)
+    same(compute(h), np.histogram(x, [0, 7, 100, 101, 299], weights=wi)[0])
+    h, _ = cd.histogram(dx, 30, (0, 300), weights=chunked(w, chunks), backend=backend)
+    got, want = compute(h), np.histogram(x, 30, (0, 300), weights=w)[0]
+    assert got.dtype == want.dtype and np.allclose(got, want, rtol=0, atol=1e-12 * np.abs(w).sum())
+    h, _ = cd.histogram(dx, 30, (0, 300), density=True, backend=backend)
+    assert np.allclose(compute(h), np.histogram(x, 30, (0, 300), density=True)[0], rtol=1e-14)
+    same(compute(cd.bincount(dx, backend=backend)), np.bincount(x))
+    same(compute(cd.bincount(dx, minlength=1000, backend=backend)), np.bincount(x, minlength=1000))
+    got = compute(cd.bincount(dx, chunked(w, chunks), backend=backend))
+    assert got.dtype == np.float64 and np.allclose(got, np.bincount(x, w), rtol=0, atol=1e-12 * np.abs(w).sum())
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_filter_keeps_order(backend, chunks):
+    x = np.random.default_rng(7).integers(-100, 100, N).astype(np.int32)
+    f = cd.filter(chunked(x, chunks), ">=", 17, backend=backend)
+    assert f.dtype == x.dtype and math.isnan(f.shape[0])
+    same(compute(f), x[x >= 17])
+    m = x.reshape(1, N)  # n-d: flattened in C order
+    same(compute(cd.filter(da.from_array(np.tile(m, (3, 1)), chunks=(2, 1_000)), "<", 0, backend=backend)),
+         np.tile(m, (3, 1)).ravel()[np.tile(m, (3, 1)).ravel() < 0])
+
+
+def test_errors_at_graph_build_time():
+    x = da.from_array(np.arange(10.0), chunks=5)
+    with pytest.raises(ValueError, match="range"):
+        cd.histogram(x, 10)
+    with pytest.raises(ValueError, match="chunked"):
+        cd.histogram(x, 3, (0, 10), weights=da.from_array(np.ones(10), chunks=3))
+    with pytest.raises(ValueError, match="shape"):
+        cd.dot(x, da.from_array(np.ones(9), chunks=5))
+    with pytest.raises(ValueError, match="chunked"):
+        cd.dot(x, da.from_array(np.ones(10), chunks=4))
+    with pytest.raises(TypeError, match="dtype"):
+        cd.sum(da.from_array(np.array(["a", "b"]), chunks=1))
+    with pytest.raises(TypeError):
+        cd.sum(da.from_array(np.ones(4, np.complex128), chunks=2))
+    with pytest.raises(ValueError, match="unknown method"):
+        cd.sum(x, method="fastest")
+    with pytest.raises(ValueError, match="unknown reduce op"):
+        cd.reduce(x, "subtract")
+    with pytest.raises(TypeError):
+        cd.reduce(x, "bitwise_xor")  # NumPy's: no bitwise op on floats
+    with pytest.raises(ValueError, match="zero-size"):
+        cd.min(da.from_array(np.zeros(0), chunks=1))
+    with pytest.raises(ValueError, match="order"):
+        cd.filter(x, ">", 2, method="atomic")
+    with pytest.raises(TypeError):
+        cd.bincount(x)
+    with pytest.raises(ValueError):
+        cd.bincount(da.from_array(np.ones((2, 2), np.int64), chunks=1))
+    # negative values are found only when the chunks are read: NumPy's ValueError then
+    with pytest.raises(ValueError):
+        compute(cd.bincount(da.from_array(np.array([1, -1, 2]), chunks=2)))
+
+
+# ------------------------------------------------------------ dask.distributed
+
+@pytest.fixture(scope="module")
+def client():
+    distributed = pytest.importorskip("distributed")
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                       dashboard_address=None, silence_logs=40)
+    c = distributed.Client(cluster)
+    yield c
+    c.close()
+    cluster.close()
+
+
+def test_local_cluster_of_two_processes(client):
+    x = adversarial(N, 8)
+    i = np.random.default_rng(9).integers(0, 200, N).astype(np.int32)
+    for chunks in CHUNKINGS.values():
+        dx, di = chunked(x, chunks), chunked(i, chunks)
+        got = client.compute(cd.sum(dx, method="exact", backend="cpu")).result()
+        assert got == math.fsum(x)
+        same(client.compute(cd.sum(di, backend="cpu")).result(), np.sum(i))
+        same(client.compute(cd.histogram(di, 20, (0, 200), backend="cpu")[0]).result(),
+             np.histogram(i, 20, (0, 200))[0])
+        same(client.compute(cd.bincount(di, backend="cpu")).result(), np.bincount(i))
+        same(client.compute(cd.filter(di, "<", 30, backend="cpu")).result(), i[i < 30])
+        same(client.compute(cd.max(dx, backend="cpu")).result(), np.max(x))
+    # both workers took part
+    assert len(client.scheduler_info()["workers"]) == 2
+
+
+def test_a_worker_killed_midway_is_recomputed(client):
+    x = adversarial(200_000, 10)
+    slow = chunked(x, (2_000,) * 100).map_blocks(lambda b: (time.sleep(0.05), b)[1], dtype=x.dtype)
+    future = client.compute(cd.sum(slow, method="exact", backend="cpu"))
+    pids = client.run(os.getpid)
+    time.sleep(1.0)
+    assert not future.done(), "the computation ended before the worker could be killed: make it slower"
+    victim = sorted(pids.values())[0]
+    os.kill(victim, signal.SIGKILL)
+    assert future.result(timeout=120) == math.fsum(x)
+    deadline = time.time() + 60
+    while len(client.scheduler_info()["workers"]) < 2 and time.time() < deadline:
+        time.sleep(0.2)  # the nanny restarts it
+    assert victim not in client.run(os.getpid).values()
