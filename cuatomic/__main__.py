@@ -1,10 +1,10 @@
 """python -m cuatomic: every function against NumPy on built-in data.
 
-Prints, for each operation and each method of the chosen backend, whether the
-result matches NumPy and both times (best of a few runs, after a warm-up).
-Options: --backend cpu|cuda, --size N (elements of the random arrays).
-``python -m cuatomic bench ...`` runs the benchmark suite instead (see
-cuatomic.bench).
+Runs every method of every operation of the chosen backend on random arrays
+and English-like text, and prints a row as each one finishes: whether the
+result matches NumPy, and both times in ms (the best of --repeat runs after
+a warm-up; device data stays on the device, so the times are compute, not
+transfers). Exits with 1 if any result differs from NumPy.
 """
 import argparse
 import math
@@ -14,7 +14,7 @@ import numpy as np
 
 import cuatomic
 from cuatomic import _C
-from cuatomic._backend import is_wide, rung
+from cuatomic._backend import OPS, is_wide, resolve, rung
 from cuatomic._exact import float_result_ok
 from cuatomic.datasets import english_like_text, text_to_array
 
@@ -33,13 +33,31 @@ def host(x):
     return x.copy_to_host() if isinstance(x, cuatomic.DeviceArray) else x
 
 
+EPILOG = """\
+more commands:
+  python -m cuatomic bench ...       the benchmark suite and target tables (bench --help)
+  python -m cuatomic bench auto ...  re-measure the rule method="auto" reads (bench auto --help)
+  python -m cuatomic.figures ...     the lessons' figures as PNG and JSON (cuatomic.figures --help)
+
+examples:
+  python -m cuatomic                                     the demo on the default backend
+  python -m cuatomic --backend cpu --size 200000 --repeat 2
+  python -m cuatomic bench --quick --backend cpu         a small benchmark run
+  python -m cuatomic bench --targets --out results/      the target table against CuPy, PyTorch, CUB
+"""
+
+
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m cuatomic", description=__doc__.splitlines()[0])
-    parser.add_argument("--backend", choices=["cpu", "cuda"], default=None)
-    parser.add_argument("--size", type=int, default=1 << 22)
-    parser.add_argument("--repeat", type=int, default=5)
+    parser = argparse.ArgumentParser(prog="python -m cuatomic", description=__doc__.split("\n\n")[1],
+                                     epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--backend", choices=["cpu", "cuda"], default=None,
+                        help="where to run (default: CUATOMIC_BACKEND, else cuda when usable, else cpu)")
+    parser.add_argument("--size", type=int, default=1 << 22, metavar="N",
+                        help="elements of the random arrays and bytes of text (default: %(default)s)")
+    parser.add_argument("--repeat", type=int, default=5, metavar="R",
+                        help="timed runs per call after a warm-up, the best kept (default: %(default)s)")
     args = parser.parse_args(argv)
-    be = args.backend or cuatomic.backends()[0]
+    be = resolve(args.backend)
     info = cuatomic.backend_info()
     where = info["cuda"]["name"] if be == "cuda" else f"{info['cpu_threads']} OpenMP threads"
     print(f"cuatomic {cuatomic.__version__} | backend {be} ({where}) | NumPy {np.__version__}")
@@ -56,6 +74,16 @@ def main(argv=None):
     d_ints, d_floats, d_other, d_text = (cuatomic.to_device(a, backend=be) for a in (ints, floats, other, text))
 
     rows = []
+    # Columns as wide as the longest method name of any ladder (and auto's "auto: <rung>").
+    mw = max(len(name) for op in OPS for name, _, _ in cuatomic.methods(op, be)) + len("auto: ")
+    ow = 44
+    print(f"{n:,} elements; times are the best of {args.repeat} runs in ms (NumPy: the same work with NumPy)")
+    print(f"{'operation':{ow}s} {'method':{mw}s} {'NumPy?':>6s} {'cuatomic':>10s} {'NumPy':>10s}", flush=True)
+
+    def emit(op, method, ok, ms, ref_ms):
+        rows.append((op, method, ok, ms, ref_ms))
+        ref = "" if np.isnan(ref_ms) else f"{ref_ms:10.3f}"
+        print(f"{op:{ow}s} {method:{mw}s} {ok:>6s} {ms:10.3f} {ref:>10s}", flush=True)
 
     def run(op, method, ours, ref, same):
         got = ours()
@@ -63,7 +91,7 @@ def main(argv=None):
         ok = same(host(got) if not isinstance(got, tuple) else (host(got[0]), got[1]), expected)
         ms = best_ms(ours, args.repeat)
         ref_ms = best_ms(ref, args.repeat)
-        rows.append((op, method, "yes" if ok else "NO", ms, ref_ms))
+        emit(op, method, "yes" if ok else "NO", ms, ref_ms)
 
     exact = lambda a, b: a == b  # noqa: E731
     for m, _, _ in cuatomic.methods("sum", be):
@@ -90,24 +118,34 @@ def main(argv=None):
             lambda: cuatomic.filter(d_ints, ">=", 2, ordered=ordered, method=m, backend=be),
             lambda: ints[ints >= 2],
             lambda a, b: np.array_equal(a if ordered else np.sort(a), b if ordered else np.sort(b)))
+    for m, _, _ in cuatomic.methods("reduce", be):
+        for op in ("maximum", "bitwise_xor"):
+            run(f"reduce {op} int32", m, lambda op=op: cuatomic.reduce(d_ints, op, method=m, backend=be),
+                lambda op=op: getattr(np, op).reduce(ints), exact)
+    weights = rng.random(n)
+    d_weights = cuatomic.to_device(weights, backend=be)
+    for m, _, _ in cuatomic.methods("weighted_histogram", be):
+        run("histogram float32 64 bins, float64 weights", m,
+            lambda: cuatomic.histogram(d_floats, 64, (-4.0, 4.0), weights=d_weights, method=m, backend=be),
+            lambda: np.histogram(floats, 64, (-4.0, 4.0), weights=weights),
+            lambda a, b: np.allclose(a[0], b[0], rtol=1e-12, atol=1e-12 * n) and np.array_equal(a[1], b[1]))
+    small = ints & 1023  # non-negative, below 1024
+    d_small = cuatomic.to_device(small, backend=be)
+    run("bincount int32 in [0, 1024)", "auto", lambda: cuatomic.bincount(d_small, backend=be),
+        lambda: np.bincount(small), lambda a, b: np.array_equal(a, b))
     blocks, threads = 10, 16
     total = blocks * threads
     for m, _, _ in cuatomic.methods("add_one", be):
         got = cuatomic.add_one(blocks, threads, method=m, backend=be)
         ok = 1 <= got <= total if rung("add_one", be, m).flags & _C.F_RACY else got == total
         ms = best_ms(lambda: cuatomic.add_one(blocks, threads, method=m, backend=be), args.repeat)
-        rows.append((f"add_one {blocks}x{threads} -> {got}", m, "yes" if ok else "NO", ms, float("nan")))
-    got = cuatomic.mutex_add_one(blocks, threads, backend=be)
-    ran = cuatomic.last_launch()["method"]
-    ms = best_ms(lambda: cuatomic.mutex_add_one(blocks, threads, backend=be), args.repeat)
-    rows.append((f"mutex_add_one {blocks}x{threads} -> {got}", f"auto: {ran}", "yes" if got == total else "NO", ms,
-                 float("nan")))
+        emit(f"add_one {blocks}x{threads} -> {got}", m, "yes" if ok else "NO", ms, float("nan"))
+    for m in [name for name, _, _ in cuatomic.methods("mutex_add_one", be)] + ["auto"]:
+        got = cuatomic.mutex_add_one(blocks, threads, method=m, backend=be)
+        label = m if m != "auto" else f"auto: {cuatomic.last_launch()['method']}"
+        ms = best_ms(lambda: cuatomic.mutex_add_one(blocks, threads, method=m, backend=be), args.repeat)
+        emit(f"mutex_add_one {blocks}x{threads} -> {got}", label, "yes" if got == total else "NO", ms, float("nan"))
 
-    print(f"{n:,} elements; times are the best of {args.repeat} runs in ms (NumPy: the same work with NumPy)")
-    print(f"{'operation':42s} {'method':13s} {'NumPy?':>6s} {'cuatomic':>10s} {'NumPy':>10s}")
-    for op, m, ok, ms, ref_ms in rows:
-        ref = "" if np.isnan(ref_ms) else f"{ref_ms:10.3f}"
-        print(f"{op:42s} {m:13s} {ok:>6s} {ms:10.3f} {ref:>10s}")
     bad = [r for r in rows if r[2] != "yes"]
     print("all results match NumPy" if not bad else f"{len(bad)} results differ from NumPy")
     return 1 if bad else 0

@@ -13,6 +13,7 @@ The files measured for a release live in ``cuatomic/rules/<backend>.json``;
 to use one measured on your own machine, point ``CUATOMIC_AUTO_RULES`` at it.
 """
 import argparse
+import textwrap
 import datetime
 import json
 import pathlib
@@ -156,12 +157,22 @@ def run(backend=None, quick=False, repeat=10, ops=None, progress=print):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m cuatomic bench auto", description=__doc__.splitlines()[0])
-    parser.add_argument("--backend", choices=["cpu", "cuda"], default=None)
+    parser = argparse.ArgumentParser(
+        prog="python -m cuatomic bench auto", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=textwrap.fill("Times every rung that method='auto' may pick, per op, dtype, size (and bins), on "
+                                  "this machine, and writes the measurements auto reads: point CUATOMIC_AUTO_RULES "
+                                  "at the file."),
+        epilog="examples:\n"
+               "  python -m cuatomic bench auto --backend cpu                 writes cuatomic-rules-cpu.json\n"
+               "  CUATOMIC_AUTO_RULES=cuatomic-rules-cpu.json python -m cuatomic   the demo with those rules\n")
+    parser.add_argument("--backend", choices=["cpu", "cuda"], default=None,
+                        help="where to measure (default: CUATOMIC_BACKEND, else cuda when usable, else cpu)")
     parser.add_argument("--quick", action="store_true", help="small sizes only (a smoke test, not a rule)")
-    parser.add_argument("--repeat", type=int, default=10)
-    parser.add_argument("--ops", nargs="+", choices=_backend.OPS, default=None)
-    parser.add_argument("--out", default=None, help="default: cuatomic-rules-<backend>.json")
+    parser.add_argument("--repeat", type=int, default=10, metavar="R",
+                        help="timed calls per case, the median kept (default: %(default)s)")
+    parser.add_argument("--ops", nargs="+", choices=_backend.OPS, default=None, metavar="OP",
+                        help=f"the ops to measure, of {', '.join(_backend.OPS)} (default: those auto decides)")
+    parser.add_argument("--out", default=None, metavar="FILE", help="default: cuatomic-rules-<backend>.json")
     args = parser.parse_args(argv)
     data = run(args.backend, args.quick, args.repeat, args.ops)
     out = pathlib.Path(args.out or f"cuatomic-rules-{data['backend']}.json")

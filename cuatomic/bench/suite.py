@@ -12,6 +12,7 @@ import argparse
 import json
 import pathlib
 import platform
+import textwrap
 
 import numpy as np
 
@@ -470,21 +471,47 @@ def scaling_plots(results, out):
     return paths
 
 
+BENCH_EPILOG = """\
+what it writes (into --out):
+  bench.json, bench.md, scaling_<op>.png   the suite: every row validated against NumPy, then timed
+  targets.json, targets.md                 --targets: the top rungs and auto against every peer
+  toolkit.json, toolkit.md                 --toolkit: exact sums, weighted histograms, bincount, reduce
+
+peers: NumPy on the cpu backend; CUB (built in), CuPy, PyTorch and the tutorial's Numba kernels on the
+GPU, each when installed. Times are medians of whole calls with the inputs already where they run.
+
+examples:
+  python -m cuatomic bench --quick --backend cpu               a small run (seconds)
+  python -m cuatomic bench --ops sum histogram --sizes 20 24   two ops at 2^20 and 2^24 elements
+  python -m cuatomic bench --targets --out results/            the target table (GPU: against CUB, CuPy, PyTorch)
+  python -m cuatomic bench auto --backend cpu                  re-measure what method="auto" reads
+"""
+
+
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m cuatomic bench", description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="a small run")
-    parser.add_argument("--backend", choices=["cpu", "cuda"], default=None)
-    parser.add_argument("--ops", nargs="+", choices=OPS, default=list(OPS))
-    parser.add_argument("--out", default="bench_results")
-    parser.add_argument("--repeat", type=int, default=10)
-    parser.add_argument("--no-plots", action="store_true")
-    parser.add_argument("--entropies", nargs="+", choices=ENTROPIES, default=list(ENTROPIES))
+    parser = argparse.ArgumentParser(
+        prog="python -m cuatomic bench", epilog=BENCH_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=textwrap.fill("The benchmark suite: every op x method x dtype x size x input entropy, validated "
+                                  "against NumPy, then timed beside the best peer of the same run; or (--targets, "
+                                  "--toolkit) the target tables. Prints the table and writes it to --out."))
+    parser.add_argument("--quick", action="store_true", help="small sizes and few repeats: a smoke run, not a result")
+    parser.add_argument("--backend", choices=["cpu", "cuda"], default=None,
+                        help="where to run (default: CUATOMIC_BACKEND, else cuda when usable, else cpu)")
+    parser.add_argument("--ops", nargs="+", choices=OPS, default=list(OPS), metavar="OP",
+                        help=f"the ops of the suite, of {', '.join(OPS)} (default: all)")
+    parser.add_argument("--out", default="bench_results", metavar="DIR",
+                        help="where the files go (default: %(default)s)")
+    parser.add_argument("--repeat", type=int, default=10, metavar="R",
+                        help="timed calls per row, the median kept (default: %(default)s)")
+    parser.add_argument("--no-plots", action="store_true", help="no scaling plots (they need matplotlib)")
+    parser.add_argument("--entropies", nargs="+", choices=ENTROPIES, default=list(ENTROPIES), metavar="E",
+                        help="input kinds: uniform values, English-like text, one repeated value (default: all)")
     parser.add_argument("--sizes", type=int, nargs="+", default=None, metavar="LOG2",
-                        help="sizes as powers of two (default 10 14 18 22 26)")
+                        help="sizes as powers of two (default: 10 14 18 22 26; --quick: smaller)")
     parser.add_argument("--targets", action="store_true",
-                        help="the target table: top rungs against every peer at the targets' sizes")
+                        help="the target table: auto and the top rungs against every peer at the targets' sizes")
     parser.add_argument("--toolkit", action="store_true",
-                        help="the atomics toolkit's target table (exact sums, weights, bincount, reduce)")
+                        help="the atomics toolkit's target table (exact sums, weighted histograms, bincount, reduce)")
     args = parser.parse_args(argv)
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -494,6 +521,7 @@ def main(argv=None):
         results = table(backend=args.backend, repeat=args.repeat, quick=args.quick)
         (out / f"{name}.json").write_text(json.dumps(results, indent=1))
         (out / f"{name}.md").write_text(targets_markdown(results))
+        print(targets_markdown(results))
         wrong = [r for r in results["rows"] if not r["ok"] and r["system"].startswith("cuatomic")]
         print(f"targets: {len(results['rows'])} rows, {len(wrong)} cuatomic rows wrong, written to {out}")
         return 1 if wrong else 0
@@ -502,6 +530,7 @@ def main(argv=None):
                   quick=args.quick)
     (out / "bench.json").write_text(json.dumps(results, indent=1))
     (out / "bench.md").write_text(markdown(results))
+    print(markdown(results))
     if not args.no_plots:
         try:
             scaling_plots(results, out)
