@@ -107,15 +107,12 @@ void cua_cpu_chunk_hist(const void *x, int dtype, const cua_bins *bins, int64_t 
  * of increments instead of one chain of store-to-load dependencies. Values
  * outside the bins count into a spare bin nbins, so the loops have no
  * branch to mispredict on random data. Byte data reads a 64-bit word (8
- * elements) per load, byte k to copy k, and finds bins in a table of the
- * 256 byte values built with the same bin rule. counts holds COPIES *
- * (nbins + 1) counters; at most 2^32 - 1 elements per call. */
+ * elements) per load, byte k to copy k, and is counted by byte value; the
+ * 256 values' counts then go to their bins by the same bin rule. counts
+ * holds COPIES * (nbins + 1) counters; at most 2^32 - 1 elements per call. */
 #define COPIES CUA_CPU_HIST_COPIES
 _Static_assert((COPIES & (COPIES - 1)) == 0, "i % COPIES is a mask");
 _Static_assert(COPIES == sizeof(uint64_t), "byte k of a word goes to copy k");
-/* The byte table holds COPIES * bin in 32 bits: more bins take the
- * general loop. */
-#define TABLE_MAX_BINS ((int64_t)1 << 28)
 
 #define HIST8_CASE(ID, T, K)                                                         \
     case ID: {                                                                       \
@@ -129,21 +126,26 @@ _Static_assert(COPIES == sizeof(uint64_t), "byte k of a word goes to copy k");
 
 void cua_cpu_chunk_hist8(const void *x, int dtype, const cua_bins *bins, int64_t lo, int64_t hi, uint32_t *counts)
 {
-    if (cua_dtype_size(dtype) == 1 && bins->nbins < TABLE_MAX_BINS) {
-        uint32_t table[UINT8_MAX + 1]; /* byte value -> COPIES * bin */
-        for (int v = 0; v <= UINT8_MAX; v++) {
-            const uint8_t byte = (uint8_t)v;
-            int64_t k = cua_cpu_bin(&byte, dtype, bins, 0);
-            table[v] = (uint32_t)(COPIES * (k >= 0 ? k : bins->nbins));
-        }
+    if (cua_dtype_size(dtype) == 1) {
+        /* Bytes are counted by value, not by bin: no table load between
+         * the load of a byte and its increment. The 256 values' counts go
+         * to their bins once, at the end, through the bin rule. */
+        uint32_t by_value[(UINT8_MAX + 1) * COPIES] = {0};
         const uint8_t *p = (const uint8_t *)x;
         int64_t i = lo;
         for (; i + COPIES <= hi; i += COPIES) {
             uint64_t w;
             memcpy(&w, p + i, sizeof w);
-            for (int k = 0; k < COPIES; k++) counts[table[(w >> (8 * k)) & UINT8_MAX] + k]++;
+            for (int k = 0; k < COPIES; k++) by_value[COPIES * ((w >> (8 * k)) & UINT8_MAX) + k]++;
         }
-        for (; i < hi; i++) counts[table[p[i]]]++;
+        for (; i < hi; i++) by_value[COPIES * p[i]]++;
+        for (int v = 0; v <= UINT8_MAX; v++) {
+            const uint8_t byte = (uint8_t)v;
+            const int64_t k = cua_cpu_bin(&byte, dtype, bins, 0);
+            uint32_t total = 0;
+            for (int c = 0; c < COPIES; c++) total += by_value[COPIES * v + c];
+            counts[COPIES * (k >= 0 ? k : bins->nbins)] += total;
+        }
         return;
     }
     switch (dtype) {
