@@ -34,7 +34,9 @@ static PyObject *cuda_probe(PyObject *self, PyObject *noargs)
     cua_cuda_probe(&d);
     Py_END_ALLOW_THREADS
 #else
-    snprintf(d.reason, sizeof d.reason, "cuatomic was built without CUDA");
+    snprintf(d.reason, sizeof d.reason,
+             "cuatomic was built without CUDA (no nvcc at install time): install the CUDA toolkit, or set "
+             "CUDA_HOME, and reinstall");
 #endif
     return Py_BuildValue("{s:O,s:s,s:s,s:i,s:(ii),s:i,s:i,s:i,s:i,s:L,s:L}", "usable", d.usable ? Py_True : Py_False,
                          "reason", d.reason, "name", d.name, "device", d.device, "compute_capability", d.cc_major,

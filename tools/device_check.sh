@@ -40,6 +40,8 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | 
 if [ "${PREBUILT:-0}" = 1 ]; then
   export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 else
+  # Nsight Compute's source view needs the kernels' line tables: a debug build.
+  [ "${RUN_NCU:-0}" = 1 ] && export CUATOMIC_DEBUG=1
   ( time python3 -m pip install --no-build-isolation --no-deps -e . ) > "$WORK/build.log" 2>&1 \
     || { pack; tail -40 "$WORK/build.log"; exit 1; }
   grep -E "cuatomic setup: building|^real" "$WORK/build.log"
