@@ -275,7 +275,7 @@ def draw(results, out):
     from .timing import SweepRow
     out = pathlib.Path(out)
     env, comparison = results["environment"], results["histogram"]
-    where = env.get("device", env["backend"])
+    where = f"{env.get('device', env['backend'])}, {env['backend']} backend"
     times = comparison["times_ms"]
     label = "GPU" if env["backend"] == "cuda" else "cuatomic cpu"
     plots.letter_histogram(comparison["counts"], kind="percent",
@@ -283,11 +283,11 @@ def draw(results, out):
                                                                                            dpi=110)
     first = {k: times[k] for k in ("np.histogram", "CPU loop", f"{label} global")}
     plots.speedup_chart(first, f"{label} global",
-                        title=f"Performance relative to GPU version ({where})").savefig(out / "speedup_global.png",
-                                                                                         dpi=110)
+                        title=f"Performance relative to {label} global ({where})").savefig(out / "speedup_global.png",
+                                                                                           dpi=110)
     plots.speedup_chart(times, f"{label} shared",
-                        title=f"Performance relative to GPU version ({where})").savefig(out / "speedup_shared.png",
-                                                                                         dpi=110)
+                        title=f"Performance relative to {label} shared ({where})").savefig(out / "speedup_shared.png",
+                                                                                           dpi=110)
     plots.sweep_plot([SweepRow(**r) for r in results["histogram_sweep"]],
                      title=f"Histogram of {results['text_nbytes']:,} bytes on {where}: time vs blocks per grid"
                      ).savefig(out / "sweep.png", dpi=110)

@@ -47,7 +47,7 @@ def letter_histogram(counts, *, kind="count", title=None):
     return fig
 
 
-def speedup_chart(times_ms, reference, *, title="Performance relative to GPU version"):
+def speedup_chart(times_ms, reference, *, title=None):
     """Bars of how many times slower each version is than `reference`.
 
     Parameters
@@ -57,6 +57,8 @@ def speedup_chart(times_ms, reference, *, title="Performance relative to GPU ver
     reference : str
         The key everything is compared with (its bar is 1x).
     title : str, optional
+        Default: "Performance relative to <reference>", naming what ran
+        (the GPU kernel, or the cpu backend's rung).
 
     Returns
     -------
@@ -72,8 +74,12 @@ def speedup_chart(times_ms, reference, *, title="Performance relative to GPU ver
     for bar, r in zip(bars, ratios):
         label = f"{r:.0f}x" if r >= 10 else (f"{r:.1f}x" if r >= 1 else f"{r:.2f}x")
         ax.annotate(label, (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center", va="bottom")
-    ax.set_ylabel("Times slower")
-    ax.set_title(title)
+    if len(names) > 3:  # long version names side by side overlap: slant them
+        ax.tick_params(axis="x", labelrotation=25)
+        for tick in ax.get_xticklabels():
+            tick.set_horizontalalignment("right")
+    ax.set_ylabel(f"Times slower than {reference}")
+    ax.set_title(title or f"Performance relative to {reference}")
     if max(ratios) / max(min(ratios), 1e-12) > 100:
         ax.set_yscale("log")
     fig.tight_layout()
@@ -105,13 +111,16 @@ def sweep_plot(rows, *, title="Time vs blocks per grid"):
         mine = sorted((r for r in rows if r.method == method), key=lambda r: r.blocks)
         blocks = [r.blocks for r in mine]
         ms = [r.median_ms for r in mine]
-        axis.plot(blocks, ms, color=color, label=method)
+        axis.plot(blocks, ms, color=color, marker="o", markersize=3, label=method)
         axis.set_ylabel(f"{method} time (ms)", color=color)
         axis.tick_params(axis="y", colors=color)
         best = mine[int(np.argmin(ms))]
         axis.axvline(best.blocks, color=color, linestyle="--", alpha=0.7)
         axis.annotate(f"{best.blocks}", (best.blocks, best.median_ms), color=color, xytext=(4, 4),
                       textcoords="offset points")
+    all_blocks = [r.blocks for r in rows]
+    if max(all_blocks) >= 8 * min(all_blocks):  # counts by doubling (the cpu sweep): even steps on a log axis
+        ax.set_xscale("log", base=2)
     ax.set_xlabel("Blocks per grid")
     ax.set_title(title)
     fig.tight_layout()

@@ -452,11 +452,15 @@ def scaling_plots(results, out):
     for op in dict.fromkeys(r["op"] for r in results["rows"]):
         fig, ax = plt.subplots(figsize=(7, 4.5))
         rows = [r for r in results["rows"] if r["op"] == op and r["entropy"] == "uniform" and "median_ms" in r]
-        for system in dict.fromkeys(r["system"] for r in rows):
-            for dtype in dict.fromkeys(r["dtype"] for r in rows):
+        # More series than the colour cycle has colours: each dtype its own line style, each system
+        # its own marker, so no two series look alike.
+        styles, markers = ["-", "--", ":", "-."], ["o", "s", "^", "v", "D", "P", "X", "*", "<", ">", "h", "p"]
+        for si, system in enumerate(dict.fromkeys(r["system"] for r in rows)):
+            for di, dtype in enumerate(dict.fromkeys(r["dtype"] for r in rows)):
                 pts = sorted((r["n"], r["median_ms"]) for r in rows if r["system"] == system and r["dtype"] == dtype)
                 if pts:
-                    ax.plot(*zip(*pts), marker="o", label=f"{system} ({dtype})")
+                    ax.plot(*zip(*pts), marker=markers[si % len(markers)], linestyle=styles[di % len(styles)],
+                            color=f"C{si % 10}", label=f"{system} ({dtype})")
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("elements")
