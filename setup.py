@@ -10,10 +10,12 @@ Environment:
                            /usr/local/cuda).
   CUATOMIC_DEBUG=1         keep debug info: -g for the C code and -lineinfo for
                            the kernels (Nsight Compute's source view), no
-                           stripping, no fatbin compression. The default is a
-                           release build: no -g, no -lineinfo, symbols
-                           stripped, kernels compressed for size where nvcc
-                           offers it (--compress-mode, CUDA 12.8+).
+                           stripping, nvcc's default fatbin compression. The
+                           default is a release build: no -g, no -lineinfo,
+                           symbols stripped, and with nvcc 13 or newer the
+                           kernels compressed for size (--compress-mode=size;
+                           CUDA 13's runtime, linked in, needs driver R580
+                           anyway; docs/release.md).
 """
 import hashlib
 import os
@@ -70,12 +72,14 @@ def cuda_libdir(home):
     raise SystemExit(f"cuatomic setup: libcudart_static.a not found under {home}")
 
 
-def nvcc_offers(nvcc, option):
-    """Whether this nvcc's --help lists `option`."""
+def nvcc_major(nvcc):
+    """This nvcc's major version (0 if it cannot say)."""
     try:
-        return option in subprocess.run([nvcc, "--help"], capture_output=True, text=True, check=True).stdout
+        out = subprocess.run([nvcc, "--version"], capture_output=True, text=True, check=True).stdout
     except (OSError, subprocess.CalledProcessError):
-        return False
+        return 0
+    m = re.search(r"release (\d+)\.", out)
+    return int(m.group(1)) if m else 0
 
 
 DEBUG = os.environ.get("CUATOMIC_DEBUG", "0").strip() not in ("", "0")
@@ -131,7 +135,9 @@ class BuildExt(build_ext):
             # exported and bind to (or be bound from) CuPy's or PyTorch's copies.
             # A release build carries no line tables and compresses the fatbin for size
             # (sm_90 + PTX: 2.7 MB of sum.cu's object with -lineinfo, 0.6 MB so).
-            release = [] if DEBUG else (["--compress-mode=size"] if nvcc_offers(NVCC, "--compress-mode") else [])
+            # Older nvccs (12.8, 12.9) offer the mode too, but their runtime runs on older
+            # drivers than the mode needs: there nvcc's default compression is kept.
+            release = [] if DEBUG else (["--compress-mode=size"] if nvcc_major(NVCC) >= 13 else [])
             flags = ["-std=c++17", "-O3", *(["-lineinfo"] if DEBUG else release), "--threads", "2",
                      "-Xcompiler", "-fPIC", "-Xcompiler", "-fvisibility=hidden", *gencode]
             # Objects are reused only when built from the same flags and newer than their sources.
@@ -170,7 +176,7 @@ ext = Extension(
     # never resolve a symbol to ours.
     # -g0 after Python's own -g: a release build carries no debug info (CUATOMIC_DEBUG=1 keeps it).
     extra_compile_args=["-std=gnu11", "-O3", "-fopenmp", "-ffp-contract=off", "-Wall", "-Wno-unused-function",
-                        "-fvisibility=hidden", *([] if DEBUG else ["-g0"])],
+                        "-fvisibility=hidden", *(["-g"] if DEBUG else ["-g0"])],
     extra_link_args=["-fopenmp", "-Wl,--exclude-libs,ALL", "-Wl,--version-script=csrc/exports.map",
                      *([] if DEBUG else ["-Wl,--strip-all"])],
     # The CUDA sources too: a changed kernel must relink the extension.

@@ -13,13 +13,15 @@ in-memory call gives on the concatenated data, NumPy's dtypes included:
   (:class:`cuatomic.ExactSum`), the states merge exactly, and the total is
   rounded once -- the same bits for any chunking, scheduler or number of
   workers;
-* other float sums and dots: the chunks' totals added with ``math.fsum`` and
-  rounded once, so the chunking adds no error of its own beyond each chunk's
-  rung (within the in-memory bound, not its bits);
+* other float sums: each chunk's total in float64 (its elements first cast
+  to the result dtype, as NumPy casts them), the totals added exactly and
+  rounded once to the result dtype, so the chunking adds no error of its
+  own beyond each chunk's rung (within the in-memory bound, not its bits);
+  float dots the same, from each chunk's total in the result dtype;
 * minimum, maximum and the bitwise ops exactly, NaN and signed zeros as the
   in-memory ``reduce``;
-* histograms and bincounts: the chunks' counts added (weights: float sums
-  in float64, rounded once to the weights' dtype as in-memory).
+* histograms and bincounts: the chunks' counts added (float weights: the
+  chunks' sums added in float64, then cast to the weights' dtype).
 
 Arguments are checked when the graph is built: a dask array whose chunks do
 not match its partner's (``weights``, ``b``), an unsupported dtype, an
@@ -30,7 +32,6 @@ The chunk tasks are this module's functions, so a worker process needs only
 ``import cuatomic``.
 """
 import functools
-import math
 
 import numpy as np
 
@@ -50,12 +51,22 @@ def _dask():
     return dask, da
 
 
+# The dtypes the in-memory calls take.
+_DTYPES = frozenset(np.dtype(t) for t in (np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32,
+                                          np.int64, np.uint64, np.float32, np.float64))
+
+
+def _supported(dt, what):
+    if np.dtype(dt) not in _DTYPES:
+        raise TypeError(f"cuatomic.dask: {what} has dtype {np.dtype(dt)}; cuatomic takes bool, 8- to 64-bit "
+                        f"integers, float32 and float64")
+
+
 def _as_dask(x, name="x"):
     dask, da = _dask()
     if not isinstance(x, da.Array):
         x = da.asarray(x)
-    if x.dtype.kind not in "biuf":
-        raise TypeError(f"cuatomic.dask: {name} has dtype {x.dtype}; cuatomic takes bool, integer and float arrays")
+    _supported(x.dtype, name)
     return x
 
 
@@ -95,8 +106,17 @@ def _chunk_sum(c, dtype, method, backend):
     return cuatomic.sum(c, dtype=dtype, method=method, backend=backend)
 
 
-def _chunk_exact_sum(c, method, backend):
+def _chunk_exact_sum(c, dtype, method, backend):
+    if c.dtype != dtype:  # NumPy casts every element to the result dtype before it adds
+        c = c.astype(dtype)
     return cuatomic.ExactSum().add(c, method=method, backend=backend)
+
+
+def _chunk_float_sum(c, dtype, method, backend):
+    """A float sum's chunk total in float64, its elements cast to `dtype` first."""
+    if c.dtype != dtype:
+        c = c.astype(dtype)
+    return cuatomic.sum(c, dtype=np.float64, method=method, backend=backend)
 
 
 def _chunk_dot(a, b, method, backend):
@@ -108,19 +128,16 @@ def _chunk_exact_dot(a, b, method, backend):
 
 
 def _combine_totals(parts, dtype):
-    """Chunk totals of `dtype` added as the in-memory call would: integers
-    wrapping in 64 bits, floats exactly (fsum) and rounded once."""
+    """Chunk totals added as the in-memory call would: integers wrapping in
+    64 bits; floats (float64 or float32 totals) exactly, by the cpu's exact
+    sum -- no overflow midway, NaN and infinities as IEEE addition gives
+    them -- and rounded once to `dtype`."""
     dtype = np.dtype(dtype)
     with np.errstate(all="ignore"):
         if dtype.kind != "f":
             return np.sum(np.array(parts, dtype=dtype), dtype=dtype)
-        values = [float(p) for p in parts]
-        if all(math.isfinite(v) for v in values):
-            try:
-                return dtype.type(math.fsum(values))
-            except OverflowError:  # past float64's range midway: the total is infinite
-                pass
-        return dtype.type(np.sum(np.array(values, np.float64)))
+        totals = np.array([float(p) for p in parts], np.float64)
+        return cuatomic.ExactSum().add(totals, backend="cpu").result(dtype)
 
 
 def _combine_exact(parts, dtype):
@@ -143,8 +160,8 @@ def _combine_reduce(parts, op, dtype):
     return cuatomic.reduce(np.array(parts, dtype=dtype), op, dtype=dtype, backend="cpu")
 
 
-def _chunk_histogram(c, w, edges, method, backend):
-    return _host(cuatomic.histogram(c, edges, weights=w, method=method, backend=backend)[0])
+def _chunk_histogram(c, w, bins, range_, method, backend):
+    return _host(cuatomic.histogram(c, bins, range_, weights=w, method=method, backend=backend)[0])
 
 
 def _combine_counts(parts, dtype, density, edges):
@@ -209,10 +226,12 @@ def sum(a, *, dtype=None, method="auto", backend=None):
     a = _as_dask(a, "a")
     _check_method("sum", method)
     rdt = np.sum(np.zeros(1, a.dtype), dtype=dtype).dtype
+    _supported(rdt, "the result")
     if method in _EXACT and rdt.kind == "f":
-        parts = [dask.delayed(_chunk_exact_sum)(c, method, backend) for c in _blocks(a)]
+        parts = [dask.delayed(_chunk_exact_sum)(c, rdt, method, backend) for c in _blocks(a)]
         return _scalar(dask.delayed(_combine_exact)(parts, rdt), rdt)
-    parts = [dask.delayed(_chunk_sum)(c, rdt, method, backend) for c in _blocks(a)]
+    chunk_sum = _chunk_float_sum if rdt.kind == "f" else _chunk_sum
+    parts = [dask.delayed(chunk_sum)(c, rdt, method, backend) for c in _blocks(a)]
     return _scalar(dask.delayed(_combine_totals)(parts, rdt), rdt)
 
 
@@ -322,20 +341,24 @@ def histogram(a, bins, range=None, *, weights=None, density=False, method="auto"
         if range is None:
             raise ValueError("cuatomic.dask.histogram needs the bins without reading the data: a number of bins "
                              "and a range=(lo, hi), or explicit edges (as dask.array.histogram)")
-        edges = np.histogram_bin_edges(np.zeros(0, np.float64), int(bins), range)
+        edges = np.histogram_bin_edges(np.zeros(0, a.dtype), int(bins), range)  # NumPy's edges, of its dtype
     else:
         edges = np.asarray(bins)
         if edges.ndim != 1 or edges.size < 2 or np.any(np.diff(edges) < 0):
             raise ValueError("bins must increase monotonically, when an array")
     _check_method("histogram" if weights is None else "weighted_histogram", method)
+    # Every chunk is binned as the caller asked -- a count and the range, or the edges -- so each
+    # takes the whole array's bins and NumPy's path for them.
+    form = (int(bins), range) if np.ndim(bins) == 0 else (edges, None)
     if weights is None:
         wparts, hdt = [None] * a.npartitions, np.dtype(np.int64)
     else:
         weights = _as_dask(weights, "weights")
         _same_chunks(a, weights, "weights")
         wparts = _blocks(weights)
-        hdt = np.histogram(np.zeros(1), edges, weights=np.zeros(1, weights.dtype))[0].dtype
-    parts = [dask.delayed(_chunk_histogram)(c, w, edges, method, backend) for c, w in zip(_blocks(a), wparts)]
+        # the result dtype as NumPy gives it for the bins in the form given (its edge path refuses bool weights)
+        hdt = np.histogram(np.zeros(1, a.dtype), *form, weights=np.zeros(1, weights.dtype))[0].dtype
+    parts = [dask.delayed(_chunk_histogram)(c, w, *form, method, backend) for c, w in zip(_blocks(a), wparts)]
     out_dt = np.dtype(np.float64) if density else hdt
     total = dask.delayed(_combine_counts)(parts, hdt, density, edges)
     return da.from_delayed(total, shape=(edges.size - 1,), dtype=out_dt), edges
@@ -364,7 +387,7 @@ def bincount(x, weights=None, minlength=0, *, method="auto", backend=None):
     x = _as_dask(x, "x")
     if x.ndim != 1:
         raise ValueError("object too deep for desired array")  # NumPy's message
-    if x.dtype.kind not in "biu":
+    if x.dtype.kind not in "biu" or x.dtype == np.uint64:
         raise TypeError(f"Cannot cast array data from dtype('{x.dtype}') to dtype('int64') according to the rule "
                         f"'safe'")
     if not isinstance(minlength, (int, np.integer)) or isinstance(minlength, bool):

@@ -9,7 +9,7 @@ from cuatomic import _backend
 
 
 def cli(*args, timeout=300):
-    env = dict(os.environ, CUATOMIC_BACKEND="cpu", PYTHONUNBUFFERED="1")
+    env = dict(os.environ, CUATOMIC_BACKEND="cpu", PYTHONUNBUFFERED="1", COLUMNS="200")  # argparse's width
     return subprocess.run([sys.executable, "-m", "cuatomic", *args], capture_output=True, text=True, env=env,
                           timeout=timeout)
 
@@ -23,10 +23,17 @@ def test_help_names_every_command_flag_and_example():
     for flag in ("--quick", "--backend", "--ops", "--out", "--repeat", "--no-plots", "--entropies", "--sizes",
                  "--targets", "--toolkit", "examples:", "what it writes"):
         assert flag in bench, flag
-    # every flag has help text: no option line ends bare
-    options = bench.split("options:")[1].split("what it writes")[0]
-    assert "default: bench_results" in options and "writes it to --out." in bench
-    assert "--ops OP [OP ...]     the ops" in options
+    # every flag has help text: after the flag on its line, or on the next (argparse moves a long flag's help)
+    lines = [line for line in bench.split("options:")[1].split("what it writes")[0].splitlines() if line.strip()]
+    entries = []
+    for line in lines:
+        if line.startswith("  -"):
+            entries.append([line.strip()])
+        else:
+            entries[-1].append(line.strip())
+    assert len(entries) == 11, entries  # -h and the ten flags
+    assert all(len("  ".join(e).split("  ", 1)) == 2 for e in entries), entries
+    assert "default: bench_results" in bench and "writes it to --out." in bench
     auto = cli("bench", "auto", "--help").stdout
     assert "CUATOMIC_AUTO_RULES" in auto and "examples:" in auto
 
@@ -42,7 +49,13 @@ def test_demo_prints_every_method_of_every_op_as_it_goes():
     # aligned: the NumPy? column at one offset in every row
     col = lines[header].index("NumPy?")
     assert all(r[col:col + 6].strip() == "yes" for r in rows), rows
-    shown = {r[:col].split()[-1] for r in rows}
+    # (op, method) pairs: the operation column starts with the op's name (histograms with weights
+    # are the weighted ladder's rows)
+    shown = set()
+    for r in rows:
+        words = r[:col].split()
+        op = "weighted_histogram" if "weights" in r[:col] else words[0]
+        shown.add((op, words[-1]))
     for op in _backend.OPS:
         for name, _, _ in cuatomic.methods(op, "cpu"):
-            assert name in shown, (op, name)
+            assert (op, name) in shown, (op, name)

@@ -67,8 +67,13 @@ def test_integer_sums_dots_and_reductions_are_numpy_s(backend, chunks):
         same(compute(cd.sum(dx, backend=backend)), np.sum(x))
         same(compute(cd.dot(dx, dy, backend=backend)), np.dot(x, y))
         if dt is not np.bool_:
+            # data for which no fold is trivially 0: odd factors, a common high bit, no zero minimum
+            data = {"multiply": x | 1, "bitwise_and": x | 96, "minimum": x + 3}
             for op in ("add", "multiply", "minimum", "maximum", "bitwise_and", "bitwise_or", "bitwise_xor"):
-                same(compute(cd.reduce(dx, op, backend=backend)), getattr(np, op).reduce(x))
+                v = data.get(op, x).astype(dt)
+                want = getattr(np, op).reduce(v)
+                assert op == "add" or want != 0, op
+                same(compute(cd.reduce(chunked(v, chunks), op, backend=backend)), want)
     big = np.full(N, np.iinfo(np.int64).max // 3, np.int64)  # wraps, as NumPy's does
     same(compute(cd.sum(chunked(big, chunks), backend=backend)), np.sum(big))
 
@@ -114,9 +119,10 @@ def test_float_minimum_maximum_with_nan_and_zeros(backend, chunks):
     x[N // 2] = np.nan
     assert np.isnan(compute(cd.max(chunked(x, chunks), backend=backend)))
     z = np.zeros(N)
-    z[N - 1] = -0.0
-    got = compute(cd.min(chunked(z * -1.0, chunks), backend=backend))  # all -0.0
-    assert got == 0 and np.signbit(got)
+    z[N // 3] = -0.0  # one -0.0 among +0.0: the minimum is -0.0 (IEEE 754-2019), as the in-memory call says
+    got = compute(cd.min(chunked(z, chunks), backend=backend))
+    want = cuatomic.reduce(z, "minimum", backend=backend)
+    assert got == 0 and np.signbit(got) and np.signbit(want)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -154,6 +160,31 @@ def test_filter_keeps_order(backend, chunks):
          np.tile(m, (3, 1)).ravel()[np.tile(m, (3, 1)).ravel() < 0])
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_dtype_and_float32_bins_are_numpy_s(backend, chunks):
+    """dtype= casts every element first, as NumPy; float32 data gets NumPy's
+    float32 edges; bool weights as NumPy takes them."""
+    big = np.tile(np.array([2**24 + 1, 2**24 + 1, -2**24, -2**24], np.int32), N // 4)
+    for method in ("exact", "auto"):
+        got = compute(cd.sum(chunked(big[:len(big) // 4 * 4], (len(big) // 4 * 4,)), dtype=np.float32,
+                             method=method, backend=backend))
+        assert type(got) is np.float32 and got == np.sum(big, dtype=np.float32), method
+    x = np.random.default_rng(11).random(N)
+    for method in ("exact", "vector"):
+        got = compute(cd.sum(chunked(x, chunks), dtype=np.float32, method=method, backend=backend))
+        assert type(got) is np.float32 and got == cuatomic.sum(x, dtype=np.float32, method="exact", backend=backend)
+    e32 = np.histogram_bin_edges(np.zeros(0, np.float32), 7, (0.1, 0.9))
+    f = np.repeat(e32[1:-1], 3).astype(np.float32)  # values on the float32 edges themselves
+    f = np.concatenate([f, np.nextafter(f, np.float32(0)), np.zeros(N - 2 * f.size, np.float32)])
+    h, e = cd.histogram(chunked(f, chunks), 7, (0.1, 0.9), backend=backend)
+    want, edges = np.histogram(f, 7, (0.1, 0.9))
+    assert e.dtype == edges.dtype == np.float32 and np.array_equal(e, edges)
+    same(compute(h), want)
+    wb = (np.arange(N) % 3 == 0)
+    h, _ = cd.histogram(chunked(f, chunks), 7, (0.1, 0.9), weights=chunked(wb, chunks), backend=backend)
+    same(compute(h), np.histogram(f, 7, (0.1, 0.9), weights=wb)[0])
+
+
 def test_errors_at_graph_build_time():
     x = da.from_array(np.arange(10.0), chunks=5)
     with pytest.raises(ValueError, match="range"):
@@ -168,6 +199,13 @@ def test_errors_at_graph_build_time():
         cd.sum(da.from_array(np.array(["a", "b"]), chunks=1))
     with pytest.raises(TypeError):
         cd.sum(da.from_array(np.ones(4, np.complex128), chunks=2))
+    for dt in (np.float16, np.longdouble):
+        with pytest.raises(TypeError, match="dtype"):
+            cd.sum(da.from_array(np.ones(4, dt), chunks=2))
+    with pytest.raises(TypeError, match="result"):
+        cd.sum(x, dtype=np.complex128)
+    with pytest.raises(TypeError):
+        cd.bincount(da.from_array(np.arange(4, dtype=np.uint64), chunks=2))  # NumPy's: no safe cast to int64
     with pytest.raises(ValueError, match="unknown method"):
         cd.sum(x, method="fastest")
     with pytest.raises(ValueError, match="unknown reduce op"):
@@ -213,8 +251,9 @@ def test_local_cluster_of_two_processes(client):
         same(client.compute(cd.bincount(di, backend="cpu")).result(), np.bincount(i))
         same(client.compute(cd.filter(di, "<", 30, backend="cpu")).result(), i[i < 30])
         same(client.compute(cd.max(dx, backend="cpu")).result(), np.max(x))
-    # both workers took part
-    assert len(client.scheduler_info()["workers"]) == 2
+    # both workers ran chunk tasks
+    who = client.run(lambda dask_worker: len(dask_worker.state.log))
+    assert len(who) == 2 and all(n > 0 for n in who.values()), who
 
 
 def test_a_worker_killed_midway_is_recomputed(client):
@@ -230,4 +269,5 @@ def test_a_worker_killed_midway_is_recomputed(client):
     deadline = time.time() + 60
     while len(client.scheduler_info()["workers"]) < 2 and time.time() < deadline:
         time.sleep(0.2)  # the nanny restarts it
+    assert len(client.scheduler_info()["workers"]) == 2
     assert victim not in client.run(os.getpid).values()

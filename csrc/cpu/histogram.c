@@ -27,7 +27,8 @@
  *             (what skew costs a CPU; on the GPU it is contention, and each
  *             logical thread has 8-bit counters of its own). Branch-free
  *             (values outside the bins count into a spare bin); bytes are
- *             read 8 per load and binned through a table. The copies are
+ *             read 8 per load and counted by value, then binned once per
+ *             piece by the bin rule (bins.c). The copies are
  *             added into the thread's 64-bit histogram after every piece of
  *             2^22 elements, long before they can overflow.
  */
