@@ -8,6 +8,7 @@
 #                       (built elsewhere for the device's Python, carried over)
 #   PYTEST_ARGS=...     more pytest options (e.g. -rs, -k ...)
 #   PYTEST_TIMEOUT=300  seconds for the suite
+#   SKIP_SUITE=1        no pytest (a call that only times or sanitizes)
 #   SKIP_SANITIZERS=1   no compute-sanitizer
 #   SKIP_ACCURACY=1     no accuracy table
 #   RUN_INTEROP=1       tools/bench_interop.py: transfers, call latency, memory growth beside CuPy
@@ -53,9 +54,11 @@ pack
 
 # The suite: 8 pytest workers, OpenMP 2 threads each (the cpu-backend tests
 # would oversubscribe the cores otherwise).
-OMP_NUM_THREADS=2 timeout "${PYTEST_TIMEOUT:-300}" python3 -m pytest -q -p no:cacheprovider -n 8 \
-  ${PYTEST_ARGS:-} tests > "$OUT/pytest.log" 2>&1 || status=1
-grep -E "passed|failed|FAILED|Error" "$OUT/pytest.log" | tail -30
+if [ "${SKIP_SUITE:-0}" != 1 ]; then
+  OMP_NUM_THREADS=2 timeout "${PYTEST_TIMEOUT:-300}" python3 -m pytest -q -p no:cacheprovider -n 8 \
+    ${PYTEST_ARGS:-} tests > "$OUT/pytest.log" 2>&1 || status=1
+  grep -E "passed|failed|FAILED|Error" "$OUT/pytest.log" | tail -30
+fi
 
 for tool in $([ "${SKIP_SANITIZERS:-0}" = 1 ] || echo memcheck racecheck); do
   timeout 200 compute-sanitizer --tool "$tool" --error-exitcode 3 python3 tools/sanitize_driver.py \
