@@ -254,6 +254,7 @@ def test_explain_refuses_unknown_ops():
 
 @requires_cuda
 def test_cub_peers_agree_with_numpy():
+    from cuatomic.bench import peers
     x = np.random.default_rng(0).integers(-1000, 1000, 100_003, dtype=np.int32)
     d = cuatomic.to_device(x)
     assert _C.cub_sum(d.ptr, x.size, _common.dtype_id(x.dtype), None) == int(x.sum())
@@ -266,6 +267,11 @@ def test_cub_peers_agree_with_numpy():
     assert np.array_equal(out.copy_to_host()[:count], x[x >= 2])
     with pytest.raises(TypeError, match="cub"):
         _C.cub_sum(d.ptr, x.size, _common.dtype_id(np.int64), None)  # int32, float32, float64 only
+    f = np.random.default_rng(1).standard_normal(100_003).astype(np.float32)
+    for data, ops in ((x, ("minimum", "maximum", "bitwise_and", "bitwise_or", "bitwise_xor")), (f, ("minimum", "maximum"))):
+        dd = cuatomic.to_device(data)
+        for op in ops:
+            assert peers.cub_reduce(dd, op) == getattr(np, op).reduce(data), op
 
 
 # ------------------------------------------------------------ sticky errors

@@ -93,6 +93,15 @@ def cub_sum(d):
     return _C.cub_sum(d.ptr, d.size, dtype_id(d.dtype), None)
 
 
+_CUB_REDUCE_OPS = {"minimum": b"m", "maximum": b"M", "bitwise_and": b"&", "bitwise_or": b"|", "bitwise_xor": b"^"}
+
+
+def cub_reduce(d, op):
+    """CUB DeviceReduce::Min/Max, or Reduce with a bitwise functor, of an
+    int32 or float32 DeviceArray; `op` as cuatomic.reduce names it."""
+    return _C.cub_reduce(d.ptr, d.size, dtype_id(d.dtype), _CUB_REDUCE_OPS[op], None)
+
+
 def cub_histogram(d, bins, lo, hi):
     """CUB DeviceHistogram::HistogramEven: counts on the host. Its top
     level is exclusive (NumPy's last bin is closed)."""

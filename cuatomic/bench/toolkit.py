@@ -13,7 +13,7 @@ import numpy as np
 
 import cuatomic
 
-from .. import _C, _backend
+from .. import _backend
 from .._device import to_device
 from . import peers
 from .suite import _environment, _host, _Targets
@@ -62,7 +62,7 @@ def _gpu(t, rng, shrink, repeat):
         t.add(work, "cuatomic exact", lambda: cuatomic.sum(d, method="exact"), _same_bits(want), x.nbytes, repeat,
               ("gbps", tb(goal)), "correctly rounded: equal to the cpu backend's exact sum, bit for bit")
         t.add(work, "cuatomic auto (vector, not exact)", lambda: cuatomic.sum(d), lambda v: True, x.nbytes, repeat)
-        t.add(work, "CUB DeviceReduce (not exact)", lambda: _C.cub_sum(d.ptr, d.size, _dtype_id(dt), None),
+        t.add(work, "CUB DeviceReduce (not exact)", lambda: peers.cub_sum(d),
               lambda v: True, x.nbytes, repeat)
         if cp is not None:
             cx = cp.asarray(d)
@@ -112,6 +112,8 @@ def _gpu(t, rng, shrink, repeat):
         work = f"bincount int32 in [0, 1000), 2^{28 - shrink}" + (", float64 weights" if weighted else "")
         t.add(work, "cuatomic auto", lambda wt=weighted: cuatomic.bincount(dv, dwv if wt else None), check, nbytes,
               repeat, ("ratio", 2.0))
+        for rung in ("global", "shared", "warp_private") if weighted else ():  # where the time goes
+            t.add(work, f"cuatomic {rung}", lambda r=rung: cuatomic.bincount(dv, dwv, method=r), check, nbytes, repeat)
         if torch is not None:
             tv, tw = torch.from_dlpack(dv), torch.from_dlpack(dwv)
             t.add(work, "torch", lambda wt=weighted: torch.bincount(tv, tw if wt else None).cpu().numpy(), check,
@@ -131,8 +133,7 @@ def _gpu(t, rng, shrink, repeat):
             work = f"reduce {op} {data.dtype.name}, 2^{28 - shrink}"
             t.add(work, "cuatomic auto", lambda op=op: cuatomic.reduce(d, op), _same_bits(want), data.nbytes, repeat,
                   ("ratio", 0.97))
-            code = {"minimum": "m", "maximum": "M", "bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^"}[op]
-            t.add(work, "CUB DeviceReduce", lambda c=code: _C.cub_reduce(d.ptr, d.size, _dtype_id(data.dtype), c, None),
+            t.add(work, "CUB DeviceReduce", lambda op=op: peers.cub_reduce(d, op),
                   lambda got, want=want: got == want, data.nbytes, repeat)
 
 
@@ -170,7 +171,3 @@ def _cpu(t, rng, shrink, repeat):
               data.nbytes, repeat, ("ratio", 1.0))
         t.add(work, "numpy", lambda d=data, op=op: getattr(np, op).reduce(d), lambda v: True, data.nbytes, repeat)
 
-
-def _dtype_id(dt):
-    from .._common import dtype_id
-    return dtype_id(np.dtype(dt))
