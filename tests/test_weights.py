@@ -80,6 +80,22 @@ def test_integer_weights_are_exact_and_keep_numpy_dtype(backend):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+def test_spread_then_skewed_data_exact_with_integer_weights(backend):
+    # warp_private groups a warp's lanes by bin only where bins repeat: spread
+    # data (1,000 bins hit at random) takes the lane-by-lane path, runs of one
+    # value and a two-value period (every lane of a warp on one of two bins)
+    # the grouped one; each warp meets all three. Integer weights: exact.
+    rng = np.random.default_rng(5)
+    n = 1 << 16
+    x = np.concatenate([rng.integers(0, 1000, n), np.full(n, 7), np.tile([3, 900], n // 2)]).astype(np.int32)
+    w = rng.integers(-1000, 1000, x.size)
+    want = np.bincount(x, w.astype(np.float64)).astype(np.int64)  # |sums| < 2^53: exact in float64
+    for method, _, _ in cuatomic.methods("weighted_histogram", backend):
+        got, _ = cuatomic.histogram(x, 1000, (0, 1000), weights=w, method=method, backend=backend)
+        assert got.dtype == np.int64 and np.array_equal(got, want), method
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_float32_weights_and_density(backend):
     rng = np.random.default_rng(4)
     x = rng.random(10_000)
