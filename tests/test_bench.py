@@ -51,3 +51,33 @@ def test_command_writes_json_table_and_plots(tmp_path):
     data = json.loads((tmp_path / "bench.json").read_text())
     assert data["rows"] and (tmp_path / "bench.md").read_text().startswith("Device:")
     assert (tmp_path / "scaling_sum.png").stat().st_size > 0 and (tmp_path / "scaling_histogram.png").exists()
+
+
+def test_auto_update_remeasures_only_the_named_ops(tmp_path):
+    from cuatomic.bench import auto
+    old_case = {"op": "sum", "dtype": "int32", "n": 4096, "ms": {"vector": 0.5, "atomic": 9.0}}
+    old = {"backend": "cpu", "device": auto._device("cpu"), "produced_by": "python -m cuatomic bench auto --backend cpu",
+           "date": "2026-01-01", "cases": [{"op": "add_one", "n": 1, "grid": [1, 1], "ms": {"x": 1.0}}, old_case]}
+    src, out = tmp_path / "old.json", tmp_path / "new.json"
+    src.write_text(json.dumps(old))
+    assert auto.main(["--backend", "cpu", "--quick", "--repeat", "2", "--ops", "add_one", "--update", str(src),
+                      "--out", str(out)]) == 0
+    new = json.loads(out.read_text())
+    assert [c["op"] for c in new["cases"]] == ["sum", "add_one"]  # in MEASURED_OPS order
+    assert new["cases"][0] == old_case  # kept as it was
+    assert new["cases"][1]["grid"] == [10, 16] and new["cases"][1]["ms"] != {"x": 1.0}  # measured again
+    assert new["produced_by"].startswith(old["produced_by"]) and "--update, re-measuring add_one" in new["produced_by"]
+    src.write_text(json.dumps(dict(old, device="another machine")))
+    with pytest.raises(SystemExit):
+        auto.main(["--backend", "cpu", "--quick", "--repeat", "2", "--ops", "add_one", "--update", str(src),
+                   "--out", str(out)])
+
+
+def test_targets_only_times_the_named_works(tmp_path):
+    from cuatomic.bench import suite
+    assert suite.main(["--targets", "--backend", "cpu", "--quick", "--repeat", "2", "--only", "sum float32",
+                       "--out", str(tmp_path)]) == 0
+    table = json.loads((tmp_path / "targets.json").read_text())
+    assert table["only"] == "sum float32"
+    assert {r["work"] for r in table["rows"]} == {"sum float32, 2^18"}
+    assert {r["system"] for r in table["rows"]} == {"cuatomic auto", "numpy"}

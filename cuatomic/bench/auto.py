@@ -163,6 +163,21 @@ def run(backend=None, quick=False, repeat=10, ops=None, progress=print):
     }
 
 
+def merge(old, new):
+    """A rules file of `old`'s measurements with `new`'s ops re-measured: the
+    cases of the ops `new` measured replace `old`'s; the rest are kept. Both
+    must come from the same backend and device."""
+    for key in ("backend", "device"):
+        if old.get(key) != new.get(key):
+            raise ValueError(f"cannot update rules measured on {key} {old.get(key)!r} with ones from {new.get(key)!r}")
+    remeasured = {c["op"] for c in new["cases"]}
+    kept = [c for c in old["cases"] if c["op"] not in remeasured]
+    order = {op: i for i, op in enumerate(MEASURED_OPS)}
+    cases_ = sorted(kept + new["cases"], key=lambda c: order.get(c["op"], len(order)))  # stable: sizes stay in order
+    return dict(new, cases=cases_, produced_by=f"{old['produced_by']} (on {old['date']}); then {new['produced_by']} "
+                                              f"--update, re-measuring {', '.join(sorted(remeasured))}")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(
         prog="python -m cuatomic bench auto", formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -171,7 +186,9 @@ def main(argv=None):
                                   "at the file."),
         epilog="examples:\n"
                "  python -m cuatomic bench auto --backend cpu                 writes cuatomic-rules-cpu.json\n"
-               "  CUATOMIC_AUTO_RULES=cuatomic-rules-cpu.json python -m cuatomic   the demo with those rules\n")
+               "  CUATOMIC_AUTO_RULES=cuatomic-rules-cpu.json python -m cuatomic   the demo with those rules\n"
+               "  python -m cuatomic bench auto --ops histogram --update cuatomic-rules-cpu.json \\\n"
+               "      --out cuatomic-rules-cpu.json                          re-measures the histograms only\n")
     parser.add_argument("--backend", choices=["cpu", "cuda"], default=None,
                         help="where to measure (default: CUATOMIC_BACKEND, else cuda when usable, else cpu)")
     parser.add_argument("--quick", action="store_true", help="small sizes only (a smoke test, not a rule)")
@@ -181,8 +198,17 @@ def main(argv=None):
                         help=f"the ops to measure, of {', '.join(MEASURED_OPS)} (default: all of them; the other "
                              f"ops' auto takes the top rung that fits)")
     parser.add_argument("--out", default=None, metavar="FILE", help="default: cuatomic-rules-<backend>.json")
+    parser.add_argument("--update", default=None, metavar="FILE",
+                        help="keep FILE's measurements of the ops not measured now (with --ops: re-measure some ops "
+                             "of a rules file from the same device)")
     args = parser.parse_args(argv)
+    old = json.loads(pathlib.Path(args.update).read_text()) if args.update else None
     data = run(args.backend, args.quick, args.repeat, args.ops)
+    if old is not None:
+        try:
+            data = merge(old, data)
+        except ValueError as e:
+            parser.error(str(e))
     out = pathlib.Path(args.out or f"cuatomic-rules-{data['backend']}.json")
     out.write_text(json.dumps(data, indent=1) + "\n")
     print(f"bench auto: {len(data['cases'])} cases written to {out}; use them with CUATOMIC_AUTO_RULES={out}")

@@ -186,11 +186,14 @@ def _ms(fn, repeat, warmup=2):
 class _Targets:
     """Collects rows of the targets table: one per (work, system)."""
 
-    def __init__(self, progress):
-        self.rows, self.progress = [], progress
+    def __init__(self, progress, only=None):
+        self.rows, self.progress, self.only = [], progress, only
 
     def add(self, work, system, fn, check, nbytes, repeat, goal=None, note="", warmup=2):
-        """Validate fn() with check(result) first; time it only if right."""
+        """Validate fn() with check(result) first; time it only if right.
+        Works whose name does not contain ``only`` (when given) are skipped."""
+        if self.only and self.only not in work:
+            return None
         try:
             value = fn()
             ok = bool(check(value))
@@ -235,7 +238,7 @@ def _hist_ref(x, bins, lo, hi):
     return np.histogram(x, bins, (lo, hi))[0]
 
 
-def targets(backend=None, repeat=20, quick=False, progress=print):
+def targets(backend=None, repeat=20, quick=False, progress=print, only=None):
     """The issue's target table: each work measured for cuatomic's top rungs
     and every peer, in one run.
 
@@ -245,15 +248,17 @@ def targets(backend=None, repeat=20, quick=False, progress=print):
     repeat : int, optional
     quick : bool, optional
         Sizes divided by 2^8 (a smoke run; not the targets' sizes).
+    only : str, optional
+        Only the works whose name contains it (every work by default).
 
     Returns
     -------
     dict
         ``environment`` and ``rows`` (work, system, ok, median_ms, gbps,
-        goal, met, ratio_to_best_peer, note).
+        goal, met, ratio_to_best_peer, note); ``only`` when given.
     """
     be = _backend.resolve(backend)
-    t = _Targets(progress)
+    t = _Targets(progress, only)
     shrink = 8 if quick else 0
     rng = np.random.default_rng(0)
     text = text_to_array(english_like_text(5_700_000 >> shrink))
@@ -262,7 +267,7 @@ def targets(backend=None, repeat=20, quick=False, progress=print):
     else:
         _gpu_targets(t, rng, text, shrink, repeat)
     t.best_peer()
-    return {"environment": _environment(be), "rows": t.rows}
+    return {"environment": _environment(be), "rows": t.rows, **({"only": only} if only else {})}
 
 
 def _cpu_targets(t, rng, text, shrink, repeat):
@@ -516,13 +521,16 @@ def main(argv=None):
                         help="the target table: auto and the top rungs against every peer at the targets' sizes")
     parser.add_argument("--toolkit", action="store_true",
                         help="the atomics toolkit's target table (exact sums, weighted histograms, bincount, reduce)")
+    parser.add_argument("--only", default=None, metavar="TEXT",
+                        help="with --targets or --toolkit: only the works whose name contains TEXT "
+                             "(e.g. '5.7 MB'; the table is then a diagnosis, not the whole table)")
     args = parser.parse_args(argv)
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     if args.targets or args.toolkit:
         from .toolkit import toolkit_targets
         table, name = (toolkit_targets, "toolkit") if args.toolkit else (targets, "targets")
-        results = table(backend=args.backend, repeat=args.repeat, quick=args.quick)
+        results = table(backend=args.backend, repeat=args.repeat, quick=args.quick, only=args.only)
         (out / f"{name}.json").write_text(json.dumps(results, indent=1))
         (out / f"{name}.md").write_text(targets_markdown(results))
         print(targets_markdown(results))

@@ -19,7 +19,7 @@ from . import peers
 from .suite import _environment, _host, _Targets
 
 
-def toolkit_targets(backend=None, repeat=20, quick=False, progress=print):
+def toolkit_targets(backend=None, repeat=20, quick=False, progress=print, only=None):
     """The toolkit's targets, each work timed for cuatomic and every peer.
 
     Parameters
@@ -28,6 +28,8 @@ def toolkit_targets(backend=None, repeat=20, quick=False, progress=print):
     repeat : int, optional
     quick : bool, optional
         Sizes divided by 2^8 (a smoke run; not the targets' sizes).
+    only : str, optional
+        Only the works whose name contains it.
 
     Returns
     -------
@@ -35,12 +37,12 @@ def toolkit_targets(backend=None, repeat=20, quick=False, progress=print):
         ``environment`` and ``rows``, as :func:`cuatomic.bench.targets`.
     """
     be = _backend.resolve(backend)
-    t = _Targets(progress)
+    t = _Targets(progress, only)
     shrink = 8 if quick else 0
     rng = np.random.default_rng(0)
     (_gpu if be == "cuda" else _cpu)(t, rng, shrink, repeat)
     t.best_peer()
-    return {"environment": _environment(be), "rows": t.rows}
+    return {"environment": _environment(be), "rows": t.rows, **({"only": only} if only else {})}
 
 
 def _same_bits(want):
