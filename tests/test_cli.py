@@ -21,7 +21,7 @@ def test_help_names_every_command_flag_and_example():
         assert word in out, word
     bench = cli("bench", "--help").stdout
     for flag in ("--quick", "--backend", "--ops", "--out", "--repeat", "--no-plots", "--entropies", "--sizes",
-                 "--targets", "--toolkit", "examples:", "what it writes"):
+                 "--targets", "--toolkit", "--only", "examples:", "what it writes"):
         assert flag in bench, flag
     # every flag has help text: after the flag on its line, or on the next (argparse moves a long flag's help)
     lines = [line for line in bench.split("options:")[1].split("what it writes")[0].splitlines() if line.strip()]
@@ -31,11 +31,11 @@ def test_help_names_every_command_flag_and_example():
             entries.append([line.strip()])
         else:
             entries[-1].append(line.strip())
-    assert len(entries) == 11, entries  # -h and the ten flags
+    assert len(entries) == 12, entries  # -h and the eleven flags
     assert all(len("  ".join(e).split("  ", 1)) == 2 for e in entries), entries
     assert "default: bench_results" in bench and "writes it to --out." in bench
     auto = cli("bench", "auto", "--help").stdout
-    assert "CUATOMIC_AUTO_RULES" in auto and "examples:" in auto
+    assert "CUATOMIC_AUTO_RULES" in auto and "examples:" in auto and "--update FILE" in auto
 
 
 def test_demo_prints_every_method_of_every_op_as_it_goes():
