@@ -80,8 +80,12 @@ def speedup_chart(times_ms, reference, *, title=None):
             tick.set_horizontalalignment("right")
     ax.set_ylabel(f"Times slower than {reference}")
     ax.set_title(title or f"Performance relative to {reference}")
-    if max(ratios) / max(min(ratios), 1e-12) > 100:
+    top, low = max(ratios), max(min(ratios), 1e-12)
+    if top / low > 100:
         ax.set_yscale("log")
+        ax.set_ylim(low / 2, top * 3)  # room above the tallest bar for its label
+    else:
+        ax.set_ylim(0, top * 1.15)
     fig.tight_layout()
     return fig
 

@@ -263,6 +263,10 @@ def test_plots(tmp_path):
                                "cuatomic cpu shared": 1.0, "cuatomic cpu warp_private": 0.9}, "cuatomic cpu shared")
     assert fig.axes[0].get_title() == "Performance relative to cuatomic cpu shared"
     assert all(t.get_rotation() == 25 for t in fig.axes[0].get_xticklabels())  # five names: slanted, no overlap
+    for chart in (fig, plots.speedup_chart({"NumPy": 40.0, "GPU global": 1.0}, "GPU global")):  # log, linear
+        chart.canvas.draw()
+        box = chart.axes[0].get_window_extent()
+        assert all(t.get_window_extent().y1 <= box.y1 for t in chart.axes[0].texts), "a bar's label leaves the axes"
     rows = [cuatomic.SweepRow(m, b, None, t, 1.0) for m, b, t in
             [("global", 320, 3.0), ("global", 480, 2.0), ("shared", 320, 1.0), ("shared", 480, 1.5)]]
     fig = plots.sweep_plot(rows)

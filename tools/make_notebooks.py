@@ -22,6 +22,32 @@ SMALL = os.environ.get("CI") == "true"  # CI runs every notebook at small sizes 
 info = cuatomic.backend_info()
 print("backend:", info["default_backend"], "| device:", info["cuda"]["name"] or f"{info['cpu_threads']} CPU threads")"""
 
+# What each notebook needs, opening its first cell. The times: top to bottom
+# in a Jupyter kernel (nbclient) on the 2-core development machine without a
+# GPU, at these sizes (nbclient, each notebook once, 2026-11-23).
+OPTIONAL_GPU = ("a GPU is optional: without one every cell runs on the cpu backend (the first code cell "
+                "prints which backend and device ran)")
+NEEDS = {
+    "1_races_and_atomics.ipynb": ("matplotlib", "the race on 64 x 256 threads, the sum ladder on 2^24 int32", 36),
+    "2_histogram.ipynb": ("matplotlib", "Shakespeare (1.1 MB, downloaded once or a generated stand-in offline), "
+                          "the block sweep over 2 to 256 blocks on a CPU, 320 to 31,840 on a GPU", 7),
+    "3_mutex_and_dot.ipynb": ("matplotlib", "mutex_add_one on 10 x 16 and 40 x 128 threads, the dot ladder on 2^24 float32", 28),
+    "4_custom_atomics_and_barriers.ipynb": ("matplotlib", "CAS atomics on 2^20 elements, the barriers on 2^24",
+                                            20),
+    "5_atomics_beyond_add.ipynb": ("matplotlib", "the atomic family and a 1,000-bin weighted histogram on 2^24 "
+                                   "elements, float32 errors up to 2^24, exact sums of 2^22", 35),
+    "6_scaling_out.ipynb": ("dask[array] and distributed (`pip install \"cuatomic[dask]\"`)",
+                            "a local cluster of two worker processes, Shakespeare tiled 64 times (71 MB), 2^24 float64", 30),
+}
+
+
+def needs(name):
+    """The paragraph a notebook opens with: what it needs, its sizes, its time."""
+    extra, sizes, seconds = NEEDS[name]
+    return (f"**Needs:** cuatomic and {extra}; {OPTIONAL_GPU}. **Sizes:** {sizes}; `CI=true` shrinks them. "
+            f"On a 2-core machine without a GPU it runs top to bottom in about {seconds} s.")
+
+
 NOTEBOOKS = {
     "1_races_and_atomics.ipynb": [
         ("md", "# 1. Races and atomics\n\nEvery thread of a grid adds one to the same counter. Without "
@@ -84,6 +110,15 @@ NOTEBOOKS = {
                  "repeat=3)\n"
                  "from cuatomic import SweepRow\n"
                  "plots.sweep_plot([SweepRow(**r) for r in rows]);"),
+        ("md", "What the sweep shows depends on the backend. On a GPU, too few blocks leave streaming "
+               "multiprocessors idle, so both kernels get faster as blocks are added until every SM is busy; "
+               "past that `shared` pays one merge of its private histogram per block, and `global` keeps "
+               "queueing on the hot counters, so the curves flatten or rise and the dashed lines mark the best "
+               "counts. On the cpu backend a block is a share of the text counted by one of the OpenMP threads: "
+               "two blocks already keep both cores of a 2-core machine busy, and more blocks only split the same "
+               "work finer. Its curves are flat within a few percent (on the development machine 11.2 to 11.9 "
+               "ms for `global`, 2.45 to 2.58 ms for `shared`), and the marked minimum is noise: the CPU's "
+               "lesson is the gap between the two curves, not the block count."),
     ],
     "3_mutex_and_dot.ipynb": [
         ("md", "# 3. A mutex, and a dot product finished under it\n\nThe lock: `atomicCAS(mutex, 0, 1)` until it "
@@ -221,8 +256,13 @@ NOTEBOOKS = {
 def main():
     HERE.mkdir(exist_ok=True)
     for name, cells in NOTEBOOKS.items():
+        (kind, first), rest = cells[0], cells[1:]
+        assert kind == "md", name
+        cells = [(kind, f"{first}\n\n{needs(name)}"), *rest]
         nb = new_notebook(cells=[new_markdown_cell(src) if kind == "md" else new_code_cell(src)
                                  for kind, src in cells])
+        for i, cell in enumerate(nb.cells):  # stable ids: regenerating changes only what changed
+            cell.id = f"{name[:1]}-{i:02d}"
         nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
         nbformat.write(nb, HERE / name)
         print("wrote", HERE / name)
