@@ -61,6 +61,33 @@ def test_histogram_tutorial_call(backend, method, where):
 
 
 @pytest.mark.parametrize("backend,method,where", where_params("histogram"))
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8], ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("lo, hi", [(0, 128), (0, 256), (-128, 128), (10, 20), (250, 300), (-5, 5), (200, 201)])
+def test_histogram_bytes_in_unit_bins(backend, method, where, dtype, lo, hi):
+    """Bytes in bins of width one: the CUDA warp_private rung counts them with a
+    counter per byte value and maps values to bins only at the flush, so every
+    byte value, the closed top edge and ranges past the type's ends are checked;
+    odd offsets and lengths give it a head and a tail."""
+    rng = np.random.default_rng(abs(lo) * 7 + hi)
+    a = rng.integers(0, 256, 300_007, dtype=np.uint8).view(dtype)
+    a[:256] = np.arange(256, dtype=np.uint8).view(dtype)
+    for part in (a, a[3:], a[5:-7], a[:1], a[:0]):
+        got = cuatomic.histogram(placed(part, backend, where), bins=hi - lo, range=(lo, hi), method=method,
+                                 backend=backend)
+        check_hist(got, part, bins=hi - lo, range=(lo, hi))
+
+
+@requires_cuda
+@pytest.mark.parametrize("blocks, threads", [(1, 32), (1, 33), (7, 96), (3, 1024), (None, 64)])
+def test_histogram_bytes_on_forced_grids(blocks, threads):
+    """The byte kernel's copies (one per warp) and its grid follow what the caller asks."""
+    text = text_to_array(english_like_text(200_003, seed=9))
+    got = cuatomic.histogram(text[1:], bins=128, range=(0, 128), method="warp_private", backend="cuda",
+                             blocks=blocks, threads=threads)
+    check_hist(got, text[1:], bins=128, range=(0, 128))
+
+
+@pytest.mark.parametrize("backend,method,where", where_params("histogram"))
 def test_histogram_edges_are_exact(backend, method, where):
     # values on every edge: each lands in the bin the edge opens, the last edge in the last bin
     edges = np.linspace(0.0, 1.0, 11)

@@ -37,7 +37,8 @@ def main():
             got = cuatomic.dot(d, cuatomic.to_device(b, backend="cuda"), method=m, backend="cuda")
             check(f"dot {m} {dt.__name__}", np.isclose(got, np.dot(a, b), rtol=1e-4))
         for m, _, _ in cuatomic.methods("histogram", "cuda"):
-            for kw in ({"bins": 128, "range": (0, 128)}, {"bins": 37}, {"bins": [0, 3, 50, 51, 119]}):
+            for kw in ({"bins": 128, "range": (0, 128)}, {"bins": 37}, {"bins": [0, 3, 50, 51, 119]},
+                       {"bins": 300, "range": (-20, 280)}):
                 hist, _ = cuatomic.histogram(d, method=m, backend="cuda", **kw)
                 check(f"histogram {m} {dt.__name__} {kw}", np.array_equal(hist.copy_to_host(),
                                                                          np.histogram(a, **kw)[0]))
