@@ -170,6 +170,13 @@ void *cua_slot_result(cua_slot *sl, cua_launch *cfg, void *fallback)
     return sl->host + SLOT_RESULT_OFFSET;
 }
 
+void *cua_slot_output(cua_slot *sl, size_t nbytes, cua_launch *cfg, void *fallback)
+{
+    if (sl->id < 0 || nbytes > CUA_SLOT_BYTES) return fallback;
+    cfg->result_device = sl->device;
+    return sl->host;
+}
+
 void cua_slot_give(cua_slot *sl)
 {
     cua_cuda_slot_release(sl->id);
@@ -185,6 +192,11 @@ void cua_slot_inputs(cua_slot *sl, cua_input *a, cua_input *b) { (void)sl, (void
 void *cua_slot_result(cua_slot *sl, cua_launch *cfg, void *fallback)
 {
     (void)sl, (void)cfg;
+    return fallback;
+}
+void *cua_slot_output(cua_slot *sl, size_t nbytes, cua_launch *cfg, void *fallback)
+{
+    (void)sl, (void)nbytes, (void)cfg;
     return fallback;
 }
 void cua_slot_give(cua_slot *sl) { sl->id = -1; }

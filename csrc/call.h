@@ -62,6 +62,11 @@ void cua_slot_take(int backend, cua_slot *sl);
 void cua_slot_inputs(cua_slot *sl, cua_input *a, cua_input *b);
 /* Where the backend writes the result: the slot, else `fallback`. */
 void *cua_slot_result(cua_slot *sl, cua_launch *cfg, void *fallback);
+/* The whole slot as the output of a call that put no inputs in it: its host
+ * side for `nbytes` of results, with cfg->result_device its device alias (a
+ * launcher that honours result_device writes there); `fallback` when there
+ * is no slot or nbytes does not fit. */
+void *cua_slot_output(cua_slot *sl, size_t nbytes, cua_launch *cfg, void *fallback);
 void cua_slot_give(cua_slot *sl);
 
 /* What the last successful call on this thread launched, for

@@ -6,6 +6,8 @@ their pointer goes straight to the kernels, and the producer is kept alive
 while the memory is in use. Non-contiguous device input is made contiguous
 by a gather kernel on the device, never through the host.
 """
+import math
+
 import numpy as np
 
 from . import _C
@@ -108,7 +110,7 @@ class ForeignDevice:
 
     @property
     def size(self):
-        return int(np.prod(self.shape, dtype=np.int64))
+        return math.prod(self.shape)
 
 
 def _check_device(ptr, size, what):
@@ -125,7 +127,7 @@ def _check_device(ptr, size, what):
 def _contiguous(ptr, shape, dtype, byte_strides, stream, keep, what):
     """The array as C-contiguous device memory: itself, or a gathered copy."""
     from ._device import DeviceArray
-    size = int(np.prod(shape, dtype=np.int64))
+    size = math.prod(shape)
     _check_device(ptr, size, what)
     expected, step = [], dtype.itemsize
     for extent in reversed(shape):
