@@ -108,7 +108,7 @@ def main():
                                "per_chunk_s": t_ours * workers / nchunks,
                                "per_chunk_over_in_memory": t_ours * workers / nchunks / one}
         print("histogram", json.dumps(report["histogram"]), flush=True)
-        del x, parts
+        x = parts = None  # drop the text before the floats are made
         client.run(lambda: __import__("cupy").get_default_memory_pool().free_all_blocks())
 
         parts = [da.from_delayed(dask.delayed(make_normals)(i, chunk), shape=(chunk // 8,), dtype=np.float64,
