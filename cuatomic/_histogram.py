@@ -249,6 +249,45 @@ def _edges(inp, bins, range, stream):
     return sample_dt, np.histogram_bin_edges(np.empty(0, sample_dt), bins, range), False
 
 
+# (array type, dtype, bins, range and its types, method, CUATOMIC_BACKEND, and
+# for "auto" the size) -> what a call with no other options resolved to last
+# time. The tutorial's call repeats, and resolving it (backend, rung, bins,
+# checks) cost about 7 us of Python on the H200's host, as much as counting
+# 5.7 MB; a repeated call goes straight to the core. Only arrays the core
+# reads as they are (a DeviceArray, a C-contiguous native-order ndarray),
+# never bool (NumPy warns on every call).
+_PLANS = BytesLRU(FIXED_BINS_CACHE_BYTES)
+
+
+def _plan_key(a, bins, range, density, method, backend, blocks, threads, stream):
+    kind = type(a)
+    if (type(bins) is not int or type(range) is not tuple or len(range) != 2 or type(method) is not str or density
+            or backend is not None or blocks is not None or threads is not None or stream is not None):
+        return None
+    if kind is not DeviceArray and not (kind is np.ndarray and a.flags.c_contiguous and a.dtype.isnative):
+        return None
+    lo, hi = range
+    tlo, thi = type(lo), type(hi)
+    if a.dtype.kind == "b" or tlo not in _SCALARS or thi not in _SCALARS:  # (not arrays: unhashable)
+        return None
+    return (kind, a.dtype, bins, lo, hi, tlo, thi, method, os.environ.get("CUATOMIC_BACKEND"),
+            a.size if method == "auto" else None)
+
+
+_SCALARS = frozenset((int, float, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
+                      np.uint64, np.float32, np.float64))
+
+
+def _run_plan(a, plan):
+    be_id, index, ident, kernel_edges, uniform, inv_width, integer, ilo, iwidth, edges, device = plan
+    counts = _C.histogram(backend=be_id, rung=index, x=a.ptr if device else a, n=a.size, dtype=ident,
+                          edges=kernel_edges, uniform=uniform, inv_width=inv_width, integer=integer, ilo=ilo,
+                          iwidth=iwidth, blocks=-1, threads=-1, device_out=device, stream=0)
+    if device:
+        counts = DeviceArray(counts, (kernel_edges.size - 1,), np.int64)
+    return counts, edges.copy()
+
+
 def histogram(a, bins=10, range=None, *, weights=None, density=False, method="auto", backend=None, blocks=None,
               threads=None, stream=None):
     """Histogram of all elements, as ``np.histogram(a, bins, range, weights=weights, density=density)``.
@@ -325,6 +364,10 @@ def histogram(a, bins=10, range=None, *, weights=None, density=False, method="au
     """
     if weights is not None:
         return _weighted_histogram(a, bins, range, weights, density, method, backend, blocks, threads, stream)
+    key = _plan_key(a, bins, range, density, method, backend, blocks, threads, stream)
+    plan = _PLANS.get(key) if key is not None else None
+    if plan is not None:
+        return _run_plan(a, plan)
     be = _backend.resolve(backend)
     rung = named_rung("histogram", be, method)
     nb, nt = launch_config(blocks, threads)
@@ -342,6 +385,10 @@ def histogram(a, bins=10, range=None, *, weights=None, density=False, method="au
                           edges=kernel_edges, uniform=int(uniform), inv_width=inv_width,
                           integer=int(integer is not None), ilo=ilo, iwidth=iwidth, blocks=nb, threads=nt,
                           device_out=inp.device, stream=s)
+    if key is not None and ((inp.x == a.ptr) if inp.device else (inp.x is a)):  # (ptr: a new int every time)
+        plan = (_backend.backend_id(be), rung.index, inp.id, kernel_edges, int(uniform), inv_width,
+                int(integer is not None), ilo, iwidth, edges.copy(), inp.device)
+        _PLANS.put(key, plan, 2 * edges.nbytes + kernel_edges.nbytes)
     if inp.device:
         counts = DeviceArray(counts, (kernel_edges.size - 1,), np.int64)
     if density:

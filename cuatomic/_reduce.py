@@ -160,7 +160,8 @@ def _reduce(op, a, dtype, method, backend, blocks, threads, stream, state=False)
     if exact:
         total = ExactSum.from_words(*result)
         return total if state else _exact_result(total, out_dt)
-    if fast and inp.x is (a.ptr if kind is DeviceArray else a) and (kind is np.ndarray or be == "cuda"):
+    # (a DeviceArray's ptr is a new int every time it is read: compared by value)
+    if fast and ((inp.x == a.ptr) if kind is DeviceArray else (inp.x is a)) and (kind is np.ndarray or be == "cuda"):
         _PLANS[key] = (call, be_id, rung.index, inp.id, acc, out_dt.num)
     return result
 

@@ -227,3 +227,53 @@ def test_fixed_bins_cache_is_bounded_by_bytes(monkeypatch):
     before = len(_ops._FIXED_BINS)
     cuatomic.histogram(x, bins=2**23 + 7, range=(0, 1), backend="cpu")
     assert len(_ops._FIXED_BINS) == before and _ops._FIXED_BINS.nbytes <= _ops.FIXED_BINS_CACHE_BYTES
+
+
+@pytest.mark.parametrize("backend", cuatomic.backends())
+@pytest.mark.parametrize("method", ["auto", "warp_private", "global"])
+def test_histogram_repeated_call_plan(backend, method, monkeypatch):
+    """A repeated call (same bins, range, method, dtype) skips the resolution:
+    every call still counts its own data, forced methods still run, edges
+    come back as fresh arrays, and the backend named by CUATOMIC_BACKEND is
+    the one used."""
+    from cuatomic import _histogram
+    monkeypatch.setenv("CUATOMIC_BACKEND", backend)
+    rng = np.random.default_rng(3)
+    _histogram._PLANS.clear()
+    for i, n in enumerate([10_007, 10_007, 3, 10_007, 0]):
+        a = rng.integers(0, 140, n, dtype=np.uint8)
+        x = cuatomic.to_device(a, backend="cuda") if backend == "cuda" else a
+        got = cuatomic.histogram(x, 128, (0, 128), method=method)
+        check_hist(got, a, 128, (0, 128))
+        ran = cuatomic.last_launch()
+        assert ran["backend"] == backend and ran["op"] == "histogram"
+        if method != "auto":
+            assert ran["method"] == method
+        got[1][:] = -1  # the caller's copy: the next call's edges are not these
+    assert len(_histogram._PLANS) >= 1
+
+
+def test_histogram_plan_follows_the_backend_variable(monkeypatch):
+    from cuatomic import _histogram
+    _histogram._PLANS.clear()
+    a = np.arange(1000, dtype=np.int32) % 200
+    monkeypatch.setenv("CUATOMIC_BACKEND", "cpu")
+    check_hist(cuatomic.histogram(a, 50, (0, 200), method="shared"), a, 50, (0, 200))
+    assert cuatomic.last_launch()["backend"] == "cpu"
+    if CUDA:
+        monkeypatch.setenv("CUATOMIC_BACKEND", "cuda")
+        check_hist(cuatomic.histogram(a, 50, (0, 200), method="shared"), a, 50, (0, 200))
+        assert cuatomic.last_launch()["backend"] == "cuda"
+
+
+def test_histogram_plan_is_not_used_for_other_arguments():
+    """Calls that differ in anything that changes the answer do not share a plan."""
+    a = np.arange(300, dtype=np.float64)
+    for bins, rng in [(10, (0, 300)), (10, (0, 299)), (11, (0, 300)), (10, (0.0, 300.0)),
+                      (10, (np.float32(0), np.float32(300)))]:
+        for _ in range(2):
+            check_hist(cuatomic.histogram(a, bins, rng, backend="cpu"), a, bins, rng)
+            check_hist(cuatomic.histogram(a, bins, rng), a, bins, rng)
+    check_hist(cuatomic.histogram(a[::2], 10, (0, 300)), a[::2], 10, (0, 300))
+    got = cuatomic.histogram(a, 10, (0, 300), density=True)
+    np.testing.assert_allclose(got[0], np.histogram(a, 10, (0, 300), density=True)[0])

@@ -2,7 +2,7 @@ import math
 
 import numpy as np
 import pytest
-from conftest import DTYPES, SIZES, assert_float_close, is_wide, make, placed, where_params
+from conftest import DTYPES, SIZES, assert_float_close, is_wide, make, placed, requires_cuda, where_params
 
 import cuatomic
 
@@ -86,3 +86,25 @@ def test_sum_nan_and_inf_propagate(backend):
     for m, _, _ in cuatomic.methods("sum", backend):
         assert np.isnan(cuatomic.sum(a, method=m, backend=backend))
         assert cuatomic.sum(np.array([1.0, np.inf]), method=m, backend=backend) == np.inf
+
+
+@requires_cuda
+@pytest.mark.parametrize("dtype", [np.int32, np.float32, np.float64])
+def test_sum_device_array_repeated_call_plan(dtype):
+    """A repeated sum of a DeviceArray goes straight to the core (its plan is
+    kept after the first call) and still sums each call's own data."""
+    from cuatomic import _reduce
+    _reduce._PLANS.clear()
+    rng = np.random.default_rng(5)
+    for n in (1024, 1024, 1000, 4099):
+        a = (rng.standard_normal(n) * 100).astype(dtype)
+        got = cuatomic.sum(cuatomic.to_device(a, backend="cuda"))
+        want = np.sum(a)
+        assert type(got) is type(want)
+        if np.dtype(dtype).kind == "f":  # the documented bound: twice NumPy's error or two ulps
+            exact = math.fsum(a.astype(np.float64))
+            ulp = float(np.spacing(dtype(abs(exact))))
+            assert abs(float(got) - exact) <= max(2 * abs(float(want) - exact), 2 * ulp)
+        else:
+            assert got == want
+    assert any(key[1] is cuatomic.DeviceArray for key in _reduce._PLANS)
