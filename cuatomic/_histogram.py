@@ -278,14 +278,17 @@ _SCALARS = frozenset((int, float, np.int8, np.int16, np.int32, np.int64, np.uint
                       np.uint64, np.float32, np.float64))
 
 
-def _run_plan(a, plan):
-    be_id, index, ident, kernel_edges, uniform, inv_width, integer, ilo, iwidth, edges, device = plan
-    counts = _C.histogram(backend=be_id, rung=index, x=a.ptr if device else a, n=a.size, dtype=ident,
-                          edges=kernel_edges, uniform=uniform, inv_width=inv_width, integer=integer, ilo=ilo,
-                          iwidth=iwidth, blocks=-1, threads=-1, device_out=device, stream=0)
-    if device:
-        counts = DeviceArray(counts, (kernel_edges.size - 1,), np.int64)
-    return counts, edges.copy()
+# What the core is told to count with: every resolved argument but the data
+# and the launch options. A repeated call reuses it from _PLANS.
+_Plan = collections.namedtuple("_Plan", "backend rung dtype edges uniform inv_width integer ilo iwidth device")
+
+
+def _count(plan, x, n, blocks, threads, stream):
+    """The counts of n elements at x (a DeviceArray for device input)."""
+    counts = _C.histogram(backend=plan.backend, rung=plan.rung, x=x, n=n, dtype=plan.dtype, edges=plan.edges,
+                          uniform=plan.uniform, inv_width=plan.inv_width, integer=plan.integer, ilo=plan.ilo,
+                          iwidth=plan.iwidth, blocks=blocks, threads=threads, device_out=plan.device, stream=stream)
+    return DeviceArray(counts, (plan.edges.size - 1,), np.int64) if plan.device else counts
 
 
 def histogram(a, bins=10, range=None, *, weights=None, density=False, method="auto", backend=None, blocks=None,
@@ -365,9 +368,10 @@ def histogram(a, bins=10, range=None, *, weights=None, density=False, method="au
     if weights is not None:
         return _weighted_histogram(a, bins, range, weights, density, method, backend, blocks, threads, stream)
     key = _plan_key(a, bins, range, density, method, backend, blocks, threads, stream)
-    plan = _PLANS.get(key) if key is not None else None
-    if plan is not None:
-        return _run_plan(a, plan)
+    cached = _PLANS.get(key) if key is not None else None
+    if cached is not None:
+        plan, edges = cached
+        return _count(plan, a.ptr if plan.device else a, a.size, -1, -1, 0), edges.copy()
     be = _backend.resolve(backend)
     rung = named_rung("histogram", be, method)
     nb, nt = launch_config(blocks, threads)
@@ -381,16 +385,11 @@ def histogram(a, bins=10, range=None, *, weights=None, density=False, method="au
     nbins = kernel_edges.size - 1
     if rung is None:
         rung = auto_rung("histogram", be, inp.n, inp.dtype, nbins, fits=rung_fits(be, nbins, inp.id, nb, nt))
-    counts = _C.histogram(backend=_backend.backend_id(be), rung=rung.index, x=inp.x, n=inp.n, dtype=inp.id,
-                          edges=kernel_edges, uniform=int(uniform), inv_width=inv_width,
-                          integer=int(integer is not None), ilo=ilo, iwidth=iwidth, blocks=nb, threads=nt,
-                          device_out=inp.device, stream=s)
+    plan = _Plan(_backend.backend_id(be), rung.index, inp.id, kernel_edges, int(uniform), inv_width,
+                 int(integer is not None), ilo, iwidth, inp.device)
+    counts = _count(plan, inp.x, inp.n, nb, nt, s)
     if key is not None and ((inp.x == a.ptr) if inp.device else (inp.x is a)):  # (ptr: a new int every time)
-        plan = (_backend.backend_id(be), rung.index, inp.id, kernel_edges, int(uniform), inv_width,
-                int(integer is not None), ilo, iwidth, edges.copy(), inp.device)
-        _PLANS.put(key, plan, 2 * edges.nbytes + kernel_edges.nbytes)
-    if inp.device:
-        counts = DeviceArray(counts, (kernel_edges.size - 1,), np.int64)
+        _PLANS.put(key, (plan, edges.copy()), 2 * edges.nbytes + kernel_edges.nbytes)
     if density:
         host = counts.copy_to_host() if inp.device else counts
         with np.errstate(divide="ignore", invalid="ignore"):
