@@ -393,21 +393,17 @@ static int hist_bytes(const T *x, int64_t n, const cua_bins *bins, u64 *counts, 
     if (cfg->threads <= 0) cfg->threads = BYTE_THREADS;
     const int threads = cfg->threads, copies = (threads + 31) / 32;
     const size_t smem = (size_t)copies * 256 * sizeof(unsigned);  // at most 32 KiB
-    int st = cua_allow_smem(hist_bytes_kernel<T>, smem);
-    if (st) return st;
-    if (cfg->blocks <= 0) {
+    if (cfg->blocks <= 0) {  // small inputs: one block per SM; the rest as every wide rung
         int64_t resident;
         int sms;
-        st = cua_max_resident_blocks(hist_bytes_kernel<T>, threads, smem, &resident);
+        int st = cua_max_resident_blocks(hist_bytes_kernel<T>, threads, smem, &resident);
         if (!st) st = cua_sm_count(&sms);
         if (st) return st;
         const int64_t steps = cua_ceil_div(n / 16 + 1, (int64_t)threads * BYTE_VECTORS);
-        cfg->blocks = steps < 4 * resident ? (steps < sms ? steps : sms) : resident;
-        if (cfg->blocks < 1) cfg->blocks = 1;
+        if (steps < 4 * resident) cfg->blocks = steps < sms ? steps : sms;
     }
-    cua_clamp_grid(cfg, cua_ceil_div(n, (int64_t)threads * 16));
-    cfg->used_blocks = cfg->blocks;
-    cfg->used_threads = threads;
+    int st = wide_config<T>(hist_bytes_kernel<T>, n, smem, cfg);
+    if (st) return st;
     return count_in_chunks<T, E>(x, n, bins, counts, cfg, [&](const T *xc, int64_t m, const DevBins<E> &) {
         hist_bytes_kernel<T><<<(unsigned)cfg->blocks, threads, smem, cua_stream(cfg)>>>(xc, m, bins->ilo, bins->nbins,
                                                                                       copies, counts);
