@@ -130,10 +130,20 @@ int cua_launch_config(long long blocks, int threads, void *stream, cua_launch *c
 
 #ifdef CUATOMIC_WITH_CUDA
 /* Inputs fill the slot from its start, each on a 256-byte boundary (the
- * alignment cudaMalloc gives, which the wide-load rungs rely on). */
+ * alignment cudaMalloc gives, which the wide-load rungs rely on). The result
+ * region's last word is the result flag. */
 #define SLOT_ALIGN 256
 #define SLOT_RESULT_OFFSET (CUA_SLOT_BYTES - CUA_SLOT_RESULT_BYTES)
+#define SLOT_FLAG_OFFSET (CUA_SLOT_BYTES - sizeof(unsigned))
 static size_t slot_round(size_t nbytes) { return (nbytes + SLOT_ALIGN - 1) / SLOT_ALIGN * SLOT_ALIGN; }
+
+/* The slot's flag, lowered, as the kernel may raise it. */
+static void slot_flag(cua_slot *sl, cua_launch *cfg)
+{
+    cfg->result_flag_host = (volatile unsigned *)(sl->host + SLOT_FLAG_OFFSET);
+    cfg->result_flag = (unsigned *)(sl->device + SLOT_FLAG_OFFSET);
+    *cfg->result_flag_host = 0;
+}
 
 void cua_slot_take(int backend, cua_slot *sl)
 {
@@ -167,13 +177,15 @@ void *cua_slot_result(cua_slot *sl, cua_launch *cfg, void *fallback)
 {
     if (sl->id < 0) return fallback;
     cfg->result_device = sl->device + SLOT_RESULT_OFFSET;
+    slot_flag(sl, cfg);
     return sl->host + SLOT_RESULT_OFFSET;
 }
 
 void *cua_slot_output(cua_slot *sl, size_t nbytes, cua_launch *cfg, void *fallback)
 {
-    if (sl->id < 0 || nbytes > CUA_SLOT_BYTES) return fallback;
+    if (sl->id < 0 || nbytes > SLOT_RESULT_OFFSET) return fallback;
     cfg->result_device = sl->device;
+    slot_flag(sl, cfg);
     return sl->host;
 }
 

@@ -51,8 +51,9 @@ int cua_launch_config(long long blocks, int threads, void *stream, cua_launch *c
 /* A page-locked, device-mapped call slot (cua_cuda_slot_acquire): host
  * inputs that fit are copied in and read by the kernel over the bus, and
  * the result comes back in the slot's last CUA_SLOT_RESULT_BYTES, so a small
- * call needs no copy in either direction. id < 0: no slot (CPU, or none
- * free), the ordinary path runs. */
+ * call needs no copy in either direction. The last word of those is the
+ * result flag (cua_launch.result_flag), lowered when the slot is handed out
+ * as a result. id < 0: no slot (CPU, or none free), the ordinary path runs. */
 #define CUA_SLOT_RESULT_BYTES 64
 typedef struct {
     int id;
@@ -62,10 +63,10 @@ void cua_slot_take(int backend, cua_slot *sl);
 void cua_slot_inputs(cua_slot *sl, cua_input *a, cua_input *b);
 /* Where the backend writes the result: the slot, else `fallback`. */
 void *cua_slot_result(cua_slot *sl, cua_launch *cfg, void *fallback);
-/* The whole slot as the output of a call that put no inputs in it: its host
- * side for `nbytes` of results, with cfg->result_device its device alias (a
- * launcher that honours result_device writes there); `fallback` when there
- * is no slot or nbytes does not fit. */
+/* The slot as the output of a call that put no inputs in it: its host side
+ * for `nbytes` of results (up to the result region), with cfg->result_device
+ * its device alias (a launcher that honours result_device writes there);
+ * `fallback` when there is no slot or nbytes does not fit. */
 void *cua_slot_output(cua_slot *sl, size_t nbytes, cua_launch *cfg, void *fallback);
 void cua_slot_give(cua_slot *sl);
 

@@ -128,21 +128,19 @@ PyObject *cua_op_histogram(PyObject *self, PyObject *args, PyObject *kw)
     }
     if (!chunked && !st) {
         /* Counts for the host come back through a call slot when one is free:
-         * the backend publishes them there before its one wait. */
+         * the backend is given no device counts and publishes them there. */
         cua_slot sl = {-1, NULL, NULL};
         void *mapped = NULL;
         st = cua_stage(&in);
-        if (!st && !device_out) st = cua_device_alloc(backend, &dev, cbytes, stream);
-        if (!st && dev) {
+        if (!st && !device_out) {
             cua_slot_take(backend, &sl);
             mapped = cua_slot_output(&sl, cbytes, &cfg, NULL);
+            if (!mapped) st = cua_device_alloc(backend, &dev, cbytes, stream);
         }
-        if (!st) st = row->run(in.ptr, n, dtype, &bins, (uint64_t *)(dev ? dev : counts), &cfg);
-        if (!st && dev) {
-            if (mapped) memcpy(counts, mapped, cbytes);
-            else st = cua_copy_to_host(counts, dev, cbytes, stream);
-        }
-        if (dev) cua_slot_give(&sl);
+        if (!st) st = row->run(in.ptr, n, dtype, &bins, (uint64_t *)(mapped ? NULL : dev ? dev : counts), &cfg);
+        if (!st && mapped) memcpy(counts, mapped, cbytes);
+        if (!st && dev) st = cua_copy_to_host(counts, dev, cbytes, stream);
+        cua_slot_give(&sl);
         cua_unstage(&in);
     }
     cua_device_free(dev, stream);

@@ -39,14 +39,24 @@ typedef unsigned long long u64;
 // `on_stop` runs once (the spin kernels' launcher raises their abort flag
 // there), the stream is drained -- kernels that read the flag give up at
 // once, the others end on their own -- and CUA_EINTR is returned.
+// With `raised` (the host side of a result flag the call's kernel raises
+// once the result is in the caller's mapped memory: cua_raise_flag) the
+// wait also ends when the flag is up, before the stream reports done; an
+// error is still seen, as the stream is queried on every turn too.
 template <class F>
-static inline int cua_wait(cua_launch *cfg, F on_stop)
+static inline int cua_wait(cua_launch *cfg, F on_stop, const volatile unsigned *raised = nullptr)
 {
     cudaStream_t s = (cudaStream_t)cfg->stream;
     timespec start, now;
     clock_gettime(CLOCK_MONOTONIC, &start);
     int64_t next_poll = 1000000;  // ns since start: the first poll after 1 ms
     for (;;) {
+        if (raised && *raised) {
+            // The flag was written after the result (the kernel fenced at
+            // system scope between them): the result is read after the flag.
+            __atomic_thread_fence(__ATOMIC_ACQUIRE);
+            return cfg->interrupted ? CUA_EINTR : 0;
+        }
         cudaError_t e = cudaStreamQuery(s);
         if (e == cudaSuccess) return cfg->interrupted ? CUA_EINTR : 0;
         if (e != cudaErrorNotReady) {
@@ -69,6 +79,23 @@ static inline int cua_wait(cua_launch *cfg, F on_stop)
 static inline int cua_wait(cua_launch *cfg)
 {
     return cua_wait(cfg, [] {});
+}
+// The wait of a launcher whose kernel raised cfg->result_flag (when the
+// caller gave one) after writing the result into cfg->result_device.
+static inline int cua_wait_result(cua_launch *cfg)
+{
+    return cua_wait(cfg, [] {}, cfg->result_flag ? cfg->result_flag_host : nullptr);
+}
+
+// A kernel's last word on a result it wrote into mapped host memory: raise
+// the caller's flag (may be null). The calling thread must be the last
+// writer of the result, or follow the other writers through a barrier
+// after each of them fenced at system scope.
+__device__ __forceinline__ void cua_raise_flag(unsigned *flag)
+{
+    if (!flag) return;
+    __threadfence_system();  // the result reaches host memory before the flag does
+    *(volatile unsigned *)flag = 1;
 }
 #define CUA_WAIT(cfg)                        \
     do {                                     \

@@ -135,6 +135,14 @@ typedef struct {
      * mapped memory). A launcher may write the result there from its kernel
      * and skip the copy back; it must still synchronize the stream. */
     void *result_device;
+    /* With result_device: a word of the same mapped memory, zeroed by the
+     * caller, as the device writes it (result_flag) and as the host reads it
+     * (result_flag_host). A launcher whose kernel writes the result into
+     * result_device may also raise the flag after it (cua_raise_flag) and
+     * wait for the flag instead of the stream (cua_wait_result): the host
+     * sees the flag about a microsecond before the stream reports done. */
+    unsigned *result_flag;
+    volatile unsigned *result_flag_host;
     int64_t used_blocks;
     int used_threads;
     int64_t chunks;         /* launches made for this call (host input streamed in pieces: one per piece) */
@@ -189,6 +197,8 @@ typedef int (*cua_sum_fn)(const void *x, int64_t n, int dtype, int acc,
 typedef cua_sum_fn cua_prod_fn;
 typedef int (*cua_dot_fn)(const void *a, const void *b, int64_t n, int dtype,
                           int acc, void *result, cua_launch *cfg);
+/* histogram: nbins counts into `counts` -- or, with counts NULL (CUDA, and
+ * only when cfg->result_device is set), into cfg->result_device. */
 typedef int (*cua_hist_fn)(const void *x, int64_t n, int dtype,
                            const cua_bins *bins, uint64_t *counts,
                            cua_launch *cfg);

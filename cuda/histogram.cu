@@ -40,21 +40,62 @@
 //             block shrinks (whole warps, down to 32 threads) until that
 //             fits; more bins than 32 threads' counters fit are refused.
 //
+// Every rung ends the same way when the caller wants the counts in its
+// mapped host memory (cfg->result_device, a call slot): the last block of the
+// call to finish copies them there and raises the caller's flag -- the last
+// block of CUDA's threadFenceReduction sample -- so a call is one memset and
+// one launch, and its wait ends on the flag.
+//
 // The bin rule (np.histogram's, exactly), the plans and the dispatch are in
 // bins.cuh, shared with the weighted ladder (weighted.cu).
 #include "bins.cuh"
 
+// Where a launch's counts go beyond the device: with `ticket` set, the last
+// block of the call copies them to `out` (mapped host memory) and raises
+// `flag`. On an H200 this saved 4 us a call against a second kernel that
+// copied them (and that kernel had saved 8.7 us against a copy-engine
+// transfer).
+struct Publish {
+    u64 *ticket;  // zeroed with the counts before the first launch; null: the counts stay on the device
+    u64 blocks;   // blocks of all the call's launches together
+    u64 *out;
+    unsigned *flag;  // may be null
+};
+
+// The last statement of every histogram kernel, reached by every thread of
+// the block after its flush into `counts`.
+__device__ __forceinline__ void publish_if_last(const Publish &p, const u64 *counts, int64_t nb)
+{
+    if (!p.ticket) return;
+    // This thread's flush is visible device-wide before its block's ticket
+    // is taken, and the whole block has flushed before thread 0 takes it.
+    __threadfence();
+    __syncthreads();
+    // (a barrier that broadcasts the answer: no shared variable, whose bytes
+    // would come out of what the plans give the private histograms)
+    const bool last = __syncthreads_or(threadIdx.x == 0 && atomicAdd(p.ticket, 1ULL) == p.blocks - 1);
+    if (!last) return;
+    // Every other block fenced its flush before its ticket; this fence
+    // orders our reads after ours. __ldcg: from L2, where the atomics landed.
+    __threadfence();
+    for (int64_t j = threadIdx.x; j < nb; j += blockDim.x) p.out[j] = __ldcg(counts + j);
+    __threadfence_system();  // each thread's counts reach host memory ...
+    __syncthreads();         // ... before thread 0 raises the flag
+    if (threadIdx.x == 0) cua_raise_flag(p.flag);
+}
+
 template <class T, class E>
-__global__ void hist_global_kernel(const T *__restrict__ x, int64_t n, DevBins<E> bn, u64 *counts)
+__global__ void hist_global_kernel(const T *__restrict__ x, int64_t n, DevBins<E> bn, u64 *counts, Publish pub)
 {
     for (int64_t i = cua_global_id(); i < n; i += cua_grid_stride()) {
         int64_t b = bin_of(x[i], bn);
         if (b >= 0) atomicAdd(&counts[b], 1ULL);
     }
+    publish_if_last(pub, counts, bn.nbins);
 }
 
 template <class T, class E>
-__global__ void hist_shared_kernel(const T *__restrict__ x, int64_t n, DevBins<E> bn, u64 *counts)
+__global__ void hist_shared_kernel(const T *__restrict__ x, int64_t n, DevBins<E> bn, u64 *counts, Publish pub)
 {
     unsigned *local = reinterpret_cast<unsigned *>(cua_smem);
     for (int64_t j = threadIdx.x; j < bn.nbins; j += blockDim.x) local[j] = 0;
@@ -65,6 +106,7 @@ __global__ void hist_shared_kernel(const T *__restrict__ x, int64_t n, DevBins<E
     }
     __syncthreads();  // every count of this block is in before the flush
     for (int64_t j = threadIdx.x; j < bn.nbins; j += blockDim.x) atomicAdd(&counts[j], (u64)local[j]);
+    publish_if_last(pub, counts, bn.nbins);
 }
 
 // ---------------------------------------------------- wide-load rungs (3, 4)
@@ -92,7 +134,7 @@ __device__ __forceinline__ void for_vectors(const uint4 *body, int64_t nvec, F f
 // counts that leave room for none); warp w counts into copy w % copies.
 template <class T, class E>
 __global__ void hist_warp_private_kernel(const T *__restrict__ x, int64_t n, DevBins<E> bn, int copies,
-                                         u64 *counts)
+                                         u64 *counts, Publish pub)
 {
     unsigned *local = reinterpret_cast<unsigned *>(cua_smem);
     const int64_t nb = bn.nbins;
@@ -121,6 +163,7 @@ __global__ void hist_warp_private_kernel(const T *__restrict__ x, int64_t n, Dev
         for (int c = 0; c < copies; c++) total += local[(int64_t)c * stride_c + j];
         if (total) atomicAdd(&counts[j], total);
     }
+    publish_if_last(pub, counts, nb);
 }
 
 // Rung 3 for 1-byte data in integer bins of width one. Warp w counts into
@@ -138,7 +181,8 @@ __device__ __forceinline__ void shared_increment(unsigned address)
 
 template <class T>
 __global__ void __launch_bounds__(BYTE_THREADS)
-    hist_bytes_kernel(const T *__restrict__ x, int64_t n, int64_t lo, int64_t nb, int copies, u64 *counts)
+    hist_bytes_kernel(const T *__restrict__ x, int64_t n, int64_t lo, int64_t nb, int copies, u64 *counts,
+                      Publish pub)
 {
     static_assert(sizeof(T) == 1, "bytes only");
     unsigned *local = reinterpret_cast<unsigned *>(cua_smem);
@@ -178,11 +222,13 @@ __global__ void __launch_bounds__(BYTE_THREADS)
         for (int c = 0; c < copies; c++) total += local[c * 256 + u];
         if (total) atomicAdd(&counts[j < nb ? j : nb - 1], total);
     }
+    publish_if_last(pub, counts, nb);
 }
 
 // Thread t's counter of bin b is byte (b & 3) of word (b >> 2) * T + t.
 template <class T, class E>
-__global__ void hist_thread_counters_kernel(const T *__restrict__ x, int64_t n, DevBins<E> bn, u64 *counts)
+__global__ void hist_thread_counters_kernel(const T *__restrict__ x, int64_t n, DevBins<E> bn, u64 *counts,
+                                            Publish pub)
 {
     constexpr int V = Split<T>::V;
     constexpr int STEPS = (255 - 2) / V;  // elements per counter between flushes, head and tail included
@@ -253,6 +299,7 @@ __global__ void hist_thread_counters_kernel(const T *__restrict__ x, int64_t n, 
     flush();
     for (int64_t j = t; j < bn.nbins; j += T_)
         if (totals[j]) atomicAdd(&counts[j], (u64)totals[j]);
+    publish_if_last(pub, counts, bn.nbins);
 }
 
 // ------------------------------------------------------------------ plans
@@ -314,45 +361,40 @@ static int plan_thread_counters(int64_t nb, int optin, HistPlan *plan, cua_launc
 
 // ---------------------------------------------------------- launch helpers
 
-// The counts to the caller's mapped host memory (cfg->result_device): a
-// small kernel in the same stream instead of a copy-engine transfer and a
-// second wait (on an H200 a 1 KiB cudaMemcpyAsync added 8.7 us to a 5.7 MB
-// histogram call).
-__global__ void publish_counts_kernel(const u64 *counts, int64_t nb, u64 *out)
-{
-    for (int64_t j = cua_global_id(); j < nb; j += cua_grid_stride()) out[j] = counts[j];
-}
-
 // The counting every rung ends with, once its grid is set: the counts
-// zeroed, the bins uploaded, launch(x + off, m, bins) for chunks of at most
-// blocks * 2^31 elements -- no block's 32-bit shared counter can reach 2^32
-// within one launch -- each launch checked, the counts published to
-// cfg->result_device when the caller gave one, and the one wait.
+// zeroed, the bins uploaded, launch(x + off, m, bins, counts, publish) for
+// chunks of at most blocks * 2^31 elements -- no block's 32-bit shared
+// counter can reach 2^32 within one launch -- each launch checked, and the
+// one wait. counts == nullptr: they go to cfg->result_device; they are
+// counted in scratch with the ticket after them (one memset clears both),
+// and at least one launch runs, to publish even the zeros of no elements.
 template <class T, class E, class L>
 static int count_in_chunks(const T *x, int64_t n, const cua_bins *bins, u64 *counts, cua_launch *cfg, L launch)
 {
     cudaStream_t s = cua_stream(cfg);
     const int64_t nb = bins->nbins;
-    CUA_CHECK(cudaMemsetAsync(counts, 0, (size_t)nb * sizeof(u64), s));
+    const int64_t chunk = (int64_t)(unsigned)cfg->blocks << 31;
+    cua_scratch own;
+    Publish pub = {};
+    if (!counts) {
+        if (!cfg->result_device) return CUA_EINTERNAL;
+        CUA_CHECK(own.get((size_t)(nb + 1) * sizeof(u64), s));
+        counts = (u64 *)own.ptr;
+        const int64_t launches = n > 0 ? cua_ceil_div(n, chunk) : 1;
+        pub = Publish{counts + nb, (u64)cfg->blocks * (u64)launches, (u64 *)cfg->result_device, cfg->result_flag};
+    }
+    CUA_CHECK(cudaMemsetAsync(counts, 0, (size_t)(nb + (pub.ticket ? 1 : 0)) * sizeof(u64), s));
     cua_scratch edges;
-    if (n > 0) {
+    if (n > 0 || pub.ticket) {
         DevBins<E> bn;
         int st = upload_bins<T>(bins, &edges, &bn, s);
         if (st) return st;
-        const int64_t chunk = (int64_t)(unsigned)cfg->blocks << 31;
-        for (int64_t off = 0; off < n; off += chunk) {
-            launch(x + off, n - off < chunk ? n - off : chunk, bn);
+        for (int64_t off = 0; off == 0 || off < n; off += chunk) {
+            launch(x + off, n - off < chunk ? n - off : chunk, bn, counts, pub);
             CUA_CHECK_LAUNCH();
         }
     }
-    if (cfg->result_device) {
-        const int64_t blocks = cua_ceil_div(nb, CUA_DEFAULT_THREADS);
-        publish_counts_kernel<<<(unsigned)(blocks < 64 ? blocks : 64), CUA_DEFAULT_THREADS, 0, s>>>(
-            counts, nb, (u64 *)cfg->result_device);
-        CUA_CHECK_LAUNCH();
-    }
-    CUA_WAIT(cfg);
-    return 0;
+    return pub.ticket ? cua_wait_result(cfg) : cua_wait(cfg);
 }
 
 // -------------------------------------------------------------- launchers
@@ -362,8 +404,9 @@ static int hist_global(const T *x, int64_t n, const cua_bins *bins, u64 *counts,
 {
     int st = cua_default_config(cfg, n, NARROW_THREADS);
     if (st) return st;
-    return count_in_chunks<T, E>(x, n, bins, counts, cfg, [&](const T *xc, int64_t m, const DevBins<E> &bn) {
-        hist_global_kernel<T, E><<<(unsigned)cfg->blocks, cfg->threads, 0, cua_stream(cfg)>>>(xc, m, bn, counts);
+    return count_in_chunks<T, E>(x, n, bins, counts, cfg, [&](const T *xc, int64_t m, const DevBins<E> &bn, u64 *c,
+                                                          const Publish &pub) {
+        hist_global_kernel<T, E><<<(unsigned)cfg->blocks, cfg->threads, 0, cua_stream(cfg)>>>(xc, m, bn, c, pub);
     });
 }
 
@@ -377,9 +420,10 @@ static int hist_shared(const T *x, int64_t n, const cua_bins *bins, u64 *counts,
     if (st) return st;
     st = cua_allow_smem(hist_shared_kernel<T, E>, plan.smem);
     if (st) return st;
-    return count_in_chunks<T, E>(x, n, bins, counts, cfg, [&](const T *xc, int64_t m, const DevBins<E> &bn) {
-        hist_shared_kernel<T, E><<<(unsigned)cfg->blocks, cfg->threads, plan.smem, cua_stream(cfg)>>>(xc, m, bn,
-                                                                                                     counts);
+    return count_in_chunks<T, E>(x, n, bins, counts, cfg, [&](const T *xc, int64_t m, const DevBins<E> &bn, u64 *c,
+                                                          const Publish &pub) {
+        hist_shared_kernel<T, E><<<(unsigned)cfg->blocks, cfg->threads, plan.smem, cua_stream(cfg)>>>(xc, m, bn, c,
+                                                                                                     pub);
     });
 }
 
@@ -404,9 +448,10 @@ static int hist_bytes(const T *x, int64_t n, const cua_bins *bins, u64 *counts, 
     }
     int st = wide_config<T>(hist_bytes_kernel<T>, n, smem, cfg);
     if (st) return st;
-    return count_in_chunks<T, E>(x, n, bins, counts, cfg, [&](const T *xc, int64_t m, const DevBins<E> &) {
+    return count_in_chunks<T, E>(x, n, bins, counts, cfg, [&](const T *xc, int64_t m, const DevBins<E> &, u64 *c,
+                                                          const Publish &pub) {
         hist_bytes_kernel<T><<<(unsigned)cfg->blocks, threads, smem, cua_stream(cfg)>>>(xc, m, bins->ilo, bins->nbins,
-                                                                                      copies, counts);
+                                                                                      copies, c, pub);
     });
 }
 
@@ -420,9 +465,10 @@ static int hist_warp_private(const T *x, int64_t n, const cua_bins *bins, u64 *c
     if (st) return st;
     st = wide_config<T>(hist_warp_private_kernel<T, E>, n, plan.smem, cfg);
     if (st) return st;
-    return count_in_chunks<T, E>(x, n, bins, counts, cfg, [&](const T *xc, int64_t m, const DevBins<E> &bn) {
+    return count_in_chunks<T, E>(x, n, bins, counts, cfg, [&](const T *xc, int64_t m, const DevBins<E> &bn, u64 *c,
+                                                          const Publish &pub) {
         hist_warp_private_kernel<T, E><<<(unsigned)cfg->blocks, cfg->threads, plan.smem, cua_stream(cfg)>>>(
-            xc, m, bn, plan.copies, counts);
+            xc, m, bn, plan.copies, c, pub);
     });
 }
 
@@ -436,9 +482,10 @@ static int hist_thread_counters(const T *x, int64_t n, const cua_bins *bins, u64
         return cua_refuse(cfg, "method 'thread_counters' needs input aligned to its element size");
     st = wide_config<T>(hist_thread_counters_kernel<T, E>, n, plan.smem, cfg);
     if (st) return st;
-    return count_in_chunks<T, E>(x, n, bins, counts, cfg, [&](const T *xc, int64_t m, const DevBins<E> &bn) {
+    return count_in_chunks<T, E>(x, n, bins, counts, cfg, [&](const T *xc, int64_t m, const DevBins<E> &bn, u64 *c,
+                                                          const Publish &pub) {
         hist_thread_counters_kernel<T, E><<<(unsigned)cfg->blocks, cfg->threads, plan.smem, cua_stream(cfg)>>>(
-            xc, m, bn, counts);
+            xc, m, bn, c, pub);
     });
 }
 

@@ -23,7 +23,8 @@
 //    H200).
 //  - Inputs of at most ONE_BLOCK_MAX_BYTES run as one block that writes the
 //    result itself -- into the caller's page-locked slot when there is one
-//    (cua_launch.result_device): one launch, no memset, no copy.
+//    (cua_launch.result_device): one launch, no memset, no copy, and the
+//    wait ends on the flag the kernel raises after the result.
 // Constraints: any pointer alignment (a scalar head and tail around the
 // 16-byte-aligned body; dot vectorizes only when both inputs share their
 // offset within 16 bytes, and runs scalar otherwise); any block size (a
@@ -250,15 +251,19 @@ __device__ __forceinline__ void store(double *out, Comp v, bool pair)
 }
 
 // partials/ticket are unused (may be null) for a one-block grid. The ticket
-// is zero at launch (the launcher clears it).
+// is zero at launch (the launcher clears it). `flag` (may be null) is raised
+// once the result is in `out`, the caller's mapped memory.
 template <class T, class Acc, bool DOT, class A = typename Lane<T, Acc>::type>
 __global__ void reduce_kernel(const T *__restrict__ x, const T *__restrict__ y, int64_t n, A *partials,
-                              unsigned *ticket, Acc *out, bool pair)
+                              unsigned *ticket, Acc *out, bool pair, unsigned *flag)
 {
     __shared__ bool last;
     A v = block_sum(thread_share<T, A, DOT>(x, y, n));
     if (gridDim.x == 1) {
-        if (threadIdx.x == 0) store(out, v, pair);
+        if (threadIdx.x == 0) {
+            store(out, v, pair);
+            cua_raise_flag(flag);
+        }
         return;
     }
     if (threadIdx.x == 0) {
@@ -278,7 +283,10 @@ __global__ void reduce_kernel(const T *__restrict__ x, const T *__restrict__ y, 
     zero(s);
     for (unsigned b = threadIdx.x; b < gridDim.x; b += blockDim.x) s = plus(s, load_volatile(p + b));
     s = block_sum(s);
-    if (threadIdx.x == 0) store(out, s, pair);
+    if (threadIdx.x == 0) {
+        store(out, s, pair);
+        cua_raise_flag(flag);
+    }
 }
 
 // The launcher of both rungs: y is null for sum.
@@ -325,12 +333,14 @@ static int launch(const T *x, const T *y, int64_t n, Acc *result, cua_launch *cf
         if (!out) out = (Acc *)((char *)scratch.ptr + 16);
         CUA_CHECK(cudaMemsetAsync(ticket, 0, sizeof(unsigned), s));
     }
-    kernel<<<blocks, threads, smem, s>>>(x, y, n, partials, ticket, out, pair);
+    const bool in_slot = out == cfg->result_device;
+    kernel<<<blocks, threads, smem, s>>>(x, y, n, partials, ticket, out, pair, in_slot ? cfg->result_flag : nullptr);
     CUA_CHECK_LAUNCH();
-    if (out != cfg->result_device)
+    if (!in_slot) {
         CUA_CHECK(cudaMemcpyAsync(result, out, pair ? 2 * sizeof(double) : sizeof(Acc), cudaMemcpyDeviceToHost, s));
-    CUA_WAIT(cfg);
-    return 0;
+        return cua_wait(cfg);
+    }
+    return cua_wait_result(cfg);
 }
 
 }  // namespace vec
