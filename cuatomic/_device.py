@@ -78,6 +78,15 @@ class DeviceArray:
         self._size = size  # asked on every call: computed once
 
     @classmethod
+    def _vector(cls, buffer, n, dtype):
+        """A 1-D array of n elements of `dtype` (a numpy.dtype) over a buffer
+        the core has just made to hold them: the checks of the constructor
+        skipped, on the path of every call that returns device results."""
+        self = cls.__new__(cls)
+        self._buffer, self._shape, self._dtype, self._size = buffer, (n,), dtype, n
+        return self
+
+    @classmethod
     def empty(cls, shape, dtype):
         """An uninitialized device array."""
         dtype = np.dtype(dtype)

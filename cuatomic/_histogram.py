@@ -254,24 +254,31 @@ def _edges(inp, bins, range, stream):
 # time. The tutorial's call repeats, and resolving it (backend, rung, bins,
 # checks) cost about 7 us of Python on the H200's host, as much as counting
 # 5.7 MB; a repeated call goes straight to the core. Only arrays the core
-# reads as they are (a DeviceArray, a C-contiguous native-order ndarray),
-# never bool (NumPy warns on every call).
+# reads as they are (a DeviceArray, a C-contiguous native-order ndarray, a
+# plain __cuda_array_interface__ array: _interop.plain_cuda_array), never
+# bool (NumPy warns on every call).
 _PLANS = BytesLRU(FIXED_BINS_CACHE_BYTES)
 
 
 def _plan_key(a, bins, range, density, method, backend, blocks, threads, stream):
+    """(key, what the core reads, size) of a call a plan can serve, else
+    (None, None, None)."""
     kind = type(a)
     if (type(bins) is not int or type(range) is not tuple or len(range) != 2 or type(method) is not str or density
             or backend is not None or blocks is not None or threads is not None or stream is not None):
-        return None
-    if kind is not DeviceArray and not (kind is np.ndarray and a.flags.c_contiguous and a.dtype.isnative):
-        return None
+        return None, None, None
+    if kind is DeviceArray or (kind is np.ndarray and a.flags.c_contiguous and a.dtype.isnative):
+        x, n, dtype, boolean = (a.ptr if kind is DeviceArray else a), a.size, a.dtype, a.dtype.kind == "b"
+    elif kind is not np.ndarray and (plain := _interop.plain_cuda_array(a)) is not None:
+        (x, n, dtype), boolean = plain, plain[2][1:2] == "b"  # (a typestr: "|b1")
+    else:
+        return None, None, None
     lo, hi = range
     tlo, thi = type(lo), type(hi)
-    if a.dtype.kind == "b" or tlo not in _SCALARS or thi not in _SCALARS:  # (not arrays: unhashable)
-        return None
-    return (kind, a.dtype, bins, lo, hi, tlo, thi, method, os.environ.get("CUATOMIC_BACKEND"),
-            a.size if method == "auto" else None)
+    if boolean or tlo not in _SCALARS or thi not in _SCALARS:  # (not arrays: unhashable)
+        return None, None, None
+    return ((kind, dtype, bins, lo, hi, tlo, thi, method, os.environ.get("CUATOMIC_BACKEND"),
+             n if method == "auto" else None), x, n)
 
 
 _SCALARS = frozenset((int, float, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
@@ -285,10 +292,15 @@ _Plan = collections.namedtuple("_Plan", "backend rung dtype edges uniform inv_wi
 
 def _count(plan, x, n, blocks, threads, stream):
     """The counts of n elements at x (a DeviceArray for device input)."""
-    counts = _C.histogram(backend=plan.backend, rung=plan.rung, x=x, n=n, dtype=plan.dtype, edges=plan.edges,
-                          uniform=plan.uniform, inv_width=plan.inv_width, integer=plan.integer, ilo=plan.ilo,
-                          iwidth=plan.iwidth, blocks=blocks, threads=threads, device_out=plan.device, stream=stream)
-    return DeviceArray(counts, (plan.edges.size - 1,), np.int64) if plan.device else counts
+    # Positional: _Plan's fields from dtype to iwidth are in _C.histogram's
+    # order (backend, rung, x, n, dtype, edges, uniform, inv_width, integer,
+    # ilo, iwidth, blocks, threads, device_out, stream); keywords cost about
+    # a microsecond of every call.
+    counts = _C.histogram(plan.backend, plan.rung, x, n, *plan[2:9], blocks, threads, plan.device, stream)
+    return DeviceArray._vector(counts, plan.edges.size - 1, _INT64) if plan.device else counts
+
+
+_INT64 = np.dtype(np.int64)
 
 
 def histogram(a, bins=10, range=None, *, weights=None, density=False, method="auto", backend=None, blocks=None,
@@ -367,11 +379,11 @@ def histogram(a, bins=10, range=None, *, weights=None, density=False, method="au
     """
     if weights is not None:
         return _weighted_histogram(a, bins, range, weights, density, method, backend, blocks, threads, stream)
-    key = _plan_key(a, bins, range, density, method, backend, blocks, threads, stream)
+    key, x, n = _plan_key(a, bins, range, density, method, backend, blocks, threads, stream)
     cached = _PLANS.get(key) if key is not None else None
     if cached is not None:
         plan, edges = cached
-        return _count(plan, a.ptr if plan.device else a, a.size, -1, -1, 0), edges.copy()
+        return _count(plan, x, n, -1, -1, 0), edges.copy()
     be = _backend.resolve(backend)
     rung = named_rung("histogram", be, method)
     nb, nt = launch_config(blocks, threads)
@@ -388,7 +400,7 @@ def histogram(a, bins=10, range=None, *, weights=None, density=False, method="au
     plan = _Plan(_backend.backend_id(be), rung.index, inp.id, kernel_edges, int(uniform), inv_width,
                  int(integer is not None), ilo, iwidth, inp.device)
     counts = _count(plan, inp.x, inp.n, nb, nt, s)
-    if key is not None and ((inp.x == a.ptr) if inp.device else (inp.x is a)):  # (ptr: a new int every time)
+    if key is not None and ((inp.x == x) if inp.device else (inp.x is a)):  # (ptr: a new int every time)
         _PLANS.put(key, (plan, edges.copy()), 2 * edges.nbytes + kernel_edges.nbytes)
     if density:
         host = counts.copy_to_host() if inp.device else counts

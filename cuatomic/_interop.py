@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from . import _C
+from . import _C, _backend
 
 KDL_CPU, KDL_CUDA, KDL_CUDA_HOST, KDL_CUDA_MANAGED = 1, 2, 3, 13
 _DL_KINDS = {0: "i", 1: "u", 2: "f", 6: "b"}
@@ -71,7 +71,6 @@ class Stream:
     """
 
     def __init__(self):
-        from . import _backend
         _backend.resolve("cuda")  # a clear error when CUDA is not usable
         self._handle = _C.stream_create()
 
@@ -158,6 +157,28 @@ def from_cuda_array_interface(obj, stream):
     strides = cai.get("strides")
     strides = tuple(int(s) for s in strides) if strides is not None else None
     return _contiguous(ptr, shape, dtype, strides, stream, obj, "the __cuda_array_interface__ array")
+
+
+def plain_cuda_array(obj):
+    """(pointer, size, typestr) of an object whose ``__cuda_array_interface__``
+    describes C-contiguous memory on the current GPU (strides None), with no
+    mask and no producer stream to wait for (none, or the legacy default
+    stream 1) -- CuPy's array on the default stream -- else None.
+
+    The repeated-call paths read such an array with this alone (about a
+    microsecond, against four for :func:`from_cuda_array_interface`); every
+    other array takes the full path, which gathers, waits or raises (as
+    does every array when the cuda backend is not usable)."""
+    if not (_backend.cuda_built() and _backend.cuda_probe()["usable"]):
+        return None
+    cai = getattr(obj, "__cuda_array_interface__", None)
+    if type(cai) is not dict or cai.get("strides") is not None or cai.get("mask") is not None or (
+            cai.get("stream") not in (None, 1)):
+        return None
+    size = math.prod(cai["shape"])
+    ptr = int(cai["data"][0] or 0)
+    _check_device(ptr, size, "the __cuda_array_interface__ array")
+    return ptr, size, cai["typestr"]
 
 
 def from_dlpack(obj, stream):

@@ -4,7 +4,7 @@ import os
 
 import numpy as np
 
-from . import _C, _backend
+from . import _C, _backend, _interop
 from ._common import (_acc_of, _check_result_dtype, auto_rung, launch_config, named_rung, prepare,
                       stream_of)
 from ._device import DeviceArray
@@ -114,15 +114,22 @@ _PLANS = {}
 
 def _reduce(op, a, dtype, method, backend, blocks, threads, stream, state=False):
     kind = type(a)
-    fast = not state and dtype is None and backend is None and blocks is None and threads is None and stream is None and (
-        type(method) is str) and (kind is DeviceArray or (kind is np.ndarray and a.flags.c_contiguous))
-    if fast:
-        key = (op, kind, a.dtype, method, os.environ.get("CUATOMIC_BACKEND"), a.size.bit_length())
+    x = None  # what the core reads, for a call a plan can serve
+    if not state and dtype is None and backend is None and blocks is None and threads is None and stream is None and (
+            type(method) is str):
+        if kind is DeviceArray or (kind is np.ndarray and a.flags.c_contiguous):
+            x, n, dt = (a.ptr if kind is DeviceArray else a), a.size, a.dtype
+        elif kind is not np.ndarray and (plain := _interop.plain_cuda_array(a)) is not None:
+            x, n, dt = plain
+    if x is not None:
+        key = (op, kind, dt, method, os.environ.get("CUATOMIC_BACKEND"), n.bit_length())
         plan = _PLANS.get(key)
         if plan is not None:
             call, be_id, index, ident, acc, num = plan
-            return call(backend=be_id, rung=index, x=a.ptr if kind is DeviceArray else a, n=a.size, dtype=ident,
-                        acc=acc, blocks=-1, threads=-1, stream=None, out_type=num)
+            # (positional, in _C.sum's order -- backend, rung, x, n, dtype,
+            # acc, blocks, threads, stream, out_type: keywords cost about a
+            # microsecond)
+            return call(be_id, index, x, n, ident, acc, -1, -1, None, num)
     be = _backend.resolve(backend)
     rung = named_rung(op, be, method)
     b, t = launch_config(blocks, threads)
@@ -160,8 +167,8 @@ def _reduce(op, a, dtype, method, backend, blocks, threads, stream, state=False)
     if exact:
         total = ExactSum.from_words(*result)
         return total if state else _exact_result(total, out_dt)
-    # (a DeviceArray's ptr is a new int every time it is read: compared by value)
-    if fast and ((inp.x == a.ptr) if kind is DeviceArray else (inp.x is a)) and (kind is np.ndarray or be == "cuda"):
+    # (a device pointer is a new int every time it is read: compared by value)
+    if x is not None and ((inp.x == x) if inp.device else (inp.x is a)) and (kind is np.ndarray or be == "cuda"):
         _PLANS[key] = (call, be_id, rung.index, inp.id, acc, out_dt.num)
     return result
 

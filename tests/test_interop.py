@@ -135,6 +135,55 @@ def test_cai_strided_masked_and_streams():
 
 
 @requires_cuda
+def test_plain_cai_arrays_take_the_repeated_call_path(monkeypatch):
+    """A plain __cuda_array_interface__ array (C-contiguous, no mask, no
+    producer stream or the legacy one) is read by the plan caches' short
+    path: repeated sum and histogram calls count each call's own data, and
+    plans are kept for it. An array that is not plain takes the full path
+    even once a plan exists: strided (gathered), masked or on stream 0
+    (raised), on another stream (waited for)."""
+    from cuatomic import _histogram, _reduce
+    monkeypatch.setenv("CUATOMIC_BACKEND", "cuda")
+    _histogram._PLANS.clear()
+    _reduce._PLANS.clear()
+    rng = np.random.default_rng(11)
+    for n in (5000, 5000, 17, 0, 5000):
+        a = rng.integers(0, 130, n, dtype=np.uint8)  # some past the range's top
+        d = cuatomic.to_device(a)
+        for producer in ({}, {"stream": 1}, {"stream": None}, {"version": 2}):
+            t = FakeCAI(d, **producer)
+            assert _interop.plain_cuda_array(t) == (d.ptr, n, "|u1")
+            hist, edges = cuatomic.histogram(t, 128, (0, 128))
+            want = np.histogram(a, 128, (0, 128))
+            np.testing.assert_array_equal(hist.copy_to_host(), want[0])
+            np.testing.assert_array_equal(edges, want[1])
+            assert cuatomic.sum(t) == np.sum(a)
+    assert any(key[0] is FakeCAI for key in _histogram._PLANS._items)
+    assert any(key[1] is FakeCAI for key in _reduce._PLANS)
+
+    b = make(np.float64, 30 * 40).reshape(30, 40)
+    d = cuatomic.to_device(b)
+    for _ in range(2):  # the second call finds a plan for FakeCAI float64
+        assert cuatomic.sum(FakeCAI(d)) == cuatomic.sum(FakeCAI(d), backend="cuda")  # short path == full path
+        np.testing.assert_allclose(cuatomic.sum(FakeCAI(d)), b.sum(), rtol=1e-13)
+        strided = FakeCAI(d, shape=(40, 30), strides=(8, 40 * 8))
+        assert _interop.plain_cuda_array(strided) is None
+        np.testing.assert_allclose(cuatomic.sum(strided), b.T.sum(), rtol=1e-13)
+        hist, _ = cuatomic.histogram(strided, 7, (-3.0, 3.0))
+        np.testing.assert_array_equal(hist.copy_to_host(), np.histogram(b.T, 7, (-3.0, 3.0))[0])
+        with pytest.raises(ValueError, match="mask"):
+            cuatomic.sum(FakeCAI(d, mask=object()))
+        with pytest.raises(ValueError, match="stream 0"):
+            cuatomic.histogram(FakeCAI(d, stream=0), 7, (-3.0, 3.0))
+        s = cuatomic.Stream()
+        on_stream = FakeCAI(d, stream=s.ptr)
+        assert _interop.plain_cuda_array(on_stream) is None
+        assert cuatomic.sum(on_stream) == cuatomic.sum(d)
+    host = FakeCAI(d, data=(b.ctypes.data, False))  # a host pointer behind the interface
+    with pytest.raises(TypeError, match="host memory"):
+        cuatomic.sum(host)
+
+@requires_cuda
 def test_dlpack_roundtrip_own_arrays():
     a = make(np.int16, 5000)
     d = cuatomic.to_device(a, backend="cuda")
