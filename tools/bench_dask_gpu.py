@@ -5,8 +5,10 @@ English-like text for a 128-bin histogram, then float64 normals of the same
 number of bytes for an exact sum. Each is persisted on the GPUs, checked
 against dask.array's own reduction on the same array and cluster, and timed
 (wall clock of ``.compute()``, median of `--repeat`). The per-chunk time of
-the dask run (total * workers / chunks) is compared with the in-memory call
-on one chunk, timed on a worker.
+the dask run is compared with the in-memory call on one chunk, timed on a
+worker, two ways: the run's wall time * workers / chunks (what a chunk costs
+with dask's scheduling), and the median time the workers spent computing
+one chunk's task (dask's task stream: what cuatomic.dask adds to the call).
 
     python tools/bench_dask_gpu.py --gib 64 --chunk-mib 1024 --workers 1 --out dask_gpu.json
 
@@ -50,6 +52,18 @@ def in_memory(chunk, what, repeat):
         cp.cuda.runtime.deviceSynchronize()
         ts.append(time.perf_counter() - t0)
     return statistics.median(ts)
+
+
+def chunk_task_s(client, fn, name):
+    """Median seconds the workers spent computing the tasks of function
+    `name` (one per chunk) during one fn()."""
+    from dask.distributed import get_task_stream
+    from dask.utils import key_split
+    with get_task_stream(client) as ts:
+        fn()
+    spans = [s["stop"] - s["start"] for task in ts.data if key_split(task["key"]).lstrip("_") == name.lstrip("_")
+             for s in task["startstops"] if s["action"] == "compute"]
+    return statistics.median(spans) if spans else None
 
 
 def timed(fn, repeat):
@@ -103,10 +117,12 @@ def main():
         theirs = cp.asnumpy(theirs) if hasattr(theirs, "get") else np.asarray(theirs)
         assert np.array_equal(np.asarray(ours), theirs), "cuatomic.dask.histogram != dask.array.histogram"
         one = client.submit(in_memory, client.compute(x.blocks[0]), "histogram", 20, pure=False).result()
+        task = chunk_task_s(client, lambda: cd.histogram(x, 128, (0, 128))[0].compute(), "_chunk_histogram")
         report["histogram"] = {"cuatomic_s": t_ours, "dask_array_s": t_theirs, "vs_dask_array": t_theirs / t_ours,
                                "GB_per_s": nchunks * chunk / t_ours / 1e9, "in_memory_chunk_s": one,
                                "per_chunk_s": t_ours * workers / nchunks,
-                               "per_chunk_over_in_memory": t_ours * workers / nchunks / one}
+                               "per_chunk_over_in_memory": t_ours * workers / nchunks / one,
+                               "chunk_task_s": task, "chunk_task_over_in_memory": task and task / one}
         print("histogram", json.dumps(report["histogram"]), flush=True)
         x = parts = None  # drop the text before the floats are made
         client.run(lambda: __import__("cupy").get_default_memory_pool().free_all_blocks())
@@ -123,11 +139,13 @@ def main():
         rechunked = float(cd.sum(head.rechunk(3 * chunk // 16), method="exact").compute()) == \
             float(cd.sum(head, method="exact").compute())
         one = client.submit(in_memory, client.compute(y.blocks[0]), "sum", 20, pure=False).result()
+        task = chunk_task_s(client, lambda: cd.sum(y, method="exact").compute(), "_chunk_exact_sum")
         report["exact_sum"] = {"cuatomic_s": t_exact, "dask_array_sum_s": t_plain, "vs_dask_array": t_plain / t_exact,
                                "GB_per_s": nchunks * chunk / t_exact / 1e9, "value": float(exact),
                                "dask_array_value": plain, "same_bits_rechunked": rechunked,
                                "in_memory_chunk_s": one, "per_chunk_s": t_exact * workers / nchunks,
-                               "per_chunk_over_in_memory": t_exact * workers / nchunks / one}
+                               "per_chunk_over_in_memory": t_exact * workers / nchunks / one,
+                               "chunk_task_s": task, "chunk_task_over_in_memory": task and task / one}
         assert math.isclose(float(exact), plain, rel_tol=1e-9, abs_tol=1e-6 * math.sqrt(nchunks * chunk / 8))
         print("exact_sum", json.dumps(report["exact_sum"]), flush=True)
     with open(args.out, "w") as f:

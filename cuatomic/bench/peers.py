@@ -115,12 +115,14 @@ def cub_select(d, value, out):
 
 # ------------------------------------------------------- target-table rows
 
-def sum_rows(t, peers, work, d, check, nbytes, repeat):
-    """CUB, CuPy and PyTorch summing the DeviceArray `d` (integers into
-    int64, floats in their own type)."""
+def sum_rows(t, peers, work, d, check, nbytes, repeat, cub=True):
+    """CUB (unless `cub` is false), CuPy and PyTorch summing the DeviceArray
+    `d` (integers into int64, floats in their own type), each to a host
+    number."""
     cp, torch = peers.get("cupy"), peers.get("torch")
     integer = d.dtype.kind in "iu"
-    t.add(work, "CUB DeviceReduce", lambda: cub_sum(d), check, nbytes, repeat)
+    if cub:
+        t.add(work, "CUB DeviceReduce", lambda: cub_sum(d), check, nbytes, repeat)
     if cp is not None:
         cx = cp.asarray(d)
         run = (lambda: int(cx.sum(dtype=cp.int64))) if integer else (lambda: float(cx.sum()))
@@ -145,19 +147,20 @@ def dot_rows(t, peers, work, da, db, check, nbytes, repeat):
         t.add(work, "tutorial numba (mutex)", lambda: nb.dot(na, nbb), check, nbytes, max(3, repeat // 4))
 
 
-def filter_rows(t, peers, work, d, keep, nbytes, repeat):
-    """CUB DeviceSelect::If, CuPy and PyTorch keeping d >= 2 in order
+def filter_rows(t, peers, work, d, keep, nbytes, repeat, value=2):
+    """CUB DeviceSelect::If, CuPy and PyTorch keeping d >= value in order
     (`keep`: NumPy's answer)."""
     cp, torch = peers.get("cupy"), peers.get("torch")
     out = DeviceArray.empty((d.size,), d.dtype)
-    t.add(work, "CUB DeviceSelect::If", lambda: cub_select(d, 2.0, out),
+    t.add(work, "CUB DeviceSelect::If", lambda: cub_select(d, float(value), out),
           lambda c: c == keep.size and np.array_equal(out.copy_to_host()[:c], keep), nbytes, repeat)
     if cp is not None:
         cx = cp.asarray(d)
-        t.add(work, "cupy", lambda: cx[cx >= 2], lambda o: np.array_equal(cp.asnumpy(o), keep), nbytes, repeat)
+        t.add(work, "cupy", lambda: cx[cx >= value], lambda o: np.array_equal(cp.asnumpy(o), keep), nbytes, repeat)
     if torch is not None:
         tx = torch.from_dlpack(d)
-        t.add(work, "torch", lambda: tx[tx >= 2], lambda o: np.array_equal(o.cpu().numpy(), keep), nbytes, repeat)
+        t.add(work, "torch", lambda: tx[tx >= value], lambda o: np.array_equal(o.cpu().numpy(), keep), nbytes,
+              repeat)
 
 
 def byte_histogram_rows(t, peers, work, d, same, same_open, nbytes, repeat):
