@@ -179,15 +179,20 @@ def run(ops=OPS, sizes=None, dtypes=None, entropies=ENTROPIES, backend=None, rep
 
 # ------------------------------------------------------------------ targets
 
-def _ms(fn, repeat, warmup=3):
+def _ms(fn, repeat, warmup=3, warm_s=0.2):
     """Median wall-clock milliseconds of a whole call as a user sees it:
-    fn() and, on a GPU, a device synchronization, after `warmup` calls.
-    (Not CUDA events: on a call of tens of microseconds recording them
-    costs a measurable part of what is timed.)"""
+    fn() and, on a GPU, a device synchronization, after at least `warmup`
+    calls and `warm_s` seconds of calls. (Not CUDA events: on a call of tens
+    of microseconds recording them costs a measurable part of what is timed.
+    The seconds: three calls of tens of microseconds leave an H200 at the
+    clocks of an idle GPU -- the 5.7 MB histogram measured 31.3 us alone in
+    a process, 22.8 us after the larger histograms had run.)"""
     sync = _C.synchronize if _backend.usable()[0] == "cuda" else (lambda: None)
-    for _ in range(warmup):
+    start, calls = time.perf_counter(), 0
+    while calls < warmup or time.perf_counter() - start < warm_s:
         fn()
-    sync()
+        sync()
+        calls += 1
     times = []
     for _ in range(repeat):
         t0 = time.perf_counter()
