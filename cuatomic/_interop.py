@@ -168,7 +168,8 @@ def plain_cuda_array(obj):
     The repeated-call paths read such an array with this alone (about a
     microsecond, against four for :func:`from_cuda_array_interface`); every
     other array takes the full path, which gathers, waits or raises (as
-    does every array when the cuda backend is not usable)."""
+    does every array when the cuda backend is not usable). A pointer to
+    host memory or to another GPU raises here as it does there."""
     if not (_backend.cuda_built() and _backend.cuda_probe()["usable"]):
         return None
     cai = getattr(obj, "__cuda_array_interface__", None)

@@ -133,7 +133,8 @@ typedef struct {
     void *stream;           /* cudaStream_t on CUDA; ignored on the CPU */
     /* Non-NULL: a device-writable alias of the host `result` (page-locked,
      * mapped memory). A launcher may write the result there from its kernel
-     * and skip the copy back; it must still synchronize the stream. */
+     * and skip the copy back; it must still wait for the stream, or for
+     * the result flag below. */
     void *result_device;
     /* With result_device: a word of the same mapped memory, zeroed by the
      * caller, as the device writes it (result_flag) and as the host reads it
