@@ -280,7 +280,8 @@ def _hist_ref(x, bins, lo, hi):
 def targets(backend=None, repeat=20, quick=False, progress=print, only=None):
     """The target table (issue 12's goals on the GPU): each work measured
     for cuatomic's top rungs and every peer, in one run, as whole calls
-    (wall clock, device synchronized, median of `repeat` after 3 warm-ups).
+    (wall clock, device synchronized, median of `repeat` after at least 3
+    calls and 0.2 s of warm-up).
     A goal of a ratio is judged against the best peer of the same run; a
     derived row (``derived``) is the difference of two rows' medians.
 
