@@ -93,6 +93,21 @@ def prepare(a, backend, name="a", stream=0):
     return _host_input(host_array(a if found is None else found, name), a)
 
 
+def direct_input(a):
+    """(what the core reads, size, dtype) of an array the core reads as it
+    is -- a DeviceArray (its pointer), a C-contiguous native-order ndarray
+    (itself), a plain ``__cuda_array_interface__`` array (its pointer; the
+    dtype as its typestr: :func:`_interop.plain_cuda_array`) -- else None.
+    The repeated-call plans take only these: nothing to convert, gather or
+    wait for."""
+    kind = type(a)
+    if kind is DeviceArray:
+        return a.ptr, a.size, a.dtype
+    if kind is np.ndarray:
+        return (a, a.size, a.dtype) if a.flags.c_contiguous and a.dtype.isnative else None
+    return _interop.plain_cuda_array(a)
+
+
 def _host_input(arr, owner):
     """A host array in C order and native byte order, flattened."""
     dtype_id(arr.dtype)  # refuse before copying anything

@@ -11,7 +11,7 @@ import warnings
 import numpy as np
 
 from . import _C, _auto, _backend, _interop
-from ._common import auto_rung, launch_config, named_rung, prepare, stream_of
+from ._common import auto_rung, direct_input, launch_config, named_rung, prepare, stream_of
 from ._device import DeviceArray, refuse_masked
 
 def _sample_for_edges(inp, sample_dt, range_given, stream=0):
@@ -263,21 +263,17 @@ _PLANS = BytesLRU(FIXED_BINS_CACHE_BYTES)
 def _plan_key(a, bins, range, density, method, backend, blocks, threads, stream):
     """(key, what the core reads, size) of a call a plan can serve, else
     (None, None, None)."""
-    kind = type(a)
     if (type(bins) is not int or type(range) is not tuple or len(range) != 2 or type(method) is not str or density
-            or backend is not None or blocks is not None or threads is not None or stream is not None):
+            or backend is not None or blocks is not None or threads is not None or stream is not None
+            or (direct := direct_input(a)) is None):
         return None, None, None
-    if kind is DeviceArray or (kind is np.ndarray and a.flags.c_contiguous and a.dtype.isnative):
-        x, n, dtype, boolean = (a.ptr if kind is DeviceArray else a), a.size, a.dtype, a.dtype.kind == "b"
-    elif kind is not np.ndarray and (plain := _interop.plain_cuda_array(a)) is not None:
-        (x, n, dtype), boolean = plain, plain[2][1:2] == "b"  # (a typestr: "|b1")
-    else:
-        return None, None, None
+    x, n, dtype = direct
     lo, hi = range
     tlo, thi = type(lo), type(hi)
+    boolean = (dtype[1] if type(dtype) is str else dtype.kind) == "b"  # (a typestr: "|b1")
     if boolean or tlo not in _SCALARS or thi not in _SCALARS:  # (not arrays: unhashable)
         return None, None, None
-    return ((kind, dtype, bins, lo, hi, tlo, thi, method, os.environ.get("CUATOMIC_BACKEND"),
+    return ((type(a), dtype, bins, lo, hi, tlo, thi, method, os.environ.get("CUATOMIC_BACKEND"),
              n if method == "auto" else None), x, n)
 
 

@@ -4,10 +4,9 @@ import os
 
 import numpy as np
 
-from . import _C, _backend, _interop
-from ._common import (_acc_of, _check_result_dtype, auto_rung, launch_config, named_rung, prepare,
+from . import _C, _backend
+from ._common import (_acc_of, _check_result_dtype, auto_rung, direct_input, launch_config, named_rung, prepare,
                       stream_of)
-from ._device import DeviceArray
 from ._exactsum import ExactSum
 
 def sum(a, *, dtype=None, method="auto", backend=None, blocks=None, threads=None, stream=None):
@@ -114,14 +113,12 @@ _PLANS = {}
 
 def _reduce(op, a, dtype, method, backend, blocks, threads, stream, state=False):
     kind = type(a)
-    x = None  # what the core reads, for a call a plan can serve
+    direct = None  # (what the core reads, size, dtype) of a call a plan can serve
     if not state and dtype is None and backend is None and blocks is None and threads is None and stream is None and (
             type(method) is str):
-        if kind is DeviceArray or (kind is np.ndarray and a.flags.c_contiguous):
-            x, n, dt = (a.ptr if kind is DeviceArray else a), a.size, a.dtype
-        elif kind is not np.ndarray and (plain := _interop.plain_cuda_array(a)) is not None:
-            x, n, dt = plain
-    if x is not None:
+        direct = direct_input(a)
+    if direct is not None:
+        x, n, dt = direct
         key = (op, kind, dt, method, os.environ.get("CUATOMIC_BACKEND"), n.bit_length())
         plan = _PLANS.get(key)
         if plan is not None:
@@ -168,7 +165,7 @@ def _reduce(op, a, dtype, method, backend, blocks, threads, stream, state=False)
         total = ExactSum.from_words(*result)
         return total if state else _exact_result(total, out_dt)
     # (a device pointer is a new int every time it is read: compared by value)
-    if x is not None and ((inp.x == x) if inp.device else (inp.x is a)) and (kind is np.ndarray or be == "cuda"):
+    if direct is not None and ((inp.x == x) if inp.device else (inp.x is a)) and (kind is np.ndarray or be == "cuda"):
         _PLANS[key] = (call, be_id, rung.index, inp.id, acc, out_dt.num)
     return result
 
