@@ -17,9 +17,11 @@ CuaDeviceBuffer *cua_buffer_new_on(Py_ssize_t nbytes, void *stream, int sync)
     if (!self) return NULL;
     self->ptr = NULL;
     self->nbytes = nbytes;
+    self->device = -1;
     int st;
     Py_BEGIN_ALLOW_THREADS
-    st = cua_cuda_malloc_async(&self->ptr, (size_t)nbytes, stream);
+    st = cua_cuda_current_device(&self->device);
+    if (!st) st = cua_cuda_malloc_async(&self->ptr, (size_t)nbytes, stream);
     if (!st && sync) st = cua_cuda_stream_synchronize(stream);
     Py_END_ALLOW_THREADS
     if (st) {
@@ -48,12 +50,28 @@ static PyObject *buffer_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 
 static void buffer_dealloc(CuaDeviceBuffer *self)
 {
-    /* Back to the pool in the order of the default stream (and the blocking
-     * streams it waits for): work on a non-blocking stream that still reads
-     * the buffer must have finished before the last reference goes, as with
-     * CuPy's pool. Errors at shutdown are harmless. */
-    if (self->ptr) cua_cuda_free_async(self->ptr, NULL);
+    /* Back to its GPU's pool in the order of that GPU's default stream (and
+     * the blocking streams it waits for): work on a non-blocking stream that
+     * still reads the buffer must have finished before the last reference
+     * goes, as with CuPy's pool. Errors at shutdown are harmless. */
+    int previous;
+    if (self->ptr && !cua_cuda_use_device(self->device, &previous)) {
+        cua_cuda_free_async(self->ptr, NULL);
+        cua_cuda_use_device(previous, NULL);
+    }
     Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* A copy between the buffer and other memory, run with the buffer's GPU
+ * current (its default stream, whichever GPU the caller has current). */
+static int copy_on_device(CuaDeviceBuffer *self, int (*copy)(void *, const void *, size_t, void *), void *dst,
+                          const void *src, size_t nbytes)
+{
+    int previous, st = cua_cuda_use_device(self->device, &previous);
+    if (st) return st;
+    st = copy(dst, src, nbytes, NULL);
+    int back = cua_cuda_use_device(previous, NULL);
+    return st ? st : back;
 }
 
 /* A host ndarray that must be C-contiguous and exactly nbytes long. */
@@ -88,8 +106,8 @@ static PyObject *buffer_copy(CuaDeviceBuffer *self, PyObject *args, int to_host)
     char *dev = (char *)self->ptr + offset;
     void *host = PyArray_DATA(a);
     Py_BEGIN_ALLOW_THREADS
-    st = to_host ? cua_cuda_memcpy_dtoh(host, dev, (size_t)nbytes, NULL)
-                 : cua_cuda_memcpy_htod(dev, host, (size_t)nbytes, NULL);
+    st = to_host ? copy_on_device(self, cua_cuda_memcpy_dtoh, host, dev, (size_t)nbytes)
+                 : copy_on_device(self, cua_cuda_memcpy_htod, dev, host, (size_t)nbytes);
     Py_END_ALLOW_THREADS
     if (st) return cua_raise(st, NULL);
     Py_RETURN_NONE;
@@ -109,7 +127,7 @@ static PyObject *buffer_from_device(CuaDeviceBuffer *self, PyObject *args)
     }
     int st;
     Py_BEGIN_ALLOW_THREADS
-    st = cua_cuda_memcpy_dtod(self->ptr, (const void *)(uintptr_t)src, (size_t)nbytes, NULL);
+    st = copy_on_device(self, cua_cuda_memcpy_dtod, self->ptr, (const void *)(uintptr_t)src, (size_t)nbytes);
     Py_END_ALLOW_THREADS
     if (st) return cua_raise(st, NULL);
     Py_RETURN_NONE;
@@ -163,6 +181,7 @@ static PyMethodDef buffer_methods[] = {{NULL, NULL, 0, NULL}};
 
 static PyMemberDef buffer_members[] = {
     {"nbytes", T_PYSSIZET, offsetof(CuaDeviceBuffer, nbytes), READONLY, "size in bytes"},
+    {"device", T_INT, offsetof(CuaDeviceBuffer, device), READONLY, "the GPU the memory is on"},
     {NULL, 0, 0, 0, NULL},
 };
 

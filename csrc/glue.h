@@ -52,9 +52,11 @@ typedef struct {
     PyObject_HEAD
     void *ptr;
     Py_ssize_t nbytes;
+    int device; /* the GPU it is on: the current one when it was made */
 } CuaDeviceBuffer;
-/* A new buffer of nbytes of device memory, or NULL with an exception set:
- * usable on any stream, or (_on, sync 0) allocated in order on `stream`. */
+/* A new buffer of nbytes of device memory on the current GPU, or NULL with
+ * an exception set: usable on any stream, or (_on, sync 0) allocated in
+ * order on `stream`. */
 CuaDeviceBuffer *cua_buffer_new(Py_ssize_t nbytes);
 CuaDeviceBuffer *cua_buffer_new_on(Py_ssize_t nbytes, void *stream, int sync);
 
@@ -93,6 +95,8 @@ PyObject *cua_stream_destroy(PyObject *self, PyObject *arg);
 PyObject *cua_stream_synchronize(PyObject *self, PyObject *arg);
 PyObject *cua_stream_wait(PyObject *self, PyObject *args);
 PyObject *cua_pointer_info(PyObject *self, PyObject *arg);
+PyObject *cua_devices(PyObject *self, PyObject *noargs);
+PyObject *cua_use_device(PyObject *self, PyObject *arg);
 PyObject *cua_gather(PyObject *self, PyObject *args);
 PyObject *cua_dlpack_import(PyObject *self, PyObject *capsule);
 PyObject *cua_dlpack_export(PyObject *self, PyObject *args);

@@ -1,6 +1,7 @@
 /* interop.c -- streams, pointer queries, the strided gather, and DLPack in
  * both directions. Python (cuatomic/_interop.py) decides; this file only
  * moves handles, pointers and capsules. */
+#include <limits.h>
 #include <string.h>
 
 #include "dlpack_abi.h"
@@ -54,6 +55,29 @@ PyObject *cua_pointer_info(PyObject *self, PyObject *arg)
     return Py_BuildValue("(iii)", type, device, current);
 }
 
+PyObject *cua_devices(PyObject *self, PyObject *noargs)
+{
+    (void)self, (void)noargs;
+    int count = 0, current = -1;
+    CUA_CALL(cua_cuda_device_count(&count));
+    CUA_CALL(cua_cuda_current_device(&current));
+    return Py_BuildValue("(ii)", count, current);
+}
+
+PyObject *cua_use_device(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    long device = PyLong_AsLong(arg);
+    int previous = -1;
+    if (device == -1 && PyErr_Occurred()) return NULL;
+    if (device < 0 || device > INT_MAX) {
+        PyErr_Format(PyExc_ValueError, "no GPU %ld: a device ordinal is 0 or more", device);
+        return NULL;
+    }
+    CUA_CALL(cua_cuda_use_device((int)device, &previous));
+    return PyLong_FromLong(previous);
+}
+
 /* gather(src, dst, n, itemsize, shape, strides_bytes, stream) */
 PyObject *cua_gather(PyObject *self, PyObject *args)
 {
@@ -89,6 +113,8 @@ PyObject *cua_stream_destroy(PyObject *self, PyObject *a) { (void)self, (void)a;
 PyObject *cua_stream_synchronize(PyObject *self, PyObject *a) { (void)self, (void)a; return cua_no_cuda(); }
 PyObject *cua_stream_wait(PyObject *self, PyObject *a) { (void)self, (void)a; return cua_no_cuda(); }
 PyObject *cua_pointer_info(PyObject *self, PyObject *a) { (void)self, (void)a; return cua_no_cuda(); }
+PyObject *cua_devices(PyObject *self, PyObject *a) { (void)self, (void)a; return cua_no_cuda(); }
+PyObject *cua_use_device(PyObject *self, PyObject *a) { (void)self, (void)a; return cua_no_cuda(); }
 PyObject *cua_gather(PyObject *self, PyObject *a) { (void)self, (void)a; return cua_no_cuda(); }
 
 #endif

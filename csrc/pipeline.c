@@ -6,8 +6,9 @@
  * chunk k+1 from the array into its staging buffer (while chunk k's DMA ran).
  * The op sees one device chunk at a time and combines the chunks' results.
  *
- * The staging buffers and streams are made once and kept; one call uses them
- * at a time (a second concurrent call falls back to a single staged copy).
+ * The staging buffers and streams are made once and kept (made again when a
+ * call runs on another GPU: streams belong to one); one call uses them at a
+ * time (a second concurrent call falls back to a single staged copy).
  * CUATOMIC_PIPELINE_CHUNK sets the staging size in bytes (default 64 MiB);
  * inputs of at most two chunks are not worth pipelining, and page-locked
  * inputs (cuatomic.pinned_empty) go to the device in one DMA instead.
@@ -24,6 +25,7 @@
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct {
     size_t bytes; /* per staging buffer */
+    int device;   /* the GPU the streams and events belong to */
     void *pinned[2], *stream[2], *event[2];
 } P;
 
@@ -47,9 +49,11 @@ static void release(void)
 
 static int ensure(size_t bytes)
 {
-    if (P.bytes == bytes) return 0;
+    int device, st = cua_cuda_current_device(&device);
+    if (st) return st;
+    if (P.bytes == bytes && P.device == device) return 0;
     release();
-    int st = 0;
+    P.device = device;
     for (int i = 0; i < 2 && !st; i++) {
         st = cua_cuda_host_alloc(&P.pinned[i], bytes);
         if (!st) st = cua_cuda_stream_create(&P.stream[i]);

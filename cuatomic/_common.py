@@ -83,6 +83,7 @@ def prepare(a, backend, name="a", stream=0):
         if backend != "cuda":
             raise TypeError(f"{name} is a cuatomic.DeviceArray but the backend is {backend!r}: "
                             "use backend='cuda', or .copy_to_host()")
+        _interop.take_gpu(a.device, None, name)
         return Input(a.ptr, a.size, a.dtype, True, a.ndim, a)
     if backend != "cuda" and _interop.on_cuda(a):
         raise TypeError(f"{name} is a CUDA device array but the backend is {backend!r}: use backend='cuda'")
@@ -97,12 +98,12 @@ def direct_input(a):
     """(what the core reads, size, dtype) of an array the core reads as it
     is -- a DeviceArray (its pointer), a C-contiguous native-order ndarray
     (itself), a plain ``__cuda_array_interface__`` array (its pointer; the
-    dtype as its typestr: :func:`_interop.plain_cuda_array`) -- else None.
-    The repeated-call plans take only these: nothing to convert, gather or
-    wait for."""
+    dtype as its typestr: :func:`_interop.plain_cuda_array`), device arrays
+    on the current GPU only -- else None. The repeated-call plans take only
+    these: nothing to convert, gather, wait for or move to another GPU."""
     kind = type(a)
     if kind is DeviceArray:
-        return a.ptr, a.size, a.dtype
+        return (a.ptr, a.size, a.dtype) if _interop.on_current_gpu(a.device) else None
     if kind is np.ndarray:
         return (a, a.size, a.dtype) if a.flags.c_contiguous and a.dtype.isnative else None
     return _interop.plain_cuda_array(a)

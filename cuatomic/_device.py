@@ -62,6 +62,9 @@ class DeviceArray:
     nbytes : int
         Bytes of device memory the elements occupy.
     ndim : int
+    device : int
+        The GPU the memory is on (a CUDA device ordinal). cuatomic computes
+        on an array where it lives.
     """
 
     __slots__ = ("_buffer", "_shape", "_dtype", "_size")
@@ -88,7 +91,7 @@ class DeviceArray:
 
     @classmethod
     def empty(cls, shape, dtype):
-        """An uninitialized device array."""
+        """An uninitialized device array, on the current GPU."""
         dtype = np.dtype(dtype)
         shape = (shape,) if np.ndim(shape) == 0 else tuple(shape)
         nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
@@ -109,6 +112,7 @@ class DeviceArray:
     ndim = property(lambda self: len(self._shape))
     size = property(lambda self: self._size)
     nbytes = property(lambda self: self.size * self._dtype.itemsize)
+    device = property(lambda self: self._buffer.device)
 
     @property
     def ptr(self):
@@ -159,13 +163,7 @@ class DeviceArray:
     def __dlpack_device__(self):
         """``(kDLCUDA, device ordinal)``, per the DLPack Python specification."""
         from ._interop import KDL_CUDA
-        return (KDL_CUDA, self._device())
-
-    def _device(self):
-        if not self.ptr:
-            from ._backend import cuda_probe
-            return cuda_probe()["device"]
-        return _C.pointer_info(self.ptr)[1]
+        return (KDL_CUDA, self._buffer.device)
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
         """Export the array as a DLPack capsule, without a copy.
@@ -198,7 +196,9 @@ class DeviceArray:
             return host.__dlpack__(max_version=max_version) if max_version is not None else host.__dlpack__()
         source = self
         if copy:
-            source = DeviceArray.empty(self._shape, self._dtype)
+            from ._interop import current_gpu
+            with current_gpu(self.device):  # the copy on the array's GPU
+                source = DeviceArray.empty(self._shape, self._dtype)
             if self.nbytes:
                 source._buffer.copy_from_device(self.ptr, self.nbytes)
         versioned = max_version is not None and tuple(max_version)[0] >= 1
@@ -213,7 +213,7 @@ class DeviceArray:
         return f"DeviceArray(shape={self._shape}, dtype={self._dtype})"
 
 
-def to_device(a, backend=None):
+def to_device(a, backend=None, device=None):
     """Put an array where a backend computes on it.
 
     Parameters
@@ -221,21 +221,46 @@ def to_device(a, backend=None):
     a : array_like or DeviceArray
     backend : {"cuda", "cpu"}, optional
         Default: the default backend (see :func:`cuatomic.backends`).
+    device : int, optional
+        The GPU to put it on (cuda backend; a CUDA device ordinal). Default:
+        the current one. cuatomic's calls then run on that GPU.
 
     Returns
     -------
     DeviceArray or numpy.ndarray
         On ``"cuda"`` a :class:`DeviceArray` owning a copy in device memory
-        (a DeviceArray passed in is returned as it is); on ``"cpu"`` a
-        C-contiguous NumPy array in native byte order, so that the same code
-        runs on both backends.
+        (a DeviceArray passed in is returned as it is when it is on
+        `device`, else copied there); on ``"cpu"`` a C-contiguous NumPy
+        array in native byte order, so that the same code runs on both
+        backends.
 
     Raises
     ------
     TypeError
-        For a ``numpy.ma.MaskedArray``: its mask would be lost.
+        For a ``numpy.ma.MaskedArray``: its mask would be lost; a `device`
+        that is not an int.
+    ValueError
+        `device` with the cpu backend, or a negative `device`.
+    CudaError
+        A `device` the process does not see (``cudaErrorInvalidDevice``).
     """
     name = _backend.resolve(backend)
+    if device is not None:
+        if isinstance(device, (bool, np.bool_)) or not isinstance(device, (int, np.integer)):
+            raise TypeError(f"device must be an int GPU ordinal (got {type(device).__name__})")
+        if name != "cuda":
+            raise ValueError(f"device={device} names a GPU, but the backend is {name!r}")
+    if name == "cuda" and device is not None:
+        from ._interop import current_gpu
+        with current_gpu(int(device)):
+            if isinstance(a, DeviceArray):
+                if a.device == device:
+                    return a
+                out = DeviceArray.empty(a.shape, a.dtype)
+                if a.nbytes:
+                    out._buffer.copy_from_device(a.ptr, a.nbytes)
+                return out
+            return DeviceArray.from_host(a)
     if isinstance(a, DeviceArray):
         if name == "cuda":
             return a

@@ -7,6 +7,7 @@ import numpy as np
 from . import _C, _backend
 from ._common import auto_rung, launch_config, named_rung, prepare, stream_of
 from ._device import DeviceArray, refuse_masked
+from ._interop import on_inputs_gpu
 
 _COMPARE = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
             "==": operator.eq, "!=": operator.ne}
@@ -108,6 +109,7 @@ def predicate(dt, op, value):
     return op == "!=", dom.pack(lo), dom.pack(hi)
 
 
+@on_inputs_gpu
 def filter(a, op, value, *, ordered=True, method="auto", backend=None, blocks=None, threads=None, stream=None):
     """The elements x of ``a`` (flattened, C order) with ``x <op> value``.
 

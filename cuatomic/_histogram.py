@@ -13,6 +13,7 @@ import numpy as np
 from . import _C, _auto, _backend, _interop
 from ._common import auto_rung, direct_input, launch_config, named_rung, prepare, stream_of
 from ._device import DeviceArray, refuse_masked
+from ._interop import on_inputs_gpu
 
 def _sample_for_edges(inp, sample_dt, range_given, stream=0):
     """Data that gives NumPy's edge computation the same min and max."""
@@ -380,6 +381,15 @@ def histogram(a, bins=10, range=None, *, weights=None, density=False, method="au
     if cached is not None:
         plan, edges = cached
         return _count(plan, x, n, -1, -1, 0), edges.copy()
+    return _histogram(a, bins, range, density, method, backend, blocks, threads, stream,
+                      (key, x) if key is not None else None)
+
+
+@on_inputs_gpu
+def _histogram(a, bins, range, density, method, backend, blocks, threads, stream, plan_for):
+    """histogram without weights or a plan, on the input's GPU; plan_for (a
+    plan's key, and what the core reads) when the call can leave a plan for
+    the next one."""
     be = _backend.resolve(backend)
     rung = named_rung("histogram", be, method)
     nb, nt = launch_config(blocks, threads)
@@ -396,8 +406,8 @@ def histogram(a, bins=10, range=None, *, weights=None, density=False, method="au
     plan = _Plan(_backend.backend_id(be), rung.index, inp.id, kernel_edges, int(uniform), inv_width,
                  int(integer is not None), ilo, iwidth, inp.device)
     counts = _count(plan, inp.x, inp.n, nb, nt, s)
-    if key is not None and ((inp.x == x) if inp.device else (inp.x is a)):  # (ptr: a new int every time)
-        _PLANS.put(key, (plan, edges.copy()), 2 * edges.nbytes + kernel_edges.nbytes)
+    if plan_for and ((inp.x == plan_for[1]) if inp.device else (inp.x is a)):  # (ptr: a new int every time)
+        _PLANS.put(plan_for[0], (plan, edges.copy()), 2 * edges.nbytes + kernel_edges.nbytes)
     if density:
         host = counts.copy_to_host() if inp.device else counts
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -493,6 +503,7 @@ def _histogram_weights(weights, a, inp, backend, stream):
     return _host_weights(wa, float_only=False)
 
 
+@on_inputs_gpu
 def _weighted_histogram(a, bins, range, weights, density, method, backend, blocks, threads, stream):
     """histogram(weights=...): the weighted ladder, NumPy's result dtype."""
     be = _backend.resolve(backend)
@@ -630,6 +641,7 @@ def _bincount_plan(x, weights, minlength, backend, stream):
     return inp, w, nbins
 
 
+@on_inputs_gpu
 def bincount(x, weights=None, minlength=0, *, method="auto", backend=None, blocks=None, threads=None, stream=None):
     """Count the occurrences of each value, as ``np.bincount(x, weights, minlength)``.
 
@@ -713,6 +725,7 @@ def rung_fits(backend, nbins, dtype_id, blocks, threads, op="histogram"):
                                          blocks=blocks, threads=threads, op=op_id)
 
 
+@on_inputs_gpu
 def explain(backend, a, bins=10, range=None, *, weighted=False, blocks=None, threads=None, stream=0):
     """The Choice of histogram(method="auto") for these arguments (with
     weights when `weighted`: only their presence matters to the rule), with
@@ -729,6 +742,7 @@ def explain(backend, a, bins=10, range=None, *, weighted=False, blocks=None, thr
     return _auto.choose(op, backend, facts, fits=rung_fits(backend, nbins, inp.id, nb, nt, op))
 
 
+@on_inputs_gpu
 def explain_bincount(backend, x, weights=None, minlength=0, *, blocks=None, threads=None, stream=0):
     """The Choice of bincount(method="auto"): a rung of the histogram
     ladder, or with weights of the weighted one, for max(x) + 1 bins."""

@@ -6,7 +6,10 @@ their pointer goes straight to the kernels, and the producer is kept alive
 while the memory is in use. Non-contiguous device input is made contiguous
 by a gather kernel on the device, never through the host.
 """
+import contextlib
+import functools
 import math
+import threading
 
 import numpy as np
 
@@ -112,22 +115,111 @@ class ForeignDevice:
         return math.prod(self.shape)
 
 
-def _check_device(ptr, size, what):
+class _CallGpu(threading.local):
+    """The GPU of the call this thread is in (:func:`on_inputs_gpu`): not
+    active outside one; in one, gpu is None until a device input names it,
+    and previous is the GPU to make current again at the end (None: the
+    current one was not changed)."""
+    active = False
+    gpu = None
+    previous = None
+
+
+_CALL = _CallGpu()
+_GPUS = None  # how many GPUs the process sees, asked once
+
+
+def on_inputs_gpu(fn):
+    """Run fn as one call on the GPU its device inputs live on.
+
+    The first device input (:func:`take_gpu`) names the GPU. When it is not
+    the current one it is made current for the rest of the call, so that the
+    call's allocations, scratch memory and kernels go there too; an input on
+    another GPU is refused; the caller's GPU is current again when fn
+    returns or raises. A call made within a call (a histogram's minmax) runs
+    on the outer call's GPU; host input runs on the current GPU.
+    """
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        here = _CALL
+        if here.active:
+            return fn(*args, **kwargs)
+        here.active = True
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            previous = here.previous
+            here.active, here.gpu, here.previous = False, None, None
+            if previous is not None:
+                _C.use_device(previous)
+    return call
+
+
+def take_gpu(device, current, what):
+    """`what` lives on GPU `device` (`current` is the current one; None:
+    ask): in a call (:func:`on_inputs_gpu`), the call runs there; outside
+    one, it must be the current GPU."""
+    here = _CALL
+    if current is None:
+        if here.active and here.gpu == device:
+            return
+        current = _C.devices()[1]
+    if not here.active:
+        if device != current:
+            raise ValueError(f"{what} lives on GPU {device} but cuatomic runs on the current device, GPU "
+                             f"{current}: make that device current first")
+    elif here.gpu is None:
+        here.gpu = device
+        if device != current:
+            here.previous = _C.use_device(device)
+    elif device != here.gpu:
+        raise ValueError(f"{what} lives on GPU {device} and the call's other input on GPU {here.gpu}: "
+                         "put them on one GPU")
+
+
+@contextlib.contextmanager
+def current_gpu(device):
+    """GPU `device` current within the block; the caller's again after it."""
+    previous = _C.use_device(device)
+    try:
+        yield
+    finally:
+        if previous != device:
+            _C.use_device(previous)
+
+
+def on_current_gpu(device):
+    """Whether `device` is the current GPU (always, in a process that sees
+    one GPU: no question asked)."""
+    global _GPUS
+    if _GPUS is None:
+        _GPUS = _C.devices()[0]
+    return _GPUS == 1 or device == _C.devices()[1]
+
+
+def _device_of(ptr, size, what):
+    """(the GPU device memory at ptr is on, the current GPU); None for no
+    memory, or managed memory (any GPU reads it: the call runs on the
+    current one). TypeError for host memory."""
     if size == 0 or not ptr:
-        return
+        return None
     memory_type, device, current = _C.pointer_info(ptr)
     if memory_type not in (2, 3):  # device or managed memory
         raise TypeError(f"{what} points to host memory: pass a NumPy array instead")
-    if memory_type == 2 and device != current:
-        raise ValueError(f"{what} lives on GPU {device} but cuatomic runs on the current device, GPU {current}: "
-                         "make that device current first")
+    return (device, current) if memory_type == 2 else None
+
+
+def _check_device(ptr, size, what):
+    where = _device_of(ptr, size, what)
+    if where is not None:
+        take_gpu(*where, what)
 
 
 def _contiguous(ptr, shape, dtype, byte_strides, stream, keep, what):
-    """The array as C-contiguous device memory: itself, or a gathered copy."""
+    """The array (its GPU taken: _check_device) as C-contiguous device
+    memory: itself, or a gathered copy."""
     from ._device import DeviceArray
     size = math.prod(shape)
-    _check_device(ptr, size, what)
     expected, step = [], dtype.itemsize
     for extent in reversed(shape):
         expected.append(step)
@@ -149,6 +241,8 @@ def from_cuda_array_interface(obj, stream):
     shape = tuple(int(s) for s in cai["shape"])
     dtype = np.dtype(cai["typestr"])
     ptr = int(cai["data"][0] or 0)
+    what = "the __cuda_array_interface__ array"
+    _check_device(ptr, math.prod(shape), what)  # first: the wait below is queued on that GPU's stream
     producer_stream = cai.get("stream") if cai.get("version", 0) >= 3 else None
     if producer_stream is not None:
         if producer_stream == 0:
@@ -156,7 +250,7 @@ def from_cuda_array_interface(obj, stream):
         _C.stream_wait(stream, int(producer_stream))  # our stream waits for the producer's work
     strides = cai.get("strides")
     strides = tuple(int(s) for s in strides) if strides is not None else None
-    return _contiguous(ptr, shape, dtype, strides, stream, obj, "the __cuda_array_interface__ array")
+    return _contiguous(ptr, shape, dtype, strides, stream, obj, what)
 
 
 def plain_cuda_array(obj):
@@ -168,8 +262,9 @@ def plain_cuda_array(obj):
     The repeated-call paths read such an array with this alone (about a
     microsecond, against four for :func:`from_cuda_array_interface`); every
     other array takes the full path, which gathers, waits or raises (as
-    does every array when the cuda backend is not usable). A pointer to
-    host memory or to another GPU raises here as it does there."""
+    does every array when the cuda backend is not usable), and so does an
+    array on a GPU that is not the current one. A pointer to host memory
+    raises here as it does there."""
     if not (_backend.cuda_built() and _backend.cuda_probe()["usable"]):
         return None
     cai = getattr(obj, "__cuda_array_interface__", None)
@@ -178,13 +273,19 @@ def plain_cuda_array(obj):
         return None
     size = math.prod(cai["shape"])
     ptr = int(cai["data"][0] or 0)
-    _check_device(ptr, size, "the __cuda_array_interface__ array")
+    where = _device_of(ptr, size, "the __cuda_array_interface__ array")
+    if where is not None and where[0] != where[1]:
+        return None
     return ptr, size, cai["typestr"]
 
 
-def from_dlpack(obj, stream):
+def from_dlpack(obj, stream, device):
     """Consume ``obj.__dlpack__`` on a CUDA device (a versioned DLPack 1.0
-    capsule when the producer offers one, a legacy one otherwise)."""
+    capsule when the producer offers one, a legacy one otherwise);
+    `device` is its ``__dlpack_device__()``."""
+    what = "the DLPack tensor"
+    if device[0] == KDL_CUDA:  # first: the producer orders its work before our stream, on that GPU
+        take_gpu(int(device[1]), _C.devices()[1], what)
     dl_stream = stream if stream else 1  # DLPack names the legacy default stream 1
     try:
         capsule = obj.__dlpack__(stream=dl_stream, max_version=(1, 0))
@@ -197,13 +298,20 @@ def from_dlpack(obj, stream):
     dtype = np.dtype(np.bool_) if code == 6 else np.dtype(f"{_DL_KINDS[code]}{bits // 8}")
     shape = tuple(view.shape)
     strides = None if view.strides is None else tuple(s * dtype.itemsize for s in view.strides)
-    return _contiguous(view.ptr, shape, dtype, strides, stream, (obj, view), "the DLPack tensor")
+    _check_device(view.ptr, math.prod(shape), what)
+    return _contiguous(view.ptr, shape, dtype, strides, stream, (obj, view), what)
+
+
+def _dlpack_device(obj):
+    """``obj.__dlpack_device__()``, or None for an object without DLPack (or a NumPy array)."""
+    if isinstance(obj, np.ndarray) or not (hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__")):
+        return None
+    return tuple(obj.__dlpack_device__())
 
 
 def _dlpack_device_type(obj):
-    if isinstance(obj, np.ndarray) or not (hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__")):
-        return None
-    return obj.__dlpack_device__()[0]
+    device = _dlpack_device(obj)
+    return None if device is None else device[0]
 
 
 def on_cuda(obj):
@@ -216,16 +324,18 @@ def foreign(obj, stream):
     DLPack host memory, or None when obj is neither."""
     if hasattr(obj, "__cuda_array_interface__"):
         return from_cuda_array_interface(obj, stream)
-    device_type = _dlpack_device_type(obj)
-    if device_type is not None:
+    device = _dlpack_device(obj)
+    if device is not None:
+        device_type = device[0]
         if device_type in (KDL_CUDA, KDL_CUDA_MANAGED):
-            return from_dlpack(obj, stream)
+            return from_dlpack(obj, stream, device)
         if device_type in (KDL_CPU, KDL_CUDA_HOST):
             return np.from_dlpack(obj)
         raise TypeError(f"DLPack device type {device_type} is not supported: cuatomic reads CUDA and host memory")
     return None
 
 
+@on_inputs_gpu
 def host_copy(obj, name="a", stream=0):
     """A NumPy array of obj's elements, wherever they live.
 

@@ -8,6 +8,7 @@ from . import _C, _backend
 from ._common import (_acc_of, _check_result_dtype, auto_rung, direct_input, launch_config, named_rung, prepare,
                       stream_of)
 from ._exactsum import ExactSum
+from ._interop import on_inputs_gpu
 
 def sum(a, *, dtype=None, method="auto", backend=None, blocks=None, threads=None, stream=None):
     """Sum of all elements, as ``np.sum(a, dtype=dtype)``.
@@ -127,6 +128,15 @@ def _reduce(op, a, dtype, method, backend, blocks, threads, stream, state=False)
             # acc, blocks, threads, stream, out_type: keywords cost about a
             # microsecond)
             return call(be_id, index, x, n, ident, acc, -1, -1, None, num)
+    return _reduce_call(op, a, dtype, method, backend, blocks, threads, stream, state,
+                        (key, x) if direct is not None else None)
+
+
+@on_inputs_gpu
+def _reduce_call(op, a, dtype, method, backend, blocks, threads, stream, state, plan_for):
+    """_reduce without a plan: everything resolved, on the input's GPU;
+    plan_for (a plan's key, and what the core reads) when the call can
+    leave a plan for the next one."""
     be = _backend.resolve(backend)
     rung = named_rung(op, be, method)
     b, t = launch_config(blocks, threads)
@@ -165,8 +175,10 @@ def _reduce(op, a, dtype, method, backend, blocks, threads, stream, state=False)
         total = ExactSum.from_words(*result)
         return total if state else _exact_result(total, out_dt)
     # (a device pointer is a new int every time it is read: compared by value)
-    if direct is not None and ((inp.x == x) if inp.device else (inp.x is a)) and (kind is np.ndarray or be == "cuda"):
-        _PLANS[key] = (call, be_id, rung.index, inp.id, acc, out_dt.num)
+    if plan_for:
+        key, x = plan_for
+        if ((inp.x == x) if inp.device else (inp.x is a)) and (type(a) is np.ndarray or be == "cuda"):
+            _PLANS[key] = (call, be_id, rung.index, inp.id, acc, out_dt.num)
     return result
 
 
@@ -233,6 +245,7 @@ def dot(a, b, *, method="auto", backend=None, blocks=None, threads=None, stream=
     return _dot(a, b, method, backend, blocks, threads, stream)
 
 
+@on_inputs_gpu
 def _dot(a, b, method, backend, blocks, threads, stream, state=False):
     be = _backend.resolve(backend)
     rung = named_rung("dot", be, method)

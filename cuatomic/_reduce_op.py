@@ -7,6 +7,7 @@ import numpy as np
 
 from . import _C, _auto, _backend
 from ._common import _check_result_dtype, auto_rung, launch_config, named_rung, prepare, stream_of
+from ._interop import on_inputs_gpu
 
 OPS = _C.REDUCE_OPS  # the ufuncs reduce folds with, in ABI id order
 _OP_IDS = {name: i for i, name in enumerate(OPS)}
@@ -14,6 +15,7 @@ _ROUNDING = ("add", "multiply")  # the ops whose float results are rounded
 _NO_IDENTITY = ("minimum", "maximum")
 
 
+@on_inputs_gpu
 def reduce(a, op, *, dtype=None, method="auto", backend=None, blocks=None, threads=None, stream=None):
     """All elements folded with a ufunc, as ``getattr(np, op).reduce(np.asarray(a).ravel(), dtype=dtype)``.
 
@@ -135,6 +137,7 @@ def max(a, *, method="auto", backend=None, blocks=None, threads=None, stream=Non
     return reduce(a, "maximum", method=method, backend=backend, blocks=blocks, threads=threads, stream=stream)
 
 
+@on_inputs_gpu
 def explain(backend, a, op="add", dtype=None, stream=0):
     """The :class:`Choice` ``method="auto"`` makes for ``reduce(a, op,
     dtype=dtype)`` on `backend` (:func:`cuatomic.explain` of "reduce")."""

@@ -83,6 +83,11 @@ int cua_cuda_gather(const void *src, void *dst, int64_t n, int itemsize, int ndi
 /* memory_type: 0 unregistered host, 1 pinned host, 2 device, 3 managed. */
 int cua_cuda_pointer_info(const void *ptr, int *memory_type, int *device);
 int cua_cuda_current_device(int *device);
+/* The devices the process sees. */
+int cua_cuda_device_count(int *count);
+/* Make `device` current on this host thread (nothing when it is), and say
+ * which was: cua_cuda_use_device(previous, NULL) makes that one current again. */
+int cua_cuda_use_device(int device, int *previous);
 int cua_cuda_stream_create(void **stream);
 int cua_cuda_stream_destroy(void *stream);
 int cua_cuda_stream_synchronize(void *stream);

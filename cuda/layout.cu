@@ -80,6 +80,21 @@ extern "C" int cua_cuda_current_device(int *device)
     return 0;
 }
 
+extern "C" int cua_cuda_device_count(int *count)
+{
+    CUA_CHECK(cudaGetDeviceCount(count));
+    return 0;
+}
+
+extern "C" int cua_cuda_use_device(int device, int *previous)
+{
+    int current;
+    CUA_CHECK(cudaGetDevice(&current));
+    if (previous) *previous = current;
+    if (device != current) CUA_CHECK(cudaSetDevice(device));
+    return 0;
+}
+
 extern "C" int cua_cuda_stream_create(void **stream)
 {
     cudaStream_t s = NULL;

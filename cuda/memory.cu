@@ -51,7 +51,8 @@ extern "C" int cua_cuda_memcpy_htod_async(void *dst, const void *src, size_t nby
 extern "C" int cua_cuda_host_alloc(void **ptr, size_t nbytes)
 {
     *ptr = NULL;
-    CUA_CHECK(cudaHostAlloc(ptr, nbytes > 0 ? nbytes : 1, cudaHostAllocDefault));
+    // Portable: page-locked for every GPU of the process, not only the current one.
+    CUA_CHECK(cudaHostAlloc(ptr, nbytes > 0 ? nbytes : 1, cudaHostAllocPortable));
     return 0;
 }
 
@@ -71,7 +72,18 @@ extern "C" int cua_cuda_memcpy_dtoh(void *dst, const void *src, size_t n, void *
 }
 extern "C" int cua_cuda_memcpy_dtod(void *dst, const void *src, size_t n, void *s)
 {
-    return copy(dst, src, n, cudaMemcpyDeviceToDevice, s);
+    // dst is on the current GPU; a source on another GPU is a peer copy
+    // (over NVLink or PCIe, or staged by the driver when there is no peer
+    // path), which cudaMemcpyAsync refuses.
+    cudaPointerAttributes attr;
+    int here;
+    CUA_CHECK(cudaPointerGetAttributes(&attr, src));
+    CUA_CHECK(cudaGetDevice(&here));
+    if (n == 0 || attr.type != cudaMemoryTypeDevice || attr.device == here)
+        return copy(dst, src, n, cudaMemcpyDeviceToDevice, s);
+    CUA_CHECK(cudaMemcpyPeerAsync(dst, here, src, attr.device, n, (cudaStream_t)s));
+    CUA_CHECK(cudaStreamSynchronize((cudaStream_t)s));
+    return 0;
 }
 
 // ------------------------------------------------------------- call slots

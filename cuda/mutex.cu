@@ -38,54 +38,78 @@
 
 constexpr int64_t PIECE = 1 << 16;
 
-// The abort flags: one per concurrent call, from a pool of 64 device ints
-// (slot 64 is never raised: the flag of a call that found the pool empty).
+// The abort flags: one per concurrent call on a GPU, from that GPU's pool of
+// 64 device ints (slot 64 is never raised: the flag of a call that found the
+// pool empty). A kernel reads the flag of the GPU it runs on, so each GPU
+// has its pool (and its stream for raising one), made by its first call.
 constexpr int FLAGS = 64;
-static int *flags_dev, *one_host;  // the flags; a page-locked 1 to copy into one
-static cudaStream_t abort_stream;   // non-blocking: runs beside the call's stream
-static std::atomic<u64> flags_busy{0};
-static std::once_flag flags_once;
-static cudaError_t flags_error = cudaSuccess;
+constexpr int MAX_GPUS = 64;
+struct FlagPool {
+    int *flags;                 // FLAGS + 1 device ints
+    cudaStream_t abort_stream;  // non-blocking: runs beside the call's stream
+    std::atomic<u64> busy;
+    std::once_flag once;
+    cudaError_t error;
+};
+static FlagPool pools[MAX_GPUS];
+static int *one_host;  // a page-locked 1 to copy into a flag (portable: every GPU copies from it)
+static std::once_flag one_once;
+static cudaError_t one_error = cudaSuccess;
 
-// A free slot, its flag cleared on the call's stream (before the kernels).
-static int flag_take(int *slot, cudaStream_t s)
+// A call's flag: its GPU's pool and its slot there.
+struct AbortFlag {
+    FlagPool *pool = nullptr;
+    int slot = FLAGS;
+    int *device() const { return pool->flags + slot; }
+};
+
+// A free slot of the current GPU's pool, its flag cleared on the call's
+// stream (before the kernels).
+static int flag_take(AbortFlag *f, cudaStream_t s)
 {
-    std::call_once(flags_once, [] {
-        flags_error = cudaMalloc((void **)&flags_dev, (FLAGS + 1) * sizeof(int));
-        if (flags_error == cudaSuccess) flags_error = cudaMemset(flags_dev, 0, (FLAGS + 1) * sizeof(int));
-        if (flags_error == cudaSuccess) flags_error = cudaHostAlloc((void **)&one_host, sizeof(int), 0);
-        if (flags_error == cudaSuccess) {
-            *one_host = 1;
-            flags_error = cudaStreamCreateWithFlags(&abort_stream, cudaStreamNonBlocking);
-        }
-        if (flags_error != cudaSuccess) cudaGetLastError();
+    std::call_once(one_once, [] {
+        one_error = cudaHostAlloc((void **)&one_host, sizeof(int), cudaHostAllocPortable);
+        if (one_error == cudaSuccess) *one_host = 1;
+        else cudaGetLastError();
     });
-    *slot = FLAGS;
-    if (flags_error != cudaSuccess) return (int)flags_error;
-    u64 busy = flags_busy.load();
+    if (one_error != cudaSuccess) return (int)one_error;
+    int dev;
+    CUA_CHECK(cudaGetDevice(&dev));
+    if (dev >= MAX_GPUS) return (int)cudaErrorInvalidDevice;
+    FlagPool *p = &pools[dev];
+    std::call_once(p->once, [p] {
+        p->error = cudaMalloc((void **)&p->flags, (FLAGS + 1) * sizeof(int));
+        if (p->error == cudaSuccess) p->error = cudaMemset(p->flags, 0, (FLAGS + 1) * sizeof(int));
+        if (p->error == cudaSuccess) p->error = cudaStreamCreateWithFlags(&p->abort_stream, cudaStreamNonBlocking);
+        if (p->error != cudaSuccess) cudaGetLastError();
+    });
+    if (p->error != cudaSuccess) return (int)p->error;
+    f->pool = p;
+    u64 busy = p->busy.load();
     do {
         if (busy == ~0ULL) {
-            *slot = FLAGS;
+            f->slot = FLAGS;
             return 0;
         }
-        *slot = __builtin_ctzll(~busy);
-    } while (!flags_busy.compare_exchange_weak(busy, busy | (1ULL << *slot)));
-    return (int)cudaMemsetAsync(flags_dev + *slot, 0, sizeof(int), s);
+        f->slot = __builtin_ctzll(~busy);
+    } while (!p->busy.compare_exchange_weak(busy, busy | (1ULL << f->slot)));
+    return (int)cudaMemsetAsync(f->device(), 0, sizeof(int), s);
 }
 
-static void flag_raise(int slot)
+static void flag_raise(const AbortFlag &f)
 {
-    if (slot < FLAGS) cudaMemcpyAsync(flags_dev + slot, one_host, sizeof(int), cudaMemcpyHostToDevice, abort_stream);
+    if (f.slot < FLAGS)
+        cudaMemcpyAsync(f.device(), one_host, sizeof(int), cudaMemcpyHostToDevice, f.pool->abort_stream);
 }
 
 // After the call's stream has drained: a raise still in flight lands
 // before the slot is reused (the next call clears it on its own stream).
-static void flag_give(int slot)
+static void flag_give(const AbortFlag &f)
 {
-    if (slot >= FLAGS) return;
-    cudaStreamSynchronize(abort_stream);
+    if (f.slot >= FLAGS) return;
+    cudaStreamSynchronize(f.pool->abort_stream);
     cudaGetLastError();
-    flags_busy.fetch_and(~(1ULL << slot));
+    f.pool->busy.fetch_and(~(1ULL << f.slot));
 }
 
 // Test-and-test-and-set: waiting threads only read the lock word (served
@@ -109,8 +133,8 @@ __device__ __forceinline__ bool lock_ttas(int *mutex, const volatile int *abort)
 }
 
 // The tutorial's lock (cua_lock) with a way out: false, without the lock,
-// once the call is aborted. The flag is read every 32 failed tries: it is
-// host memory, a bus round trip away.
+// once the call is aborted. The flag is read every 32 failed tries only,
+// so that the spin stays on the lock word.
 __device__ __forceinline__ bool lock_or_abort(int *mutex, const volatile int *abort)
 {
     for (unsigned tries = 1; atomicCAS(mutex, 0, 1) != 0; tries++) {
@@ -194,23 +218,21 @@ static int add_one_run(counter_kernel kernel, int64_t *result, cua_launch *cfg)
     u64 *counter = (u64 *)scratch.ptr;
     int *mutex = (int *)((char *)scratch.ptr + 8);
     CUA_CHECK(cudaMemsetAsync(scratch.ptr, 0, 16, s));  // counter = 0, lock free
-    int slot, st = flag_take(&slot, s);
-    if (st) {
-        flag_give(slot);
-        return st;
-    }
+    AbortFlag flag;
+    int st = flag_take(&flag, s);
+    if (st) return st;
     // The grid in pieces, each waited for: the wait polls for Ctrl-C and
     // raises this call's abort flag, which ends the piece in flight early.
     for (int64_t done = 0; !st && done < cfg->blocks; done += PIECE) {
         const int64_t piece = cfg->blocks - done < PIECE ? cfg->blocks - done : PIECE;
-        kernel<<<(unsigned)piece, cfg->threads, 0, s>>>(counter, mutex, flags_dev + slot);
+        kernel<<<(unsigned)piece, cfg->threads, 0, s>>>(counter, mutex, flag.device());
         st = (int)cudaGetLastError();
-        if (!st) st = cua_wait(cfg, [slot] { flag_raise(slot); });
+        if (!st) st = cua_wait(cfg, [&flag] { flag_raise(flag); });
     }
     u64 host = 0;
     if (!st) st = (int)cudaMemcpyAsync(&host, counter, sizeof host, cudaMemcpyDeviceToHost, s);
     if (!st) st = cua_wait(cfg);
-    flag_give(slot);
+    flag_give(flag);
     *result = (int64_t)host;
     return st;
 }
