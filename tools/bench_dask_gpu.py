@@ -13,7 +13,8 @@ one chunk's task (dask's task stream: what cuatomic.dask adds to the call).
     python tools/bench_dask_gpu.py --gib 64 --chunk-mib 1024 --workers 1 --out dask_gpu.json
 
 Needs dask, distributed, dask-cuda and CuPy. Run it once with --workers 1
-and once with all GPUs to get the scaling.
+and once with all GPUs to get the scaling. ``scheduling_floor_s`` is the
+same graph with chunk tasks that do nothing: what dask costs by itself.
 """
 import argparse
 import json
@@ -64,6 +65,23 @@ def chunk_task_s(client, fn, name):
     spans = [s["stop"] - s["start"] for task in ts.data if key_split(task["key"]).lstrip("_") == name.lstrip("_")
              for s in task["startstops"] if s["action"] == "compute"]
     return statistics.median(spans) if spans else None
+
+
+def _nothing(chunk):
+    """A chunk task that does no work: what dask alone costs per chunk."""
+    return np.zeros(128, np.int64)
+
+
+def _add(parts):
+    return np.sum(parts, axis=0)
+
+
+def floor_s(x, repeat):
+    """The scheduling floor: one empty task per chunk of x and one combine
+    (the graph cuatomic.dask.histogram makes), median seconds of compute()."""
+    import dask
+    return timed(lambda: dask.delayed(_add)([dask.delayed(_nothing)(c) for c in x.to_delayed().ravel()]).compute(),
+                 repeat)[1]
 
 
 def timed(fn, repeat):
@@ -118,12 +136,13 @@ def main():
         assert np.array_equal(np.asarray(ours), theirs), "cuatomic.dask.histogram != dask.array.histogram"
         one = client.submit(in_memory, client.compute(x.blocks[0]), "histogram", 20, pure=False).result()
         task = chunk_task_s(client, lambda: cd.histogram(x, 128, (0, 128))[0].compute(), "_chunk_histogram")
+        report["scheduling_floor_s"] = floor_s(x, args.repeat)
         report["histogram"] = {"cuatomic_s": t_ours, "dask_array_s": t_theirs, "vs_dask_array": t_theirs / t_ours,
                                "GB_per_s": nchunks * chunk / t_ours / 1e9, "in_memory_chunk_s": one,
                                "per_chunk_s": t_ours * workers / nchunks,
                                "per_chunk_over_in_memory": t_ours * workers / nchunks / one,
                                "chunk_task_s": task, "chunk_task_over_in_memory": task and task / one}
-        print("histogram", json.dumps(report["histogram"]), flush=True)
+        print("histogram", json.dumps(report["histogram"]), "floor", report["scheduling_floor_s"], flush=True)
         x = parts = None  # drop the text before the floats are made
         client.run(lambda: __import__("cupy").get_default_memory_pool().free_all_blocks())
 

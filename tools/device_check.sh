@@ -19,6 +19,11 @@
 #   RUN_AUTO=1          python -m cuatomic bench auto: the measurements method="auto" reads
 #                       (AUTO_TIMEOUT=240)
 #   RUN_FIGURES=1       python -m cuatomic.figures at full size (FIGURES_TIMEOUT=200)
+#   RUN_GPUS=1          tests/test_gpus.py verbose (every call on each of two GPUs; skips on one)
+#   RUN_HUGE=1          tools/huge_inputs.py: calls on 2**31 + 3 and 2**32 + 3 elements vs CuPy
+#   RUN_DASK=1          tools/bench_dask_gpu.py with one worker, then one per GPU ($DASK_ARGS)
+#                       (RUN_GPUS and RUN_DASK install .devdata/wheels first when there: dask,
+#                       distributed, dask-cuda)
 #   RUN_NCU=1           Nsight Compute kernel times of tools/profile_kernels.py $NCU_CASES
 #                       (default hist_small; NCU_TIMEOUT=150)
 # What comes back is at most 6 files in $OUT (the device tool returns 8):
@@ -111,6 +116,32 @@ if [ "${RUN_FIGURES:-0}" = 1 ]; then
   timeout "${FIGURES_TIMEOUT:-200}" python3 -m cuatomic.figures --out "$WORK/figures" \
     > "$WORK/figures.txt" 2>&1 || status=1
   tail -6 "$WORK/figures.txt"; pack
+fi
+
+if [ "${RUN_GPUS:-0}" = 1 ] || [ "${RUN_DASK:-0}" = 1 ]; then  # dask, distributed, dask-cuda from wheels
+  [ -d .devdata/wheels ] && python3 -m pip install -q --no-index --find-links .devdata/wheels dask-cuda \
+    > "$WORK/dask_install.txt" 2>&1
+fi
+
+if [ "${RUN_GPUS:-0}" = 1 ]; then
+  timeout "${GPUS_TIMEOUT:-200}" python3 -m pytest -v -p no:cacheprovider tests/test_gpus.py -rs \
+    > "$WORK/gpus.txt" 2>&1 || status=1
+  grep -E "PASSED|FAILED|SKIPPED|ERROR|passed|failed" "$WORK/gpus.txt" | tail -30; pack
+fi
+
+if [ "${RUN_HUGE:-0}" = 1 ]; then
+  timeout "${HUGE_TIMEOUT:-300}" python3 tools/huge_inputs.py > "$WORK/huge.txt" 2>&1 || status=1
+  tail -40 "$WORK/huge.txt"; pack
+fi
+
+if [ "${RUN_DASK:-0}" = 1 ]; then
+  mkdir -p "$WORK/dask"
+  gpus=$(nvidia-smi -L | wc -l)
+  for workers in 1 $([ "$gpus" -gt 1 ] && echo "$gpus"); do
+    timeout "${DASK_TIMEOUT:-240}" python3 tools/bench_dask_gpu.py --workers "$workers" ${DASK_ARGS:-} \
+      --out "$WORK/dask/dask_${workers}worker.json" > "$WORK/dask/dask_${workers}worker.txt" 2>&1 || status=1
+    grep -E "^histogram|^exact_sum|Error|error" "$WORK/dask/dask_${workers}worker.txt" | cut -c1-400; pack
+  done
 fi
 
 if [ "${RUN_NCU:-0}" = 1 ]; then  # kernel-only times: cuatomic's rungs beside CUB's kernels
