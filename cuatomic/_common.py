@@ -95,7 +95,7 @@ def prepare(a, backend, name="a", stream=0):
 
 
 def direct_input(a):
-    """(what the core reads, size, dtype) of an array the core reads as it
+    """(what the core reads, size, dtype, ndim) of an array the core reads as it
     is -- a DeviceArray (its pointer), a C-contiguous native-order ndarray
     (itself), a plain ``__cuda_array_interface__`` array (its pointer; the
     dtype as its typestr: :func:`_interop.plain_cuda_array`), device arrays
@@ -103,9 +103,9 @@ def direct_input(a):
     these: nothing to convert, gather, wait for or move to another GPU."""
     kind = type(a)
     if kind is DeviceArray:
-        return (a.ptr, a.size, a.dtype) if _interop.on_current_gpu(a.device) else None
+        return (a.ptr, a.size, a.dtype, len(a.shape)) if _interop.on_current_gpu(a.device) else None
     if kind is np.ndarray:
-        return (a, a.size, a.dtype) if a.flags.c_contiguous and a.dtype.isnative else None
+        return (a, a.size, a.dtype, a.ndim) if a.flags.c_contiguous and a.dtype.isnative else None
     return _interop.plain_cuda_array(a)
 
 

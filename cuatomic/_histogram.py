@@ -268,7 +268,7 @@ def _plan_key(a, bins, range, density, method, backend, blocks, threads, stream)
             or backend is not None or blocks is not None or threads is not None or stream is not None
             or (direct := direct_input(a)) is None):
         return None, None, None
-    x, n, dtype = direct
+    x, n, dtype, _ = direct
     lo, hi = range
     tlo, thi = type(lo), type(hi)
     boolean = (dtype[1] if type(dtype) is str else dtype.kind) == "b"  # (a typestr: "|b1")

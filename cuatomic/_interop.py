@@ -254,7 +254,7 @@ def from_cuda_array_interface(obj, stream):
 
 
 def plain_cuda_array(obj):
-    """(pointer, size, typestr) of an object whose ``__cuda_array_interface__``
+    """(pointer, size, typestr, ndim) of an object whose ``__cuda_array_interface__``
     describes C-contiguous memory on the current GPU (strides None), with no
     mask and no producer stream to wait for (none, or the legacy default
     stream 1) -- CuPy's array on the default stream -- else None.
@@ -271,12 +271,13 @@ def plain_cuda_array(obj):
     if type(cai) is not dict or cai.get("strides") is not None or cai.get("mask") is not None or (
             cai.get("stream") not in (None, 1)):
         return None
-    size = math.prod(cai["shape"])
+    shape = cai["shape"]
+    size = math.prod(shape)
     ptr = int(cai["data"][0] or 0)
     where = _device_of(ptr, size, "the __cuda_array_interface__ array")
     if where is not None and where[0] != where[1]:
         return None
-    return ptr, size, cai["typestr"]
+    return ptr, size, cai["typestr"], len(shape)
 
 
 def from_dlpack(obj, stream, device):

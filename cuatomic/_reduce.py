@@ -119,7 +119,7 @@ def _reduce(op, a, dtype, method, backend, blocks, threads, stream, state=False)
             type(method) is str):
         direct = direct_input(a)
     if direct is not None:
-        x, n, dt = direct
+        x, n, dt, _ = direct
         key = (op, kind, dt, method, os.environ.get("CUATOMIC_BACKEND"), n.bit_length())
         plan = _PLANS.get(key)
         if plan is not None:
@@ -242,11 +242,28 @@ def dot(a, b, *, method="auto", backend=None, blocks=None, threads=None, stream=
     TypeError
         Unsupported dtypes, or a masked array.
     """
-    return _dot(a, b, method, backend, blocks, threads, stream)
+    key = None
+    if backend is None and blocks is None and threads is None and stream is None and type(method) is str:
+        da, db = direct_input(a), direct_input(b)
+        if da is not None and db is not None and da[3] == 1 and db[3] == 1 and da[1] == db[1]:
+            n = da[1]
+            key = (type(a), type(b), da[2], db[2], method, os.environ.get("CUATOMIC_BACKEND"), n.bit_length())
+            plan = _DOT_PLANS.get(key)
+            if plan is not None:
+                be_id, index, ident, acc, num = plan
+                # (positional, in _C.dot's order -- backend, rung, a, b, n,
+                # dtype, acc, blocks, threads, stream, out_type)
+                return _C.dot(be_id, index, da[0], db[0], n, ident, acc, -1, -1, None, num)
+    return _dot(a, b, method, backend, blocks, threads, stream, plan_for=(key, da[0], db[0]) if key is not None else None)
+
+
+# dot's plans, as sum's (_PLANS): (array types, dtypes, method,
+# CUATOMIC_BACKEND, size class) -> what the call resolved to.
+_DOT_PLANS = {}
 
 
 @on_inputs_gpu
-def _dot(a, b, method, backend, blocks, threads, stream, state=False):
+def _dot(a, b, method, backend, blocks, threads, stream, state=False, plan_for=None):
     be = _backend.resolve(backend)
     rung = named_rung("dot", be, method)
     nb, nt = launch_config(blocks, threads)
@@ -265,9 +282,14 @@ def _dot(a, b, method, backend, blocks, threads, stream, state=False):
     if rung is None:
         rung = auto_rung("dot", be, ia.n, out_dt)
     exact = _exact_rung("dot", rung, ia, out_dt, state)
-    result = _C.dot(backend=_backend.backend_id(be), rung=rung.index, a=ia.x, b=ib.x, n=ia.n, dtype=ia.id,
-                    acc=_acc_of(out_dt, rung.flags), blocks=nb, threads=nt, stream=s, out_type=out_dt.num)
+    be_id, acc = _backend.backend_id(be), _acc_of(out_dt, rung.flags)
+    result = _C.dot(backend=be_id, rung=rung.index, a=ia.x, b=ib.x, n=ia.n, dtype=ia.id, acc=acc, blocks=nb,
+                    threads=nt, stream=s, out_type=out_dt.num)
     if exact:
         total = ExactSum.from_words(*result)
         return total if state else _exact_result(total, out_dt)
+    if plan_for:  # both read as they are: the next such call skips all of the above
+        key, x, y = plan_for
+        if all(((inp.x == v) if inp.device else (inp.x is arr)) for inp, v, arr in ((ia, x, a), (ib, y, b))):
+            _DOT_PLANS[key] = (be_id, rung.index, ia.id, acc, out_dt.num)
     return result

@@ -73,3 +73,29 @@ def test_dot_shape_errors(backend):
         cuatomic.dot(np.ones(3), np.ones(4), backend=backend)
     with pytest.raises(ValueError, match="1-D"):
         cuatomic.dot(np.ones((2, 2)), np.ones((2, 2)), backend=backend)
+
+
+@pytest.mark.parametrize("backend", cuatomic.backends())
+def test_dot_repeated_call_plan(backend, monkeypatch):
+    """A repeated dot of two 1-D arrays read as they are goes straight to the
+    core (a plan is kept after the first call), and still multiplies each
+    call's own data; calls the plan does not fit (other lengths, 2-D,
+    other dtypes, a strided view) take the full path and its checks."""
+    from cuatomic import _reduce
+    monkeypatch.setenv("CUATOMIC_BACKEND", backend)
+    _reduce._DOT_PLANS.clear()
+    place = (lambda v: cuatomic.to_device(v)) if backend == "cuda" else (lambda v: v)
+    for dtype in (np.int32, np.float32, np.float64):
+        for n, seed in ((1024, 1), (1024, 2), (1000, 3), (4099, 4), (0, 5)):
+            a, b = make(dtype, n, seed=seed), make(dtype, n, seed=seed + 100)
+            check_dot(cuatomic.dot(place(a), place(b)), a, b)
+    kinds = {key[0] for key in _reduce._DOT_PLANS}
+    assert kinds == {cuatomic.DeviceArray if backend == "cuda" else np.ndarray}
+    a, b = make(np.float32, 1024, seed=7), make(np.float32, 1024, seed=8)
+    with pytest.raises(ValueError, match="not aligned"):
+        cuatomic.dot(place(a), place(b[:1000]))
+    with pytest.raises(ValueError, match="1-D"):
+        cuatomic.dot(place(a.reshape(32, 32)), place(b.reshape(32, 32)))
+    if backend == "cpu":
+        check_dot(cuatomic.dot(a, b.astype(np.float64)), a, b.astype(np.float64))  # promoted as NumPy
+        check_dot(cuatomic.dot(a[::2], b[::2]), a[::2], b[::2])

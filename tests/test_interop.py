@@ -152,7 +152,7 @@ def test_plain_cai_arrays_take_the_repeated_call_path(monkeypatch):
         d = cuatomic.to_device(a)
         for producer in ({}, {"stream": 1}, {"stream": None}, {"version": 2}):
             t = FakeCAI(d, **producer)
-            assert _interop.plain_cuda_array(t) == (d.ptr, n, "|u1")
+            assert _interop.plain_cuda_array(t) == (d.ptr, n, "|u1", 1)
             hist, edges = cuatomic.histogram(t, 128, (0, 128))
             want = np.histogram(a, 128, (0, 128))
             np.testing.assert_array_equal(hist.copy_to_host(), want[0])
