@@ -6,9 +6,10 @@
  * chunk k+1 from the array into its staging buffer (while chunk k's DMA ran).
  * The op sees one device chunk at a time and combines the chunks' results.
  *
- * The staging buffers and streams are made once and kept (made again when a
- * call runs on another GPU: streams belong to one); one call uses them at a
- * time (a second concurrent call falls back to a single staged copy).
+ * The staging buffers and streams are made once and kept (the streams made
+ * again when a call runs on another GPU: a stream belongs to one); one call
+ * uses them at a time (a second concurrent call falls back to a single
+ * staged copy).
  * CUATOMIC_PIPELINE_CHUNK sets the staging size in bytes (default 64 MiB);
  * inputs of at most two chunks are not worth pipelining, and page-locked
  * inputs (cuatomic.pinned_empty) go to the device in one DMA instead.
@@ -36,31 +37,50 @@ static size_t wanted_chunk(void)
     return v >= 4096 ? (size_t)v : (size_t)64 << 20;
 }
 
-static void release(void)
+/* The streams and events: they belong to the GPU they were made on. */
+static void release_streams(void)
 {
     for (int i = 0; i < 2; i++) {
-        if (P.pinned[i]) cua_cuda_host_free(P.pinned[i]);
         if (P.event[i]) cua_cuda_event_destroy(P.event[i]);
         if (P.stream[i]) cua_cuda_stream_destroy(P.stream[i]);
-        P.pinned[i] = P.event[i] = P.stream[i] = NULL;
+        P.event[i] = P.stream[i] = NULL;
+    }
+}
+
+static void release(void)
+{
+    release_streams();
+    for (int i = 0; i < 2; i++) {
+        if (P.pinned[i]) cua_cuda_host_free(P.pinned[i]);
+        P.pinned[i] = NULL;
     }
     P.bytes = 0;
 }
 
+/* Staging buffers of `bytes` (page-locked for every GPU: kept when the GPU
+ * changes) and streams and events on the current GPU (made again when it
+ * does). */
 static int ensure(size_t bytes)
 {
     int device, st = cua_cuda_current_device(&device);
     if (st) return st;
-    if (P.bytes == bytes && P.device == device) return 0;
-    release();
-    P.device = device;
+    if (P.bytes != bytes) {
+        release();
+        for (int i = 0; i < 2 && !st; i++) st = cua_cuda_host_alloc(&P.pinned[i], bytes);
+        if (st) {
+            release();
+            return st;
+        }
+        P.bytes = bytes;
+    }
+    if (P.stream[0] && P.device == device) return 0;
+    release_streams();
     for (int i = 0; i < 2 && !st; i++) {
-        st = cua_cuda_host_alloc(&P.pinned[i], bytes);
-        if (!st) st = cua_cuda_stream_create(&P.stream[i]);
+        st = cua_cuda_stream_create(&P.stream[i]);
         if (!st) st = cua_cuda_event_create(&P.event[i]);
     }
-    if (st) release();
-    else P.bytes = bytes;
+    if (st) release_streams();
+    else P.device = device;
     return st;
 }
 

@@ -6,7 +6,10 @@ import numpy as np
 
 from . import _C, _auto, _backend, _histogram, _reduce_op
 from ._common import prepare, stream_of
+from ._interop import on_inputs_gpu
 
+
+@on_inputs_gpu
 def explain(op, *args, backend=None, stream=None, **kwargs):
     """What ``method="auto"`` runs for a call, and why.
 

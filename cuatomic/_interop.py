@@ -144,14 +144,14 @@ def on_inputs_gpu(fn):
         here = _CALL
         if here.active:
             return fn(*args, **kwargs)
-        here.active = True
         try:
+            here.active = True
             return fn(*args, **kwargs)
         finally:
             previous = here.previous
             here.active, here.gpu, here.previous = False, None, None
             if previous is not None:
-                _C.use_device(previous)
+                _C.use_device(previous)  # (a failure here carries the call's own exception as its context)
     return call
 
 

@@ -102,20 +102,29 @@ def _scalar(delayed_value, dtype):
 
 # ---------------------------------------------------------------- chunk tasks
 
+def _astype(c, dtype):
+    """c as dtype, converted where it lives (a CuPy chunk on its own GPU)."""
+    if c.dtype == dtype:
+        return c
+    device = getattr(c, "device", None)
+    if hasattr(device, "__enter__"):  # a CuPy Device: CuPy converts on the current one
+        with device:
+            return c.astype(dtype)
+    return c.astype(dtype)
+
+
 def _chunk_sum(c, dtype, method, backend):
     return cuatomic.sum(c, dtype=dtype, method=method, backend=backend)
 
 
 def _chunk_exact_sum(c, dtype, method, backend):
-    if c.dtype != dtype:  # NumPy casts every element to the result dtype before it adds
-        c = c.astype(dtype)
+    c = _astype(c, dtype)  # NumPy casts every element to the result dtype before it adds
     return cuatomic.ExactSum().add(c, method=method, backend=backend)
 
 
 def _chunk_float_sum(c, dtype, method, backend):
     """A float sum's chunk total in float64, its elements cast to `dtype` first."""
-    if c.dtype != dtype:
-        c = c.astype(dtype)
+    c = _astype(c, dtype)
     return cuatomic.sum(c, dtype=np.float64, method=method, backend=backend)
 
 

@@ -75,11 +75,12 @@ extern "C" int cua_cuda_memcpy_dtod(void *dst, const void *src, size_t n, void *
     // dst is on the current GPU; a source on another GPU is a peer copy
     // (over NVLink or PCIe, or staged by the driver when there is no peer
     // path), which cudaMemcpyAsync refuses.
+    if (n == 0) return 0;
     cudaPointerAttributes attr;
     int here;
     CUA_CHECK(cudaPointerGetAttributes(&attr, src));
     CUA_CHECK(cudaGetDevice(&here));
-    if (n == 0 || attr.type != cudaMemoryTypeDevice || attr.device == here)
+    if (attr.type != cudaMemoryTypeDevice || attr.device == here)
         return copy(dst, src, n, cudaMemcpyDeviceToDevice, s);
     CUA_CHECK(cudaMemcpyPeerAsync(dst, here, src, attr.device, n, (cudaStream_t)s));
     CUA_CHECK(cudaStreamSynchronize((cudaStream_t)s));

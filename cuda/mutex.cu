@@ -220,7 +220,10 @@ static int add_one_run(counter_kernel kernel, int64_t *result, cua_launch *cfg)
     CUA_CHECK(cudaMemsetAsync(scratch.ptr, 0, 16, s));  // counter = 0, lock free
     AbortFlag flag;
     int st = flag_take(&flag, s);
-    if (st) return st;
+    if (st) {
+        if (flag.pool) flag_give(flag);  // a slot taken, its clearing failed: back to the pool
+        return st;
+    }
     // The grid in pieces, each waited for: the wait polls for Ctrl-C and
     // raises this call's abort flag, which ends the piece in flight early.
     for (int64_t done = 0; !st && done < cfg->blocks; done += PIECE) {

@@ -97,6 +97,7 @@ def test_every_call_runs_on_its_inputs_gpu(gpu, caller):
         for _ in range(2):  # the second call takes the plans the first left
             got = _cuatomic_answers(dx, dw, dk)
             assert current() == caller, "a call changed the caller's current GPU"
+            assert cuatomic.explain("sum", dx).facts["n"] == x.size
             for name, value in got.items():
                 if isinstance(value, cuatomic.DeviceArray):
                     assert value.device == gpu, f"{name}'s result is on GPU {value.device}, its input on {gpu}"
@@ -211,14 +212,19 @@ def test_dask_chunks_on_two_gpus_in_one_process():
     da = pytest.importorskip("dask.array")
     import cuatomic.dask as cd
     x, w = _data(7, 400_000)
-    parts, wparts = [], []
+    w32 = w.astype(np.float32)
+    parts, wparts, w32parts = [], [], []
     for i in range(8):  # chunks alternate between the GPUs
+        piece = slice(i * 50_000, (i + 1) * 50_000)
         with cp.cuda.Device(i % 2):
-            parts.append(da.from_array(cp.asarray(x[i * 50_000:(i + 1) * 50_000]), chunks=50_000, asarray=False))
-            wparts.append(da.from_array(cp.asarray(w[i * 50_000:(i + 1) * 50_000]), chunks=50_000, asarray=False))
-    dx, dw = da.concatenate(parts), da.concatenate(wparts)
+            parts.append(da.from_array(cp.asarray(x[piece]), chunks=50_000, asarray=False))
+            wparts.append(da.from_array(cp.asarray(w[piece]), chunks=50_000, asarray=False))
+            w32parts.append(da.from_array(cp.asarray(w32[piece]), chunks=50_000, asarray=False))
+    dx, dw, dw32 = da.concatenate(parts), da.concatenate(wparts), da.concatenate(w32parts)
     with dask.config.set(scheduler="threads"), current_gpu(0):
         np.testing.assert_array_equal(cd.histogram(dx, 16, (0, 1000))[0].compute(), np.histogram(x, 16, (0, 1000))[0])
         assert cd.sum(dx).compute() == np.sum(x, dtype=np.int64)
         assert cd.sum(dw, method="exact").compute() == math.fsum(w)
+        # float32 chunks summed as float64: each converted on its own GPU first
+        assert cd.sum(dw32, dtype=np.float64, method="exact").compute() == math.fsum(w32.astype(np.float64))
         assert current() == 0
