@@ -254,7 +254,8 @@ def dot(a, b, *, method="auto", backend=None, blocks=None, threads=None, stream=
                 # (positional, in _C.dot's order -- backend, rung, a, b, n,
                 # dtype, acc, blocks, threads, stream, out_type)
                 return _C.dot(be_id, index, da[0], db[0], n, ident, acc, -1, -1, None, num)
-    return _dot(a, b, method, backend, blocks, threads, stream, plan_for=(key, da[0], db[0]) if key is not None else None)
+    plan_for = (key, da[0], db[0]) if key is not None else None
+    return _dot(a, b, method, backend, blocks, threads, stream, plan_for=plan_for)
 
 
 # dot's plans, as sum's (_PLANS): (array types, dtypes, method,
