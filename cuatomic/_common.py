@@ -109,6 +109,13 @@ def direct_input(a):
     return _interop.plain_cuda_array(a)
 
 
+def read_as_is(inp, x, a):
+    """Whether the core read `a` as :func:`direct_input` gave it (x): no
+    copy, cast or gather came between, so a plan can serve the next call. (A
+    device pointer is a new int every time it is read: compared by value.)"""
+    return (inp.x == x) if inp.device else (inp.x is a)
+
+
 def _host_input(arr, owner):
     """A host array in C order and native byte order, flattened."""
     dtype_id(arr.dtype)  # refuse before copying anything

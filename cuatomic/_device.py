@@ -98,6 +98,15 @@ class DeviceArray:
         return cls(_C.DeviceBuffer(nbytes), shape, dtype)
 
     @classmethod
+    def _copy_of(cls, ptr, shape, dtype):
+        """A new array on the current GPU holding a copy of the device memory
+        at ptr (on any GPU), of `shape` and `dtype`."""
+        out = cls.empty(shape, dtype)
+        if out.nbytes:
+            out._buffer.copy_from_device(ptr, out.nbytes)
+        return out
+
+    @classmethod
     def from_host(cls, a):
         """A device copy of a host array (C order, native byte order)."""
         a = host_array(a)
@@ -198,9 +207,7 @@ class DeviceArray:
         if copy:
             from ._interop import current_gpu
             with current_gpu(self.device):  # the copy on the array's GPU
-                source = DeviceArray.empty(self._shape, self._dtype)
-            if self.nbytes:
-                source._buffer.copy_from_device(self.ptr, self.nbytes)
+                source = DeviceArray._copy_of(self.ptr, self._shape, self._dtype)
         versioned = max_version is not None and tuple(max_version)[0] >= 1
         return _C.dlpack_export(source._buffer, source.ptr, source._shape, dlpack_dtype(self._dtype), here[0],
                                 here[1], versioned)
@@ -256,10 +263,7 @@ def to_device(a, backend=None, device=None):
             if isinstance(a, DeviceArray):
                 if a.device == device:
                     return a
-                out = DeviceArray.empty(a.shape, a.dtype)
-                if a.nbytes:
-                    out._buffer.copy_from_device(a.ptr, a.nbytes)
-                return out
+                return DeviceArray._copy_of(a.ptr, a.shape, a.dtype)
             return DeviceArray.from_host(a)
     if isinstance(a, DeviceArray):
         if name == "cuda":

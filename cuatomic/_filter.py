@@ -167,10 +167,7 @@ def filter(a, op, value, *, ordered=True, method="auto", backend=None, blocks=No
     if not inp.device:
         return out  # already cut to the count in C
     if 2 * count < inp.n:  # do not keep a capacity-n buffer alive for a few elements
-        exact = DeviceArray.empty(count, inp.dtype)
-        if count:
-            exact._buffer.copy_from_device(out.ptr, count * inp.dtype.itemsize)
-        return exact
+        return DeviceArray._copy_of(out.ptr, count, inp.dtype)
     return DeviceArray(out, (count,), inp.dtype)
 
 

@@ -11,7 +11,7 @@ import warnings
 import numpy as np
 
 from . import _C, _auto, _backend, _interop
-from ._common import auto_rung, direct_input, launch_config, named_rung, prepare, stream_of
+from ._common import auto_rung, direct_input, launch_config, named_rung, prepare, read_as_is, stream_of
 from ._device import DeviceArray, refuse_masked
 from ._interop import on_inputs_gpu
 
@@ -406,7 +406,7 @@ def _histogram(a, bins, range, density, method, backend, blocks, threads, stream
     plan = _Plan(_backend.backend_id(be), rung.index, inp.id, kernel_edges, int(uniform), inv_width,
                  int(integer is not None), ilo, iwidth, inp.device)
     counts = _count(plan, inp.x, inp.n, nb, nt, s)
-    if plan_for and ((inp.x == plan_for[1]) if inp.device else (inp.x is a)):  # (ptr: a new int every time)
+    if plan_for and read_as_is(inp, plan_for[1], a):
         _PLANS.put(plan_for[0], (plan, edges.copy()), 2 * edges.nbytes + kernel_edges.nbytes)
     if density:
         host = counts.copy_to_host() if inp.device else counts

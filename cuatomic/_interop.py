@@ -367,10 +367,8 @@ def host_copy(obj, name="a", stream=0):
         return obj.copy_to_host()
     found = foreign(obj, stream)
     if isinstance(found, ForeignDevice):
-        out = DeviceArray.empty(found.shape, found.dtype)
-        if out.nbytes:
-            out._buffer.copy_from_device(found.ptr, out.nbytes)  # found.keep holds the source meanwhile
-        return out.copy_to_host()
+        # (found.keep holds the source meanwhile)
+        return DeviceArray._copy_of(found.ptr, found.shape, found.dtype).copy_to_host()
     return host_array(obj if found is None else found, name)
 
 

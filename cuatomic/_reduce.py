@@ -6,7 +6,7 @@ import numpy as np
 
 from . import _C, _backend
 from ._common import (_acc_of, _check_result_dtype, auto_rung, direct_input, launch_config, named_rung, prepare,
-                      stream_of)
+                      read_as_is, stream_of)
 from ._exactsum import ExactSum
 from ._interop import on_inputs_gpu
 
@@ -174,10 +174,9 @@ def _reduce_call(op, a, dtype, method, backend, blocks, threads, stream, state, 
     if exact:
         total = ExactSum.from_words(*result)
         return total if state else _exact_result(total, out_dt)
-    # (a device pointer is a new int every time it is read: compared by value)
     if plan_for:
         key, x = plan_for
-        if ((inp.x == x) if inp.device else (inp.x is a)) and (type(a) is np.ndarray or be == "cuda"):
+        if read_as_is(inp, x, a) and (type(a) is np.ndarray or be == "cuda"):
             _PLANS[key] = (call, be_id, rung.index, inp.id, acc, out_dt.num)
     return result
 
@@ -291,6 +290,6 @@ def _dot(a, b, method, backend, blocks, threads, stream, state=False, plan_for=N
         return total if state else _exact_result(total, out_dt)
     if plan_for:  # both read as they are: the next such call skips all of the above
         key, x, y = plan_for
-        if all(((inp.x == v) if inp.device else (inp.x is arr)) for inp, v, arr in ((ia, x, a), (ib, y, b))):
+        if read_as_is(ia, x, a) and read_as_is(ib, y, b):
             _DOT_PLANS[key] = (be_id, rung.index, ia.id, acc, out_dt.num)
     return result

@@ -18,6 +18,23 @@ FLOAT_DTYPES = [np.float32, np.float64]
 DTYPES = [np.bool_] + INT_DTYPES + FLOAT_DTYPES
 
 
+class DLOnly:
+    """Exposes only DLPack, to exercise that path (legacy=True: no max_version)."""
+
+    def __init__(self, obj, legacy=False):
+        self.obj, self.legacy = obj, legacy
+
+    def __dlpack_device__(self):
+        return self.obj.__dlpack_device__()
+
+    def __dlpack__(self, stream=None, **kwargs):
+        if self.legacy:
+            if kwargs:
+                raise TypeError("a pre-1.0 producer")
+            return self.obj.__dlpack__(stream=stream)
+        return self.obj.__dlpack__(stream=stream, **kwargs)
+
+
 def where_params(op):
     """(backend, method, where) for every rung of every usable backend."""
     out = []

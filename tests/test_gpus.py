@@ -13,7 +13,7 @@ import pytest
 import cuatomic
 from cuatomic import _C
 from cuatomic._interop import current_gpu
-from conftest import CUDA, requires_cuda
+from conftest import CUDA, DLOnly, requires_cuda
 
 GPUS = _C.devices()[0] if CUDA else 0
 two_gpus = pytest.mark.skipif(GPUS < 2, reason=f"needs two GPUs (this process sees {GPUS})")
@@ -188,21 +188,8 @@ def test_cupy_and_torch_arrays_on_another_gpu():
     t = torch.as_tensor(w, device="cuda:1")
     with current_gpu(0):
         assert cuatomic.sum(t, method="exact") == math.fsum(w)  # __cuda_array_interface__
-        assert cuatomic.sum(_DLPackOnly(t), method="exact") == math.fsum(w)
+        assert cuatomic.sum(DLOnly(t), method="exact") == math.fsum(w)
         assert current() == 0
-
-
-class _DLPackOnly:
-    """A tensor seen through DLPack alone."""
-
-    def __init__(self, t):
-        self.t = t
-
-    def __dlpack__(self, **kwargs):
-        return self.t.__dlpack__(**kwargs)
-
-    def __dlpack_device__(self):
-        return self.t.__dlpack_device__()
 
 
 @two_gpus

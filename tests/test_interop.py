@@ -3,7 +3,7 @@ both versions, strided device input, and streams. The GPU tests skip where
 CUDA or the library is missing."""
 import numpy as np
 import pytest
-from conftest import CUDA, make, requires_cuda
+from conftest import CUDA, DLOnly, make, requires_cuda
 
 import cuatomic
 from cuatomic._exact import float_result_ok
@@ -16,23 +16,6 @@ class FakeCAI:
     def __init__(self, base, **override):
         self.base = base
         self.__cuda_array_interface__ = dict(base.__cuda_array_interface__, **override)
-
-
-class DLOnly:
-    """Exposes only DLPack, to exercise that path (legacy=True: no max_version)."""
-
-    def __init__(self, obj, legacy=False):
-        self.obj, self.legacy = obj, legacy
-
-    def __dlpack_device__(self):
-        return self.obj.__dlpack_device__()
-
-    def __dlpack__(self, stream=None, **kwargs):
-        if self.legacy:
-            if kwargs:
-                raise TypeError("a pre-1.0 producer")
-            return self.obj.__dlpack__(stream=stream)
-        return self.obj.__dlpack__(stream=stream, **kwargs)
 
 
 def test_stream_handles():

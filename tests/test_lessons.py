@@ -5,7 +5,7 @@ import time
 
 import numpy as np
 import pytest
-from conftest import BACKENDS, DTYPES, make, placed, requires_cuda, where_params
+from conftest import BACKENDS, DTYPES, DLOnly, make, placed, requires_cuda, where_params
 
 import cuatomic
 from cuatomic import datasets
@@ -170,17 +170,7 @@ def test_host_copy_reads_every_kind_of_input():
     x = np.arange(12, dtype=np.int16).reshape(3, 4)[:, ::2]
     assert np.array_equal(host_copy(x), x) and np.array_equal(host_copy([[1, 2]]), [[1, 2]])
 
-    class HostDLPack:  # DLPack host memory from another library
-        def __init__(self, a):
-            self.a = a
-
-        def __dlpack__(self, **kwargs):
-            return self.a.__dlpack__(**kwargs)
-
-        def __dlpack_device__(self):
-            return self.a.__dlpack_device__()
-
-    got = host_copy(HostDLPack(np.arange(5.0)))
+    got = host_copy(DLOnly(np.arange(5.0)))  # DLPack host memory from another library
     assert isinstance(got, np.ndarray) and np.array_equal(got, np.arange(5.0))
     with pytest.raises(TypeError, match="masked"):
         host_copy(np.ma.array([1, 2], mask=[1, 0]))
