@@ -18,6 +18,14 @@ FLOAT_DTYPES = [np.float32, np.float64]
 DTYPES = [np.bool_] + INT_DTYPES + FLOAT_DTYPES
 
 
+class FakeCAI:
+    """A minimal __cuda_array_interface__ producer over a DeviceArray."""
+
+    def __init__(self, base, **override):
+        self.base = base
+        self.__cuda_array_interface__ = dict(base.__cuda_array_interface__, **override)
+
+
 class DLOnly:
     """Exposes only DLPack, to exercise that path (legacy=True: no max_version)."""
 

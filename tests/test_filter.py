@@ -2,7 +2,7 @@ import operator
 
 import numpy as np
 import pytest
-from conftest import DTYPES, SIZES, host, make, placed, where_params
+from conftest import DTYPES, SIZES, FakeCAI, host, make, placed, requires_cuda, where_params
 
 import cuatomic
 from cuatomic import _C, _backend
@@ -84,6 +84,44 @@ def test_filter_launch_configs_and_one_value(backend, method, where):
         got = cuatomic.filter(placed(a, backend, where), "==", 3, ordered=_backend.rung("filter", backend, method).has(_C.F_ORDERED), method=method,
                               backend=backend, blocks=blocks, threads=threads)
         check_filter(got, a, "==", 3, _backend.rung("filter", backend, method).has(_C.F_ORDERED))
+
+
+@requires_cuda
+@pytest.mark.parametrize("dtype", [np.bool_, np.uint8, np.int16, np.int32, np.float64],
+                         ids=lambda d: np.dtype(d).name)
+def test_filter_lookback_tiles_and_alignment(dtype):
+    """The lookback rung's two kernels: the pipelined one (sm_80+, default
+    block, 16-byte aligned input; 24 KiB tiles) and the register one (any
+    other block size, or input off 16-byte alignment). Every tile edge, one
+    block or many, nothing, about half or everything kept."""
+    itemsize = np.dtype(dtype).itemsize
+    tile = 384 * 64 // itemsize
+    for n in (1, tile - 1, tile, tile + 1, 3 * tile + 5):
+        a = make(dtype, n + 1)
+        d = cuatomic.to_device(a)
+        cai = d.__cuda_array_interface__
+        shifted = FakeCAI(d, data=(cai["data"][0] + itemsize, False), shape=(n,))  # one element in: unaligned
+        s = np.sort(a)
+        for op, value in ((">=", s[0]), (">=", s[s.size // 2]), (">", s[-1])):
+            for blocks, threads in ((None, None), (1, None), (2, None), (None, 256)):
+                for x, ref in ((d, a), (shifted, a[1:])):
+                    got = cuatomic.filter(x, op, value, method="lookback", blocks=blocks, threads=threads)
+                    check_filter(got, ref, op, value, True)
+
+
+@requires_cuda
+def test_filter_device_result_around_the_trim():
+    """A device result is copied to its own buffer when fewer than 1/8 of
+    the elements pass, else kept in the call's buffer: both must hold
+    exactly the kept elements, and outlive the input."""
+    n = 8000
+    a = np.arange(n, dtype=np.int64)
+    for k in (0, 1, n // 8 - 1, n // 8, n // 8 + 1, n // 2, n):
+        d = cuatomic.to_device(a)
+        got = cuatomic.filter(d, "<", k)
+        del d
+        assert isinstance(got, cuatomic.DeviceArray) and got.shape == (k,)
+        np.testing.assert_array_equal(got.copy_to_host(), a[:k])
 
 
 @pytest.mark.parametrize("backend", cuatomic.backends())

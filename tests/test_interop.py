@@ -3,19 +3,11 @@ both versions, strided device input, and streams. The GPU tests skip where
 CUDA or the library is missing."""
 import numpy as np
 import pytest
-from conftest import CUDA, DLOnly, make, requires_cuda
+from conftest import CUDA, DLOnly, FakeCAI, make, requires_cuda
 
 import cuatomic
 from cuatomic._exact import float_result_ok
 from cuatomic import _common, _interop
-
-
-class FakeCAI:
-    """A minimal __cuda_array_interface__ producer over a DeviceArray."""
-
-    def __init__(self, base, **override):
-        self.base = base
-        self.__cuda_array_interface__ = dict(base.__cuda_array_interface__, **override)
 
 
 def test_stream_handles():
