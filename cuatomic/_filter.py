@@ -9,8 +9,11 @@ from ._common import auto_rung, launch_config, named_rung, prepare, stream_of
 from ._device import DeviceArray, refuse_masked
 from ._interop import on_inputs_gpu
 
-# A device result keeps the capacity-n output buffer when at least 1/_TRIM
-# of the elements pass, and is copied to a buffer of its own size otherwise.
+# A device call's output is made for all n elements to pass. When at least
+# 1/_TRIM of them pass, the result keeps that buffer (never larger than the
+# input): a trimmed copy would cost up to a third of the call again. Fewer
+# are copied to a buffer of their own size (cheap), so a few elements do not
+# hold a capacity-n buffer alive.
 _TRIM = 8
 
 _COMPARE = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
@@ -174,10 +177,6 @@ def filter(a, op, value, *, ordered=True, method="auto", backend=None, blocks=No
                            negate=negate, lo=lo, hi=hi, blocks=nb, threads=nt, device_out=inp.device, stream=s)
     if not inp.device:
         return out  # already cut to the count in C
-    # The output was made for all n elements to pass. Past 1/8 of them kept,
-    # the result keeps that buffer (never larger than the input): a trimmed
-    # copy would cost up to a third of the call again. Fewer are copied
-    # (cheap) so a few elements do not hold a capacity-n buffer alive.
     if _TRIM * count < inp.n:
         return DeviceArray._copy_of(out.ptr, count, inp.dtype)
     return DeviceArray(out, (count,), inp.dtype)

@@ -666,13 +666,14 @@ static int filter_lookback(const T *x, int64_t n, const cua_pred *pred, T *out, 
     if (st) return st;
     if (cfg->threads <= 0) cfg->threads = pipelined ? PIPE_THREADS : CUA_DEFAULT_THREADS;
     const int threads = cfg->threads;
+    // The two kernels take the same arguments: one pointer serves both.
+    const auto kernel = pipelined ? filter_pipelined_kernel<T> : filter_lookback_kernel<T>;
     const int64_t tile_size = pipelined ? Pipe<T>::TILE : (int64_t)threads * LB_ITEMS;
     const size_t smem = pipelined ? Pipe<T>::SMEM : (size_t)threads * LB_ITEMS * sizeof(T);
-    st = pipelined ? cua_allow_smem(filter_pipelined_kernel<T>, smem) : cua_allow_smem(filter_lookback_kernel<T>, smem);
+    st = cua_allow_smem(kernel, smem);
     if (st) return st;
     if (cfg->blocks <= 0) {
-        st = pipelined ? cua_max_resident_blocks(filter_pipelined_kernel<T>, threads, smem, &cfg->blocks)
-                       : cua_max_resident_blocks(filter_lookback_kernel<T>, threads, smem, &cfg->blocks);
+        st = cua_max_resident_blocks(kernel, threads, smem, &cfg->blocks);
         if (st) return st;
         if (cfg->blocks < 1) return cua_refuse(cfg, "no block of %d threads fits on this device", threads);
     }
@@ -691,10 +692,7 @@ static int filter_lookback(const T *x, int64_t n, const cua_pred *pred, T *out, 
     CUA_CHECK(cudaMemsetAsync(scratch.ptr, 0, bytes, s));
     const unsigned grid = (unsigned)(cfg->blocks < ntiles ? cfg->blocks : ntiles);
     cfg->used_blocks = grid;
-    if (pipelined)
-        filter_pipelined_kernel<T><<<grid, threads, smem, s>>>(x, n, to_dev<T>(pred), out, counter, status, ntiles, total);
-    else
-        filter_lookback_kernel<T><<<grid, threads, smem, s>>>(x, n, to_dev<T>(pred), out, counter, status, ntiles, total);
+    kernel<<<grid, threads, smem, s>>>(x, n, to_dev<T>(pred), out, counter, status, ntiles, total);
     return filter_finish(total, count, cfg);
 }
 
