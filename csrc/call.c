@@ -91,6 +91,10 @@ int cua_copy_to_host(void *dst, const void *src, size_t nbytes, void *stream)
 {
     return cua_cuda_memcpy_dtoh(dst, src, nbytes, stream);
 }
+int cua_copy_on_device(void *dst, const void *src, size_t nbytes, void *stream)
+{
+    return cua_cuda_memcpy_dtod(dst, src, nbytes, stream);
+}
 #else
 int cua_stage(cua_input *in) { return in->host ? CUA_EINTERNAL : 0; }
 void cua_unstage(cua_input *in) { (void)in; }
@@ -102,6 +106,11 @@ int cua_device_alloc(int backend, void **ptr, size_t nbytes, void *stream)
 }
 void cua_device_free(void *ptr, void *stream) { (void)ptr, (void)stream; }
 int cua_copy_to_host(void *dst, const void *src, size_t nbytes, void *stream)
+{
+    (void)dst, (void)src, (void)nbytes, (void)stream;
+    return CUA_EINTERNAL;
+}
+int cua_copy_on_device(void *dst, const void *src, size_t nbytes, void *stream)
 {
     (void)dst, (void)src, (void)nbytes, (void)stream;
     return CUA_EINTERNAL;

@@ -39,6 +39,8 @@ void cua_unstage(cua_input *in);
 int cua_device_alloc(int backend, void **ptr, size_t nbytes, void *stream);
 void cua_device_free(void *ptr, void *stream);
 int cua_copy_to_host(void *dst, const void *src, size_t nbytes, void *stream);
+/* Device to device on `stream` (a source on another GPU: a peer copy), waited for. */
+int cua_copy_on_device(void *dst, const void *src, size_t nbytes, void *stream);
 
 /* The launch configuration of a call, checked here because a backend trusts
  * it (the CPU's block tree keeps CUA_MAX_THREADS lanes on the stack): blocks

@@ -30,6 +30,35 @@ static int shrink(PyObject *out, int64_t count)
     return 0;
 }
 
+/* A device output is made for every element to pass. When at least 1/TRIM
+ * of them do, the result keeps that buffer (never larger than the input): a
+ * trimmed copy would cost up to a third of the call again. Fewer are copied
+ * to a buffer of their own size (cheap), so a few elements do not hold a
+ * capacity-n buffer alive. */
+#define TRIM 8
+
+/* *out (a DeviceBuffer) replaced by a new one holding its first nbytes,
+ * copied on `stream` (and waited for) before the old one goes back to the
+ * pool. -1 with an exception; *out is unchanged then. */
+static int trim(PyObject **out, size_t nbytes, void *stream)
+{
+    CuaDeviceBuffer *big = (CuaDeviceBuffer *)*out;
+    CuaDeviceBuffer *small = cua_buffer_new_on((Py_ssize_t)nbytes, stream, 0);
+    if (!small) return -1;
+    int st;
+    Py_BEGIN_ALLOW_THREADS
+    st = cua_copy_on_device(small->ptr, big->ptr, nbytes, stream);
+    Py_END_ALLOW_THREADS
+    if (st) {
+        Py_DECREF(small);
+        cua_raise(st, NULL);
+        return -1;
+    }
+    Py_DECREF(big);
+    *out = (PyObject *)small;
+    return 0;
+}
+
 PyObject *cua_op_filter(PyObject *self, PyObject *args, PyObject *kw)
 {
     (void)self;
@@ -74,9 +103,16 @@ PyObject *cua_op_filter(PyObject *self, PyObject *args, PyObject *kw)
     int st;
     Py_BEGIN_ALLOW_THREADS
     void *dev = NULL;
+    /* The count comes back through a call slot when one is free: a kernel
+     * may write it there itself (no copy after the kernel). */
+    cua_slot sl;
+    cua_slot_take(backend, &sl);
+    int64_t *kept = (int64_t *)cua_slot_result(&sl, &cfg, &count);
     st = cua_stage(&in);
     if (!st && !device_out) st = cua_device_alloc(backend, &dev, (size_t)n * size, stream);
-    if (!st) st = row->run(in.ptr, n, dtype, &pred, dev ? dev : dst, &count, &cfg);
+    if (!st) st = row->run(in.ptr, n, dtype, &pred, dev ? dev : dst, kept, &cfg);
+    if (!st) count = *(volatile int64_t *)kept;
+    cua_slot_give(&sl);
     if (!st && dev) st = cua_copy_to_host(dst, dev, (size_t)count * size, stream);
     cua_device_free(dev, stream);
     cua_unstage(&in);
@@ -85,7 +121,8 @@ PyObject *cua_op_filter(PyObject *self, PyObject *args, PyObject *kw)
         Py_DECREF(out);
         return cua_raise(st, &cfg);
     }
-    if (!device_out && count < n && shrink(out, count) < 0) {
+    if (device_out ? TRIM * count < n && trim(&out, (size_t)count * size, stream) < 0
+                   : count < n && shrink(out, count) < 0) {
         Py_DECREF(out);
         return NULL;
     }

@@ -2,8 +2,11 @@
 the core reads it, the accumulator for a result type, and the rung a call
 runs (a named one, or the one ``method="auto"`` picks). The operations
 themselves live one family per module: ``_reduce`` (sum, prod, dot),
-``_histogram``, ``_filter``, ``_counter`` (add_one, mutex_add_one)."""
+``_histogram``, ``_filter``, ``_counter`` (add_one, mutex_add_one); the
+cache their repeated-call plans live in is here too (BytesLRU)."""
+import collections
 import operator
+import threading
 
 import numpy as np
 
@@ -154,3 +157,61 @@ def auto_rung(op, backend, n, dtype=None, bins=None, *, require=0, fits=None):
 
 def stream_of(stream):
     return _interop.stream_handle(stream)
+
+
+class BytesLRU:
+    """A least-recently-used cache bounded by the bytes its values hold,
+    not by their number: 64 cached edge arrays of 2**25 bins would hold
+    16 GiB. A value larger than the whole bound is not cached.
+
+    Parameters
+    ----------
+    max_bytes : int
+        The most bytes the cached values may hold together.
+    """
+
+    def __init__(self, max_bytes):
+        self.max_bytes = int(max_bytes)
+        self._items = collections.OrderedDict()  # key -> (value, nbytes), oldest first
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    @property
+    def nbytes(self):
+        """Bytes the cached values hold now."""
+        return self._bytes
+
+    def __len__(self):
+        return len(self._items)
+
+    def __contains__(self, key):
+        return key in self._items
+
+    def get(self, key):
+        """The value cached under key (now the most recently used), or None."""
+        with self._lock:
+            found = self._items.get(key)
+            if found is None:
+                return None
+            self._items.move_to_end(key)
+            return found[0]
+
+    def put(self, key, value, nbytes):
+        """Cache value (holding nbytes) under key, dropping the least
+        recently used values until the total fits the bound."""
+        if nbytes > self.max_bytes:
+            return
+        with self._lock:
+            old = self._items.pop(key, None)
+            if old is not None:
+                self._bytes -= old[1]
+            self._items[key] = (value, nbytes)
+            self._bytes += nbytes
+            while self._bytes > self.max_bytes:
+                _, (_, dropped) = self._items.popitem(last=False)
+                self._bytes -= dropped
+
+    def clear(self):
+        with self._lock:
+            self._items.clear()
+            self._bytes = 0

@@ -5,13 +5,12 @@ import collections
 import functools
 import operator
 import os
-import threading
 import warnings
 
 import numpy as np
 
 from . import _C, _auto, _backend, _interop
-from ._common import auto_rung, direct_input, launch_config, named_rung, prepare, read_as_is, stream_of
+from ._common import BytesLRU, auto_rung, direct_input, launch_config, named_rung, prepare, read_as_is, stream_of
 from ._device import DeviceArray, refuse_masked
 from ._interop import on_inputs_gpu
 
@@ -63,64 +62,6 @@ def _bin_plan(edges, sample_dt, uniform):
     inv_width = (kernel_edges.size - 1) / span if uniform else 0.0
     integer = _integer_bins(kernel_edges, sample_dt) if uniform else None
     return kernel_edges, uniform, inv_width, integer
-
-
-class BytesLRU:
-    """A least-recently-used cache bounded by the bytes its values hold,
-    not by their number: 64 cached edge arrays of 2**25 bins would hold
-    16 GiB. A value larger than the whole bound is not cached.
-
-    Parameters
-    ----------
-    max_bytes : int
-        The most bytes the cached values may hold together.
-    """
-
-    def __init__(self, max_bytes):
-        self.max_bytes = int(max_bytes)
-        self._items = collections.OrderedDict()  # key -> (value, nbytes), oldest first
-        self._bytes = 0
-        self._lock = threading.Lock()
-
-    @property
-    def nbytes(self):
-        """Bytes the cached values hold now."""
-        return self._bytes
-
-    def __len__(self):
-        return len(self._items)
-
-    def __contains__(self, key):
-        return key in self._items
-
-    def get(self, key):
-        """The value cached under key (now the most recently used), or None."""
-        with self._lock:
-            found = self._items.get(key)
-            if found is None:
-                return None
-            self._items.move_to_end(key)
-            return found[0]
-
-    def put(self, key, value, nbytes):
-        """Cache value (holding nbytes) under key, dropping the least
-        recently used values until the total fits the bound."""
-        if nbytes > self.max_bytes:
-            return
-        with self._lock:
-            old = self._items.pop(key, None)
-            if old is not None:
-                self._bytes -= old[1]
-            self._items[key] = (value, nbytes)
-            self._bytes += nbytes
-            while self._bytes > self.max_bytes:
-                _, (_, dropped) = self._items.popitem(last=False)
-                self._bytes -= dropped
-
-    def clear(self):
-        with self._lock:
-            self._items.clear()
-            self._bytes = 0
 
 
 FIXED_BINS_CACHE_BYTES = 64 << 20

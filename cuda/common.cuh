@@ -186,46 +186,77 @@ static inline int cua_cas_config(cua_launch *cfg, int64_t n, int threads)
     return cua_grid_config(cfg, n, threads, 1);
 }
 
+// The last few answers a host thread got about a kernel on a GPU, for the
+// queries that cost microseconds of every call: (kernel, GPU, threads,
+// shared memory) -> value.
+struct cua_kernel_memo {
+    struct Entry {
+        const void *kernel;
+        int device, threads;
+        size_t smem;
+        int64_t value;
+    };
+    Entry seen[8] = {};
+    unsigned next = 0;
+    const Entry *find(const void *kernel, int device, int threads, size_t smem) const
+    {
+        for (const Entry &e : seen)
+            if (e.kernel == kernel && e.device == device && e.threads == threads && e.smem == smem) return &e;
+        return nullptr;
+    }
+    void put(const Entry &e) { seen[next++ % 8] = e; }
+};
+
 // Blocks of `kernel` that can be resident on the device at once with
 // `threads` threads and `smem` bytes of dynamic shared memory each: the
-// largest grid for which a grid-wide wait cannot deadlock. The occupancy
-// query costs microseconds, so answers are kept (per host thread, for the
-// last few kernel/configuration/device keys).
+// largest grid for which a grid-wide wait cannot deadlock.
 template <class K>
 static inline int cua_max_resident_blocks(K kernel, int threads, size_t smem, int64_t *out)
 {
-    struct Entry {
-        const void *kernel;
-        int threads, device;
-        size_t smem;
-        int64_t blocks;
-    };
-    static thread_local Entry seen[8];
-    static thread_local unsigned next;
+    static thread_local cua_kernel_memo memo;
     int dev;
     CUA_CHECK(cudaGetDevice(&dev));
-    for (const Entry &e : seen)
-        if (e.kernel == (const void *)kernel && e.threads == threads && e.smem == smem && e.device == dev) {
-            *out = e.blocks;
-            return 0;
-        }
+    if (const cua_kernel_memo::Entry *e = memo.find((const void *)kernel, dev, threads, smem)) {
+        *out = e->value;
+        return 0;
+    }
     int per_sm = 0, sms = 0;
     CUA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem));
     int st = cua_sm_count(&sms);
     if (st) return st;
     *out = (int64_t)per_sm * sms;
-    seen[next++ % 8] = Entry{(const void *)kernel, threads, dev, smem, *out};
+    memo.put({(const void *)kernel, dev, threads, smem, *out});
     return 0;
 }
 
 // Let `kernel` use `smem` bytes of dynamic shared memory: past
 // CUA_STATIC_SMEM_BYTES a block must opt in, before it is launched or its
-// occupancy is asked.
+// occupancy is asked (once per kernel, size and GPU).
 template <class K>
 static inline int cua_allow_smem(K kernel, size_t smem)
 {
-    if (smem > CUA_STATIC_SMEM_BYTES)
-        CUA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    if (smem <= CUA_STATIC_SMEM_BYTES) return 0;
+    static thread_local cua_kernel_memo memo;
+    int dev;
+    CUA_CHECK(cudaGetDevice(&dev));
+    if (memo.find((const void *)kernel, dev, 0, smem)) return 0;
+    CUA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    memo.put({(const void *)kernel, dev, 0, smem, 0});
+    return 0;
+}
+
+// The current GPU's compute capability major version (kept per host thread
+// for the last GPU asked about).
+static inline int cua_cc_major(int *major)
+{
+    static thread_local int seen_device = -1, seen_major;
+    int dev;
+    CUA_CHECK(cudaGetDevice(&dev));
+    if (dev != seen_device) {
+        CUA_CHECK(cudaDeviceGetAttribute(&seen_major, cudaDevAttrComputeCapabilityMajor, dev));
+        seen_device = dev;
+    }
+    *major = seen_major;
     return 0;
 }
 

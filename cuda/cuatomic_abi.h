@@ -210,6 +210,9 @@ typedef int (*cua_hist_fn)(const void *x, int64_t n, int dtype,
  * and, like counts, is device memory on CUDA. */
 typedef int (*cua_whist_fn)(const void *x, const void *w, int64_t n, int dtype, int wdtype,
                             const cua_bins *bins, void *sums, cua_launch *cfg);
+/* filter: the kept elements into `out` (device memory on CUDA), in input
+ * order unless the rung is unordered, and their number into *count (host
+ * memory; with cfg->result_device, that is *count's device side). */
 typedef int (*cua_filter_fn)(const void *x, int64_t n, int dtype,
                              const cua_pred *pred, void *out, int64_t *count,
                              cua_launch *cfg);

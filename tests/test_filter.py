@@ -125,6 +125,76 @@ def test_filter_device_result_around_the_trim():
 
 
 @pytest.mark.parametrize("backend", cuatomic.backends())
+@pytest.mark.parametrize("method", ["auto", "lookback", "ordered", "atomic"])
+def test_filter_repeated_call_plan(backend, method, monkeypatch):
+    """A repeated call (no launch options) goes straight to the core with its
+    first call's plan: every call still filters its own data with its own
+    value's predicate, on the backend CUATOMIC_BACKEND names."""
+    from cuatomic import _filter
+    monkeypatch.setenv("CUATOMIC_BACKEND", backend)
+    _filter._PLANS.clear()
+    rng = np.random.default_rng(5)
+    ordered = method != "atomic"
+    wrap = [lambda d: d] + ([lambda d: FakeCAI(d)] if backend == "cuda" else [])
+    for n, value in [(10_007, 3), (10_007, 3), (10_007, 3.0), (10_007, 3.5), (5, 3), (10_007, -0.0), (10_007, 0.0),
+                     (0, 3), (10_007, 2**40), (10_007, 3)]:
+        a = rng.integers(-10, 10, n).astype(np.int32)
+        for w in wrap:
+            x = w(cuatomic.to_device(a)) if backend == "cuda" else a
+            for op in (">=", "!=", "<"):
+                got = cuatomic.filter(x, op, value, ordered=ordered, method=method)
+                check_filter(got, a, op, value, ordered)
+                assert cuatomic.last_launch()["backend"] == backend
+                if method != "auto":
+                    assert cuatomic.last_launch()["method"] == method
+    assert len(_filter._PLANS) >= 1
+
+    # Once planned, the call no longer resolves anything: the data's new
+    # values are still read.
+    a = rng.integers(-10, 10, 10_007).astype(np.int32)
+    x = cuatomic.to_device(a) if backend == "cuda" else a
+    check_filter(cuatomic.filter(x, ">=", 4, ordered=ordered, method=method), a, ">=", 4, ordered)
+
+    def unplanned(*args):
+        raise AssertionError("a planned call resolved its arguments again")
+    monkeypatch.setattr(_filter, "_filter", unplanned)
+    a[::3] = 9
+    x = cuatomic.to_device(a) if backend == "cuda" else a
+    check_filter(cuatomic.filter(x, ">=", 4, ordered=ordered, method=method), a, ">=", 4, ordered)
+
+
+@pytest.mark.parametrize("backend", cuatomic.backends())
+def test_filter_plans_are_not_shared(backend, monkeypatch):
+    """Calls that differ in what changes the answer -- dtype, value and its
+    type, op, order, method -- do not share a plan, and the cache keeps at
+    most _PLAN_COUNT of them however many thresholds are asked."""
+    from cuatomic import _filter
+    monkeypatch.setenv("CUATOMIC_BACKEND", backend)
+    base = np.arange(-300, 300)
+    for _ in range(2):
+        for dtype in (np.int8, np.uint8, np.int32, np.int64, np.float32, np.float64):
+            a = base.astype(dtype)
+            x = cuatomic.to_device(a) if backend == "cuda" else a
+            for value in (3, 3.5, -1, 2**40, -2**40, 1e30, 255, 127):
+                for op in ("<", ">", "=="):
+                    check_filter(cuatomic.filter(x, op, value), a, op, value, True)
+                check_filter(cuatomic.filter(x, ">", value, ordered=False, method="atomic"), a, ">", value, False)
+    # Equal values of two types, compared apart: int64 against the int 2**63
+    # exactly, against the float 2.0**63 (== 2**63) after rounding x to float64.
+    a = np.array([2**63 - 1, -5, 2**62, 2**63 - 1024], dtype=np.int64)
+    x = cuatomic.to_device(a) if backend == "cuda" else a
+    for value in (2**63, 2.0**63, 2**63, 2.0**63):
+        check_filter(cuatomic.filter(x, "<", value), a, "<", value, True)
+    _filter._PLANS.clear()
+    a = np.arange(50, dtype=np.int16)
+    x = cuatomic.to_device(a) if backend == "cuda" else a
+    for value in range(_filter._PLAN_COUNT + 20):
+        got = cuatomic.filter(x, "<", value)
+    check_filter(got, a, "<", value, True)
+    assert len(_filter._PLANS) == _filter._PLAN_COUNT
+
+
+@pytest.mark.parametrize("backend", cuatomic.backends())
 def test_filter_layouts(backend):
     m = make(np.float64, 30 * 20).reshape(30, 20)
     for a in (m, np.asfortranarray(m), m[::2, 1::3], m.astype(m.dtype.newbyteorder()), m.T):
