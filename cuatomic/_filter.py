@@ -168,9 +168,10 @@ def filter(a, op, value, *, ordered=True, method="auto", backend=None, blocks=No
 # A repeated call with no launch options goes straight to the core with the
 # plan its first call left: the backend, the rung and the predicate's
 # interval. Resolving them cost about 9 us of Python on the H200's host (a
-# 1,024-element DeviceArray filter: 33.2 us resolving, 24.4 us planned). Only arrays the core reads as they are
-# (_common.direct_input) and a Python int or float value; every threshold is
-# a key of its own, so the cache keeps the last _PLAN_COUNT.
+# 1,024-element DeviceArray filter: 33.2 us resolving, 24.4 us planned).
+# Plans are made only for arrays the core reads as they are
+# (_common.direct_input) and a Python int or float value. Every threshold is
+# a key of its own, so the cache keeps only the last _PLAN_COUNT plans.
 _PLAIN_VALUES = frozenset((int, float))
 _PLAN_COUNT = 1024
 _PLANS = BytesLRU(_PLAN_COUNT)  # (each plan counted as one "byte")

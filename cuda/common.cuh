@@ -231,7 +231,11 @@ static inline int cua_max_resident_blocks(K kernel, int threads, size_t smem, in
 
 // Let `kernel` use `smem` bytes of dynamic shared memory: past
 // CUA_STATIC_SMEM_BYTES a block must opt in, before it is launched or its
-// occupancy is asked (once per kernel, size and GPU).
+// occupancy is asked. The opt-in is one ceiling per kernel and GPU, shared
+// by every thread of the process, and each setting replaces the last: so it
+// is raised once to all the GPU allows a block of this kernel (never
+// lowered, which would fail another call's launch), and that is remembered.
+// A request past it is passed on for the runtime to refuse.
 template <class K>
 static inline int cua_allow_smem(K kernel, size_t smem)
 {
@@ -239,9 +243,16 @@ static inline int cua_allow_smem(K kernel, size_t smem)
     static thread_local cua_kernel_memo memo;
     int dev;
     CUA_CHECK(cudaGetDevice(&dev));
-    if (memo.find((const void *)kernel, dev, 0, smem)) return 0;
-    CUA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    memo.put({(const void *)kernel, dev, 0, smem, 0});
+    const cua_kernel_memo::Entry *e = memo.find((const void *)kernel, dev, 0, 0);
+    if (e && smem <= (size_t)e->value) return 0;
+    int optin = 0;
+    cudaFuncAttributes attr;
+    CUA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    CUA_CHECK(cudaFuncGetAttributes(&attr, kernel));
+    const size_t room = (size_t)optin - attr.sharedSizeBytes;  // the dynamic part of a block's most
+    const int ceiling = (int)(smem > room ? smem : room);
+    CUA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, ceiling));
+    memo.put({(const void *)kernel, dev, 0, 0, (int64_t)room});
     return 0;
 }
 

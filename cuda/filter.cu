@@ -359,16 +359,21 @@ __global__ __maxnreg__(40) void filter_lookback_kernel(const T *__restrict__ x, 
 // every tile claimed ahead holds up the blocks that claimed the tiles after
 // it (measured on an H200: 4 buffers 0.78 ms, 5 buffers 0.97 ms against 3
 // buffers 0.62 ms). What limits it is still that chain of waits on the
-// look-back's L2 round trips, not DRAM: Nsight Compute put this kernel's
-// first version at 38% of DRAM peak, CUB's select at 50%. Three 24 KiB
-// buffers let three 384-thread blocks share an SM.
+// look-back's L2 round trips, not DRAM. Nsight Compute (H200, 2^28 int32,
+// 50% kept) puts it at 58% of DRAM peak, CUB's select at 55%. Its largest
+// stall is the barrier where the other eleven warps wait for warp 0's
+// look-back: 7.9 of the 17.1 cycles between a warp's instructions. Letting
+// them write the tile before meanwhile, from a fourth buffer, was slower
+// (smaller tiles or fewer blocks an SM). Three 24 KiB
+// buffers let three 384-thread blocks share an SM (int32 needs 55
+// registers a thread, within what three blocks leave; 1-byte types need 80,
+// so two of their blocks fit: capping them at 56 spilled).
 //
 // Within a tile each warp owns a contiguous run of 32 * ITEMS elements and
 // reads it a row of 32 at a time, so a warp's keepers in a row go to
 // consecutive outputs: a ballot ranks them, and the store is coalesced.
 constexpr int PIPE_THREADS = 384;
 constexpr int PIPE_BUFFERS = 3;
-constexpr int PIPE_BLOCKS_PER_SM = 3;  // registers capped so that shared memory alone limits sm_90 to 3
 template <class T>
 struct Pipe {
     static constexpr int ITEMS = 64 / (int)sizeof(T);  // 64 bytes a thread: 24 KiB tiles
@@ -531,7 +536,7 @@ __device__ __forceinline__ void publish_count(const unsigned *count, unsigned *o
 }
 
 template <class T>
-__global__ __launch_bounds__(PIPE_THREADS, PIPE_BLOCKS_PER_SM) void filter_pipelined_kernel(
+__global__ __launch_bounds__(PIPE_THREADS) void filter_pipelined_kernel(
     const T *__restrict__ x, int64_t n, DevPred<T> p, T *out, unsigned *tile_counter, u64 *status, int64_t ntiles,
     u64 *total)
 {

@@ -122,6 +122,8 @@ def test_filter_device_result_around_the_trim():
         del d
         assert isinstance(got, cuatomic.DeviceArray) and got.shape == (k,)
         np.testing.assert_array_equal(got.copy_to_host(), a[:k])
+        # fewer than n/8: a buffer of the result's own size; else the call's, for all n
+        assert got._buffer.nbytes == a.itemsize * (k if 8 * k < n else n)
 
 
 @pytest.mark.parametrize("backend", cuatomic.backends())
@@ -155,12 +157,17 @@ def test_filter_repeated_call_plan(backend, method, monkeypatch):
     x = cuatomic.to_device(a) if backend == "cuda" else a
     check_filter(cuatomic.filter(x, ">=", 4, ordered=ordered, method=method), a, ">=", 4, ordered)
 
+    if backend == "cuda":  # and a plain __cuda_array_interface__ array's plan
+        check_filter(cuatomic.filter(FakeCAI(x), ">=", 4, ordered=ordered, method=method), a, ">=", 4, ordered)
+
     def unplanned(*args):
         raise AssertionError("a planned call resolved its arguments again")
     monkeypatch.setattr(_filter, "_filter", unplanned)
     a[::3] = 9
     x = cuatomic.to_device(a) if backend == "cuda" else a
     check_filter(cuatomic.filter(x, ">=", 4, ordered=ordered, method=method), a, ">=", 4, ordered)
+    if backend == "cuda":
+        check_filter(cuatomic.filter(FakeCAI(x), ">=", 4, ordered=ordered, method=method), a, ">=", 4, ordered)
 
 
 @pytest.mark.parametrize("backend", cuatomic.backends())
@@ -179,6 +186,13 @@ def test_filter_plans_are_not_shared(backend, monkeypatch):
                 for op in ("<", ">", "=="):
                     check_filter(cuatomic.filter(x, op, value), a, op, value, True)
                 check_filter(cuatomic.filter(x, ">", value, ordered=False, method="atomic"), a, ">", value, False)
+    # An unordered call's plan (any rung) never serves an ordered call.
+    a = base.astype(np.int32)
+    x = cuatomic.to_device(a) if backend == "cuda" else a
+    for ordered in (False, True, False, True):
+        check_filter(cuatomic.filter(x, ">", 3, ordered=ordered), a, ">", 3, ordered)
+        if ordered:
+            assert _backend.rung("filter", backend, cuatomic.last_launch()["method"]).has(_C.F_ORDERED)
     # Equal values of two types, compared apart: int64 against the int 2**63
     # exactly, against the float 2.0**63 (== 2**63) after rounding x to float64.
     a = np.array([2**63 - 1, -5, 2**62, 2**63 - 1024], dtype=np.int64)
@@ -192,6 +206,22 @@ def test_filter_plans_are_not_shared(backend, monkeypatch):
         got = cuatomic.filter(x, "<", value)
     check_filter(got, a, "<", value, True)
     assert len(_filter._PLANS) == _filter._PLAN_COUNT
+
+
+@requires_cuda
+def test_shared_memory_opt_in_alternating_sizes():
+    """A kernel's shared-memory opt-in is one ceiling per GPU: calls that
+    need more, less, then more again all launch (the register filter kernel
+    with 1024, 512, 1024 threads of int64; the shared histogram with 20000,
+    15000, 20000 bins)."""
+    a = make(np.int64, 50_000)
+    for threads in (1024, 512, 1024, 768):
+        got = cuatomic.filter(cuatomic.to_device(a), ">", 0, method="lookback", threads=threads)
+        check_filter(got, a, ">", 0, True)
+    x = make(np.float64, 40_000)
+    for bins in (20_000, 15_000, 20_000):
+        counts = cuatomic.histogram(cuatomic.to_device(x), bins, (-300.0, 300.0), method="shared")[0]
+        np.testing.assert_array_equal(counts.copy_to_host(), np.histogram(x, bins, (-300.0, 300.0))[0])
 
 
 @pytest.mark.parametrize("backend", cuatomic.backends())
