@@ -1,6 +1,7 @@
 /* buffer.c -- DeviceBuffer: device memory whose lifetime is a Python
  * object's. cuatomic.DeviceArray wraps one with a shape and a dtype. */
 #include "glue.h"
+#include "pipeline.h"
 
 #include <structmember.h>
 
@@ -53,11 +54,18 @@ static void buffer_dealloc(CuaDeviceBuffer *self)
     /* Back to its GPU's pool in the order of that GPU's default stream (and
      * the blocking streams it waits for): work on a non-blocking stream that
      * still reads the buffer must have finished before the last reference
-     * goes, as with CuPy's pool. Errors at shutdown are harmless. */
+     * goes, as with CuPy's pool. Errors at shutdown are harmless. A free
+     * that leaves the pool past its cache limit waits for that stream
+     * (memory.cu): without the GIL, so that a host callback queued there
+     * that needs it can run. */
     int previous;
-    if (self->ptr && !cua_cuda_use_device(self->device, &previous)) {
-        cua_cuda_free_async(self->ptr, NULL);
-        cua_cuda_use_device(previous, NULL);
+    if (self->ptr) {
+        Py_BEGIN_ALLOW_THREADS
+        if (!cua_cuda_use_device(self->device, &previous)) {
+            cua_cuda_free_async(self->ptr, NULL);
+            cua_cuda_use_device(previous, NULL);
+        }
+        Py_END_ALLOW_THREADS
     }
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -202,6 +210,48 @@ PyTypeObject CuaDeviceBufferType = {
     .tp_getset = buffer_getset,
     .tp_new = buffer_new,
 };
+
+/* -------------------------------------------------- cuatomic's memory pool */
+
+/* memory_info(device) -> (in_use, cached, limit, pinned): cuatomic's pool on
+ * one GPU (memory.cu) and the page-locked staging buffers of the host
+ * pipeline. Every number is 0 in a build without CUDA. */
+PyObject *cua_memory_info(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    int device;
+    if (!PyArg_Parse(arg, "i", &device)) return NULL;
+    long long in_use = 0, cached = 0, limit = 0, pinned = 0;
+#ifdef CUATOMIC_WITH_CUDA
+    cua_pool_info info;
+    int st;
+    Py_BEGIN_ALLOW_THREADS
+    st = cua_cuda_pool_info(device, &info);
+    Py_END_ALLOW_THREADS
+    if (st) return cua_raise(st, NULL);
+    in_use = info.in_use, cached = info.cached, limit = info.limit;
+    pinned = cua_pipeline_pinned_bytes();
+#endif
+    return Py_BuildValue("(LLLL)", in_use, cached, limit, pinned);
+}
+
+/* free_memory(device): what cuatomic's pool on the GPU caches goes back to
+ * the driver, and the pipeline's staging buffers to the host. */
+PyObject *cua_free_memory(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    int device;
+    if (!PyArg_Parse(arg, "i", &device)) return NULL;
+#ifdef CUATOMIC_WITH_CUDA
+    int st;
+    Py_BEGIN_ALLOW_THREADS
+    st = cua_cuda_pool_release(device);
+    cua_pipeline_release();
+    Py_END_ALLOW_THREADS
+    if (st) return cua_raise(st, NULL);
+#endif
+    Py_RETURN_NONE;
+}
 
 /* ------------------------------------------------------------ PinnedBuffer */
 

@@ -98,6 +98,8 @@ PyObject *cua_pointer_info(PyObject *self, PyObject *arg);
 PyObject *cua_devices(PyObject *self, PyObject *noargs);
 PyObject *cua_use_device(PyObject *self, PyObject *arg);
 PyObject *cua_gather(PyObject *self, PyObject *args);
+PyObject *cua_memory_info(PyObject *self, PyObject *arg);
+PyObject *cua_free_memory(PyObject *self, PyObject *arg);
 PyObject *cua_dlpack_import(PyObject *self, PyObject *capsule);
 PyObject *cua_dlpack_export(PyObject *self, PyObject *args);
 int cua_interop_ready(PyObject *module);

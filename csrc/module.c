@@ -149,6 +149,11 @@ static PyMethodDef methods[] = {
     {"devices", cua_devices, METH_NOARGS, "devices() -> (the number of GPUs the process sees, the current one)"},
     {"use_device", cua_use_device, METH_O,
      "use_device(device) -> the GPU that was current: make `device` current on this thread"},
+    {"memory_info", cua_memory_info, METH_O,
+     "memory_info(device) -> (in_use, cached, limit, pinned): bytes of cuatomic's pool on the GPU, and of its "
+     "page-locked staging buffers"},
+    {"free_memory", cua_free_memory, METH_O,
+     "free_memory(device): give back what cuatomic's pool on the GPU caches, and the staging buffers"},
     {"gather", cua_gather, METH_VARARGS, "gather(src, dst, n, itemsize, shape, byte_strides, stream)"},
     {"dlpack_import", cua_dlpack_import, METH_O, "dlpack_import(capsule) -> DLPackView: consume a DLPack capsule"},
     {"dlpack_export", cua_dlpack_export, METH_VARARGS,

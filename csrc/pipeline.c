@@ -96,6 +96,23 @@ static void parallel_copy(char *dst, const char *src, size_t bytes)
     }
 }
 
+int64_t cua_pipeline_pinned_bytes(void)
+{
+    pthread_mutex_lock(&lock);
+    int64_t held = P.pinned[0] ? 2 * (int64_t)P.bytes : 0;
+    pthread_mutex_unlock(&lock);
+    return held;
+}
+
+void cua_pipeline_release(void)
+{
+    /* A call streaming now keeps its buffers; they are released by a later
+     * free_memory(). */
+    if (pthread_mutex_trylock(&lock) != 0) return;
+    release();
+    pthread_mutex_unlock(&lock);
+}
+
 int cua_pipeline_run(int ninputs, const void *const *host, size_t elem_size, int64_t n, cua_launch *cfg,
                      cua_chunk_fn fn, void *ctx, int *used)
 {
@@ -172,6 +189,9 @@ int cua_pipeline_run_sized(int ninputs, const void *const *host, const size_t *e
 }
 
 #else
+
+int64_t cua_pipeline_pinned_bytes(void) { return 0; }
+void cua_pipeline_release(void) {}
 
 int cua_pipeline_run(int ninputs, const void *const *host, size_t elem_size, int64_t n, cua_launch *cfg,
                      cua_chunk_fn fn, void *ctx, int *used)

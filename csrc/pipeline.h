@@ -17,4 +17,9 @@ int cua_pipeline_run(int ninputs, const void *const *host, size_t elem_size, int
 int cua_pipeline_run_sized(int ninputs, const void *const *host, const size_t *elem_size, int64_t n,
                            cua_launch *cfg, cua_chunk_fn fn, void *ctx, int *used);
 
+/* Page-locked bytes the pipeline's staging buffers hold, and their release
+ * (skipped while a call is streaming; the next large call makes them again). */
+int64_t cua_pipeline_pinned_bytes(void);
+void cua_pipeline_release(void);
+
 #endif

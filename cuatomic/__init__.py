@@ -23,6 +23,7 @@ from ._exactsum import ExactSum
 from ._filter import filter
 from ._histogram import bincount, histogram
 from ._info import backend_info, backends, explain, last_launch, methods
+from ._memory import free_memory, memory_info
 from ._interop import Stream
 from ._reduce import dot, prod, sum
 from ._reduce_op import max, min, reduce
@@ -51,9 +52,11 @@ __all__ = [
     "dot",
     "explain",
     "filter",
+    "free_memory",
     "histogram",
     "last_launch",
     "max",
+    "memory_info",
     "methods",
     "min",
     "pinned_array",

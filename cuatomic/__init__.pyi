@@ -1,5 +1,5 @@
 import dataclasses
-from typing import Any, Literal, Sequence
+from typing import Any, Literal, Sequence, TypedDict
 
 import numpy as np
 import numpy.typing as npt
@@ -30,9 +30,11 @@ __all__ = [
     "dot",
     "explain",
     "filter",
+    "free_memory",
     "histogram",
     "last_launch",
     "max",
+    "memory_info",
     "methods",
     "min",
     "pinned_array",
@@ -130,6 +132,14 @@ def pinned_array(a: npt.ArrayLike) -> np.ndarray: ...
 def backends() -> list[str]: ...
 def backend_info() -> dict[str, Any]: ...
 def methods(op: _Op, backend: _Backend | None = None) -> list[tuple[str, int, str]]: ...
+class _MemoryInfo(TypedDict):
+    in_use: int
+    cached: int
+    cache_limit: int
+    pinned_host: int
+
+def memory_info(device: int | None = None) -> _MemoryInfo: ...
+def free_memory(device: int | None = None) -> None: ...
 def to_device(a: _ArrayIn, backend: _Backend | None = None, device: int | None = None) -> DeviceArray | np.ndarray: ...
 def sum(
     a: _ArrayIn,

@@ -271,17 +271,17 @@ static inline int cua_cc_major(int *major)
     return 0;
 }
 
-// Scratch memory from the stream-ordered pool: allocation and release are
-// queued on the stream, so a call neither blocks on cudaMalloc nor on
-// cudaFree, and the pool reuses the memory across calls.
+// Scratch memory from cuatomic's stream-ordered pool (memory.cu):
+// allocation and release are queued on the stream, so a call neither blocks
+// on cudaMalloc nor on cudaFree, and the pool reuses the memory across calls.
 struct cua_scratch {
     void *ptr = nullptr;
     cudaStream_t stream = 0;
-    ~cua_scratch() { if (ptr) cudaFreeAsync(ptr, stream); }
+    ~cua_scratch() { if (ptr) cua_cuda_free_async(ptr, stream); }
     cudaError_t get(size_t nbytes, cudaStream_t s)
     {
         stream = s;
-        return cudaMallocAsync(&ptr, nbytes > 0 ? nbytes : 1, s);
+        return (cudaError_t)cua_cuda_malloc_async(&ptr, nbytes, s);
     }
 };
 

@@ -38,9 +38,23 @@ int cua_cuda_free(void *ptr);
 int cua_cuda_memcpy_htod(void *dst, const void *src, size_t nbytes, void *stream);
 int cua_cuda_memcpy_dtoh(void *dst, const void *src, size_t nbytes, void *stream);
 int cua_cuda_memcpy_dtod(void *dst, const void *src, size_t nbytes, void *stream);
-/* Stream-ordered: queued on the stream, the host does not wait. */
+/* Stream-ordered, from cuatomic's own pool of the current GPU (never the
+ * device's default pool): queued on the stream, the host does not wait --
+ * except that a free which leaves the pool holding more than its cache
+ * limit waits for the stream and gives the excess back to the driver. */
 int cua_cuda_malloc_async(void **ptr, size_t nbytes, void *stream);
 int cua_cuda_free_async(void *ptr, void *stream);
+/* What cuatomic's pool of one GPU holds: bytes in use (allocated, not yet
+ * freed), bytes cached (freed, kept for reuse) and the cache limit; all 0
+ * before the pool's first use. */
+typedef struct {
+    int device;
+    int64_t in_use, cached, limit;
+} cua_pool_info;
+int cua_cuda_pool_info(int device, cua_pool_info *info);
+/* Give back everything the pool of `device` caches (its legacy default
+ * stream is waited for first: buffers are freed in its order). */
+int cua_cuda_pool_release(int device);
 int cua_cuda_memcpy_htod_async(void *dst, const void *src, size_t nbytes, void *stream);
 /* Page-locked host memory. */
 int cua_cuda_host_alloc(void **ptr, size_t nbytes);

@@ -2,6 +2,7 @@
 // slots (page-locked, device-mapped memory for one call's small input and
 // its result).
 #include <pthread.h>
+#include <stdlib.h>
 
 #include "common.cuh"
 
@@ -27,16 +28,154 @@ static int copy(void *dst, const void *src, size_t nbytes, cudaMemcpyKind kind, 
     return 0;
 }
 
+// ------------------------------------------------------------------ pool
+//
+// cuatomic's own stream-ordered pool, one per GPU, made on first use. The
+// device's default pool is shared by every library of the process that
+// allocates stream-ordered (CuPy's and PyTorch's async allocators, JAX,
+// the user's own cudaMallocAsync): its settings are theirs, and cuatomic
+// leaves them as it found them.
+//
+// The pool keeps freed memory up to a cache limit, so the scratch and
+// results of repeated calls cost no driver allocation. The limit is
+// CUATOMIC_CACHE_BYTES when set, else 1/16 of the GPU's memory up to
+// 2 GiB. The documented point where memory goes back: whenever cuatomic
+// frees memory of a GPU whose pool then holds more than the limit, it
+// waits for the freeing stream and trims the pool to the limit; at every
+// synchronization the driver trims it too (the release threshold). So a
+// result larger than the cache goes back to the driver when it is freed
+// (as cudaFree would, it waits for the stream it is freed on), and
+// cua_cuda_pool_release gives back everything held.
+
+#define CUA_MAX_POOLS 64
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static cudaMemPool_t pools[CUA_MAX_POOLS];
+static uint64_t pool_limit[CUA_MAX_POOLS];
+
+static uint64_t cache_limit_for(int device)
+{
+    const char *env = getenv("CUATOMIC_CACHE_BYTES");
+    if (env && *env) {
+        char *end;
+        unsigned long long v = strtoull(env, &end, 10);
+        if (*end == '\0') return (uint64_t)v;
+    }
+    size_t total = 0;
+    cudaDeviceProp prop;
+    if (cudaGetDeviceProperties(&prop, device) == cudaSuccess) total = prop.totalGlobalMem;
+    cudaGetLastError();
+    const uint64_t cap = (uint64_t)2 << 30;
+    return total / 16 < cap ? total / 16 : cap;
+}
+
+// The pool of `device`, made on first use (NULL with an error if it
+// cannot be). Lock-free once made: a pool is never replaced.
+static cudaError_t pool_of(int device, cudaMemPool_t *out)
+{
+    *out = NULL;
+    if (device < 0 || device >= CUA_MAX_POOLS) return cudaErrorInvalidDevice;
+    cudaMemPool_t p = __atomic_load_n(&pools[device], __ATOMIC_ACQUIRE);
+    if (p) {
+        *out = p;
+        return cudaSuccess;
+    }
+    cudaError_t e = cudaSuccess;
+    pthread_mutex_lock(&pool_lock);
+    if (!pools[device]) {
+        cudaMemPoolProps props;
+        memset(&props, 0, sizeof props);
+        props.allocType = cudaMemAllocationTypePinned;
+        props.handleTypes = cudaMemHandleTypeNone;
+        props.location.type = cudaMemLocationTypeDevice;
+        props.location.id = device;
+        e = cudaMemPoolCreate(&p, &props);
+        if (e == cudaSuccess) {
+            uint64_t keep = cache_limit_for(device);
+            e = cudaMemPoolSetAttribute(p, cudaMemPoolAttrReleaseThreshold, &keep);
+            if (e == cudaSuccess) {
+                pool_limit[device] = keep;
+                __atomic_store_n(&pools[device], p, __ATOMIC_RELEASE);
+            } else {
+                cudaMemPoolDestroy(p);
+            }
+        }
+    }
+    *out = pools[device];
+    pthread_mutex_unlock(&pool_lock);
+    return e;
+}
+
+static cudaError_t current_pool(cudaMemPool_t *out, int *device)
+{
+    int dev;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e != cudaSuccess) return e;
+    if (device) *device = dev;
+    return pool_of(dev, out);
+}
+
 extern "C" int cua_cuda_malloc_async(void **ptr, size_t nbytes, void *stream)
 {
     *ptr = NULL;
-    CUA_CHECK(cudaMallocAsync(ptr, nbytes > 0 ? nbytes : 1, (cudaStream_t)stream));
+    cudaMemPool_t pool;
+    CUA_CHECK(current_pool(&pool, NULL));
+    CUA_CHECK(cudaMallocFromPoolAsync(ptr, nbytes > 0 ? nbytes : 1, pool, (cudaStream_t)stream));
+    return 0;
+}
+
+// Memory the pool holds beyond its limit goes back to the driver now: the
+// freeing stream is waited for (its frees are then done), and the pool is
+// trimmed to the limit. Most frees find the pool within it (one attribute
+// read).
+static int pool_settle(cudaStream_t s)
+{
+    int device;
+    cudaMemPool_t pool;
+    CUA_CHECK(current_pool(&pool, &device));
+    uint64_t reserved = 0;
+    CUA_CHECK(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &reserved));
+    if (reserved <= pool_limit[device]) return 0;
+    CUA_CHECK(cudaStreamSynchronize(s));
+    CUA_CHECK(cudaMemPoolTrimTo(pool, pool_limit[device]));
     return 0;
 }
 
 extern "C" int cua_cuda_free_async(void *ptr, void *stream)
 {
     CUA_CHECK(cudaFreeAsync(ptr, (cudaStream_t)stream));
+    return pool_settle((cudaStream_t)stream);
+}
+
+extern "C" int cua_cuda_pool_info(int device, cua_pool_info *info)
+{
+    memset(info, 0, sizeof *info);
+    info->device = device;
+    cudaMemPool_t p = device >= 0 && device < CUA_MAX_POOLS ? __atomic_load_n(&pools[device], __ATOMIC_ACQUIRE)
+                                                           : NULL;
+    if (!p) return 0;  // no pool yet: nothing held
+    uint64_t used = 0, reserved = 0;
+    CUA_CHECK(cudaMemPoolGetAttribute(p, cudaMemPoolAttrUsedMemCurrent, &used));
+    CUA_CHECK(cudaMemPoolGetAttribute(p, cudaMemPoolAttrReservedMemCurrent, &reserved));
+    info->in_use = (int64_t)used;
+    info->cached = (int64_t)(reserved - used);
+    info->limit = (int64_t)pool_limit[device];
+    return 0;
+}
+
+extern "C" int cua_cuda_pool_release(int device)
+{
+    cudaMemPool_t p = device >= 0 && device < CUA_MAX_POOLS ? __atomic_load_n(&pools[device], __ATOMIC_ACQUIRE)
+                                                           : NULL;
+    if (!p) return 0;
+    int previous;
+    CUA_CHECK(cudaGetDevice(&previous));
+    if (previous != device) CUA_CHECK(cudaSetDevice(device));
+    // Buffers are freed in the order of the legacy default stream: once it
+    // is through, every free cuatomic queued there is done.
+    cudaError_t e = cudaStreamSynchronize(0);
+    if (e == cudaSuccess) e = cudaMemPoolTrimTo(p, 0);
+    if (previous != device) cudaSetDevice(previous);
+    CUA_CHECK(e);
     return 0;
 }
 

@@ -69,14 +69,6 @@ extern "C" int cua_cuda_probe(cua_cuda_device *info)
         else say(info, "a test kernel failed to run", e);
         return 0;
     }
-    // Keep freed memory in the stream-ordered pool instead of returning it
-    // at every synchronization: scratch allocations then cost microseconds,
-    // and the pool holds at most the largest working set, not more.
-    cudaMemPool_t pool;
-    if (cudaDeviceGetDefaultMemPool(&pool, info->device) == cudaSuccess) {
-        uint64_t keep = UINT64_MAX;
-        cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep);
-    }
     cudaGetLastError();
     info->usable = 1;
     return 0;

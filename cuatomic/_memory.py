@@ -1,0 +1,108 @@
+"""What cuatomic holds of GPU memory, and giving it back.
+
+cuatomic allocates device memory (results, staged host input, scratch) from
+a stream-ordered pool of its own, one per GPU; the device's default pool,
+which CuPy, PyTorch, JAX and the user's own code may share, keeps the
+settings its owner gave it. The pool caches freed memory up to a limit
+(``CUATOMIC_CACHE_BYTES`` when set at the pool's first use, else 1/16 of the
+GPU's memory up to 2 GiB); whenever cuatomic frees memory and the pool then
+holds more, the excess goes back to the driver at once (waiting, as
+``cudaFree`` does, for the stream the memory is freed on).
+"""
+import numbers
+
+from . import _C, _backend
+
+
+def _gpus(device, what):
+    """The GPU ordinals `device` names: all the process sees for None."""
+    if device is not None and (isinstance(device, bool) or not isinstance(device, numbers.Integral)):
+        raise TypeError(f"{what}: device must be an int GPU ordinal or None (got {type(device).__name__})")
+    if not _backend.cuda_built() or not _backend.cuda_probe()["usable"]:
+        if device is not None:
+            raise ValueError(f"{what}: device={device} names a GPU, but the cuda backend is not usable")
+        return []
+    count = _C.devices()[0]
+    if device is None:
+        return list(range(count))
+    if not 0 <= device < count:
+        raise ValueError(f"{what}: device={device} is not a GPU of this process: it sees {count} (0 to {count - 1})")
+    return [int(device)]
+
+
+def memory_info(device=None):
+    """Bytes of GPU memory cuatomic uses and caches.
+
+    Parameters
+    ----------
+    device : int, optional
+        One GPU's ordinal. Default: the sum over every GPU the process sees.
+
+    Returns
+    -------
+    dict
+        ``in_use``: bytes allocated by cuatomic and not yet freed (device
+        results such as :class:`DeviceArray` data, and the scratch of calls
+        in flight); ``cached``: bytes freed but kept for reuse, at most
+        ``cache_limit`` after any cuatomic free; ``cache_limit``: that limit
+        (of `device`, or the sum); ``pinned_host``: page-locked host bytes of
+        the staging buffers that stream large NumPy inputs to the GPU. All 0
+        without a usable GPU, or before cuatomic's first allocation.
+
+    Raises
+    ------
+    TypeError
+        A `device` that is not an int.
+    ValueError
+        A `device` the process does not see.
+
+    See Also
+    --------
+    free_memory : give the cached bytes back.
+
+    Examples
+    --------
+    >>> import cuatomic
+    >>> sorted(cuatomic.memory_info())
+    ['cache_limit', 'cached', 'in_use', 'pinned_host']
+    """
+    info = {"in_use": 0, "cached": 0, "cache_limit": 0, "pinned_host": 0}
+    for g in _gpus(device, "memory_info"):
+        in_use, cached, limit, pinned = _C.memory_info(g)
+        info["in_use"] += in_use
+        info["cached"] += cached
+        info["cache_limit"] += limit
+        info["pinned_host"] = pinned  # one set of staging buffers for the process
+    return info
+
+
+def free_memory(device=None):
+    """Give back to the driver all the GPU memory cuatomic caches.
+
+    Like CuPy's ``MemoryPool.free_all_blocks`` and PyTorch's
+    ``torch.cuda.empty_cache``: memory still in use (live device results)
+    stays; what is cached goes back, and so do the page-locked staging
+    buffers of the host pipeline. Each GPU's legacy default stream is waited
+    for first (cuatomic frees device results in its order).
+
+    Parameters
+    ----------
+    device : int, optional
+        One GPU's ordinal. Default: every GPU the process sees.
+
+    Raises
+    ------
+    TypeError
+        A `device` that is not an int.
+    ValueError
+        A `device` the process does not see.
+
+    Examples
+    --------
+    >>> import cuatomic
+    >>> cuatomic.free_memory()
+    >>> cuatomic.memory_info()["cached"]
+    0
+    """
+    for g in _gpus(device, "free_memory"):
+        _C.free_memory(g)

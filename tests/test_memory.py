@@ -1,0 +1,155 @@
+"""GPU memory: cuatomic's own pool, what it reports, and what it gives back.
+
+The tests that take most of a GPU's memory (`big`) run only where
+CUATOMIC_MEMORY_TESTS=1 says the GPU is this process's alone (the device
+check runs them by themselves, after the suite): beside other test workers
+their "free before" would be a guess.
+"""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import cuatomic
+from conftest import CUDA, requires_cuda
+
+big = pytest.mark.skipif(os.environ.get("CUATOMIC_MEMORY_TESTS") != "1",
+                         reason="takes most of the GPU's memory: set CUATOMIC_MEMORY_TESTS=1 on a GPU of its own")
+KEYS = {"in_use", "cached", "cache_limit", "pinned_host"}
+
+
+def test_memory_info_has_its_keys_and_free_memory_answers():
+    info = cuatomic.memory_info()
+    assert set(info) == KEYS
+    assert all(isinstance(v, int) and v >= 0 for v in info.values())
+    assert cuatomic.free_memory() is None
+    if not CUDA:
+        assert info == dict.fromkeys(KEYS, 0)
+
+
+@pytest.mark.parametrize("fn", [cuatomic.memory_info, cuatomic.free_memory])
+@pytest.mark.parametrize("device, error", [(1.0, TypeError), ("0", TypeError), (True, TypeError),
+                                           (-1, ValueError), (10**6, ValueError)])
+def test_a_bad_device_is_refused(fn, device, error):
+    with pytest.raises(error, match="device"):
+        fn(device)
+
+
+def _gpu():
+    import cupy as cp
+    return cp
+
+
+def _free_bytes():
+    free, _ = _gpu().cuda.runtime.memGetInfo()
+    return free
+
+
+@requires_cuda
+def test_the_default_pool_keeps_its_settings():
+    cp = pytest.importorskip("cupy")
+    rt = cp.cuda.runtime
+    if not hasattr(rt, "deviceGetDefaultMemPool") or not hasattr(rt, "memPoolGetAttribute"):
+        pytest.skip("this CuPy has no memory-pool attribute API")
+    pool = rt.deviceGetDefaultMemPool(0)
+    threshold = rt.cudaMemPoolAttrReleaseThreshold
+    before = rt.memPoolGetAttribute(pool, threshold)
+    x = np.arange(1 << 22, dtype=np.int32)
+    d = cuatomic.to_device(x)
+    assert int(cuatomic.sum(d)) == int(x.sum())
+    assert cuatomic.filter(x, ">", 5).size == x.size - 6
+    del d
+    assert rt.memPoolGetAttribute(pool, threshold) == before
+
+
+@requires_cuda
+def test_memory_info_follows_a_device_array():
+    cuatomic.free_memory()
+    base = cuatomic.memory_info(0)
+    nbytes = 64 << 20
+    d = cuatomic.to_device(np.ones(nbytes // 4, np.int32), device=0)
+    held = cuatomic.memory_info(0)
+    assert held["in_use"] >= base["in_use"] + nbytes
+    del d
+    after = cuatomic.memory_info(0)
+    assert after["in_use"] == base["in_use"]
+    assert after["cached"] <= after["cache_limit"]
+    cuatomic.free_memory(0)
+    assert cuatomic.memory_info(0)["cached"] == 0
+
+
+@requires_cuda
+def test_a_result_larger_than_the_cache_goes_back_when_freed():
+    small = cuatomic.to_device(np.zeros(1), device=0)  # the pool exists: its limit is known
+    limit = cuatomic.memory_info(0)["cache_limit"]
+    assert limit > 0
+    del small
+    n = (limit + (32 << 20)) // 4
+    d = cuatomic.to_device(np.ones(n, np.int32), device=0)
+    assert cuatomic.memory_info(0)["in_use"] >= 4 * n
+    del d
+    info = cuatomic.memory_info(0)
+    assert info["cached"] <= info["cache_limit"]
+
+
+def _big_result(cp, fraction, free_before):
+    """A DeviceArray of `fraction` of the free bytes, made by cuatomic on the
+    GPU (a filter that keeps every byte of a CuPy array, which is then
+    given back to the driver)."""
+    x = cp.ones(int(free_before * fraction), dtype=cp.uint8)
+    d = cuatomic.filter(x, ">", 0)
+    assert d.size == x.size
+    del x
+    cp.get_default_memory_pool().free_all_blocks()
+    return d
+
+
+@requires_cuda
+@big
+def test_after_del_peers_can_take_what_was_free():
+    cp = pytest.importorskip("cupy")
+    torch = pytest.importorskip("torch")
+    cuatomic.free_memory()
+    free_before = _free_bytes()
+    d = _big_result(cp, 0.45, free_before)
+    assert _free_bytes() < free_before * 0.6
+    del d
+    want = int(free_before * 0.8)
+    x = cp.empty(want, dtype=cp.uint8)  # CuPy's own pool, from the driver
+    del x
+    cp.get_default_memory_pool().free_all_blocks()
+    t = torch.empty(want, dtype=torch.uint8, device="cuda")
+    del t
+    torch.cuda.empty_cache()
+
+
+@requires_cuda
+@big
+def test_a_large_host_filter_gives_its_memory_back():
+    cuatomic.free_memory()
+    free_before = _free_bytes()
+    x = np.arange(3 << 28, dtype=np.int32) % 100  # 3 GiB
+    kept = cuatomic.filter(x, ">", 49, backend="cuda")
+    assert kept.size == np.count_nonzero(x > 49) and kept.dtype == x.dtype
+    info = cuatomic.memory_info(0)
+    assert info["cached"] <= info["cache_limit"]
+    assert _free_bytes() >= free_before - info["cache_limit"] - (64 << 20)
+
+
+@requires_cuda
+@big
+def test_a_second_process_starts_after_del():
+    cp = pytest.importorskip("cupy")
+    cuatomic.free_memory()
+    free_before = _free_bytes()
+    d = _big_result(cp, 0.45, free_before)
+    del d
+    code = ("import numpy as np, cupy as cp, cuatomic\n"
+            f"x = cp.empty({int(free_before * 0.8)}, dtype=cp.uint8)\n"
+            "print(int(cuatomic.sum(np.arange(1000, dtype=np.int32), backend='cuda')))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                     cwd=os.path.dirname(os.path.dirname(os.path.abspath(cuatomic.__file__))))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "499500"
