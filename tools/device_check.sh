@@ -19,15 +19,19 @@
 #   RUN_AUTO=1          python -m cuatomic bench auto: the measurements method="auto" reads
 #                       (AUTO_TIMEOUT=240)
 #   RUN_FIGURES=1       python -m cuatomic.figures at full size (FIGURES_TIMEOUT=200)
+#   RUN_MEMORY=1        tests/test_memory.py alone, its big cases too (CUATOMIC_MEMORY_TESTS=1: most
+#                       of the GPU's memory, then CuPy, PyTorch and a second process after del)
 #   RUN_GPUS=1          tests/test_gpus.py verbose (every call on each of two GPUs; skips on one)
+#   RUN_GPUS_BENCH=1    tools/bench_gpus.py: one thread per GPU against one GPU, with CuPy's rows, a
+#                       timeline and the dask threaded scheduler ($GPUS_BENCH_ARGS), gpus.json back
 #   RUN_HUGE=1          tools/huge_inputs.py: calls on 2**31 + 3 and 2**32 + 3 elements vs CuPy
 #   RUN_DASK=1          tools/bench_dask_gpu.py with one worker, then one per GPU ($DASK_ARGS)
 #                       (RUN_GPUS and RUN_DASK install .devdata/wheels first when there: dask,
 #                       distributed, dask-cuda)
 #   RUN_NCU=1           Nsight Compute kernel times of tools/profile_kernels.py $NCU_CASES
 #                       (default hist_small; NCU_TIMEOUT=150)
-# What comes back is at most 6 files in $OUT (the device tool returns 8):
-# pytest.log, accuracy_cuda.json, interop_cuda.json, rules_cuda.json, toolkit_cuda.json (each
+# What comes back is at most 7 files in $OUT (the device tool returns 8):
+# pytest.log, accuracy_cuda.json, interop_cuda.json, rules_cuda.json, toolkit_cuda.json, gpus.json (each
 # when its step ran), and results.tgz with everything else (build and
 # sanitizer logs, each step's output, bench/ targets/ figures/ ncu/),
 # packed again after every step so that a run cut short still returns it.
@@ -118,7 +122,14 @@ if [ "${RUN_FIGURES:-0}" = 1 ]; then
   tail -6 "$WORK/figures.txt"; pack
 fi
 
-if [ "${RUN_GPUS:-0}" = 1 ] || [ "${RUN_DASK:-0}" = 1 ]; then  # dask, distributed, dask-cuda from wheels
+if [ "${RUN_MEMORY:-0}" = 1 ]; then
+  CUATOMIC_MEMORY_TESTS=1 timeout "${MEMORY_TIMEOUT:-200}" python3 -m pytest -v -p no:cacheprovider \
+    tests/test_memory.py -rs > "$WORK/memory.txt" 2>&1 || status=1
+  grep -E "PASSED|FAILED|SKIPPED|ERROR|passed|failed" "$WORK/memory.txt" | tail -20; pack
+fi
+
+if [ "${RUN_GPUS:-0}" = 1 ] || [ "${RUN_DASK:-0}" = 1 ] || [ "${RUN_GPUS_BENCH:-0}" = 1 ]; then
+  # dask, distributed, dask-cuda from wheels
   [ -d .devdata/wheels ] && python3 -m pip install -q --no-index --find-links .devdata/wheels dask-cuda \
     > "$WORK/dask_install.txt" 2>&1
 fi
@@ -127,6 +138,12 @@ if [ "${RUN_GPUS:-0}" = 1 ]; then
   timeout "${GPUS_TIMEOUT:-200}" python3 -m pytest -v -p no:cacheprovider tests/test_gpus.py -rs \
     > "$WORK/gpus.txt" 2>&1 || status=1
   grep -E "PASSED|FAILED|SKIPPED|ERROR|passed|failed" "$WORK/gpus.txt" | tail -30; pack
+fi
+
+if [ "${RUN_GPUS_BENCH:-0}" = 1 ]; then
+  timeout "${GPUS_BENCH_TIMEOUT:-300}" python3 tools/bench_gpus.py ${GPUS_BENCH_ARGS:---peers --timeline --dask} \
+    --out "$OUT/gpus.json" > "$WORK/gpus_bench.txt" 2>&1 || status=1
+  tail -20 "$WORK/gpus_bench.txt"; pack
 fi
 
 if [ "${RUN_HUGE:-0}" = 1 ]; then
