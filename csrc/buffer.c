@@ -24,9 +24,9 @@ CuaDeviceBuffer *cua_buffer_new_on(Py_ssize_t nbytes, void *stream, int sync)
     st = cua_cuda_current_device(&self->device);
     if (!st) st = cua_cuda_malloc_async(&self->ptr, (size_t)nbytes, stream);
     if (!st && sync) st = cua_cuda_stream_synchronize(stream);
+    if (st && self->ptr) cua_cuda_free_async(self->ptr, stream);
     Py_END_ALLOW_THREADS
     if (st) {
-        if (self->ptr) cua_cuda_free_async(self->ptr, stream);
         self->ptr = NULL;
         Py_DECREF(self);
         return (CuaDeviceBuffer *)cua_raise(st, NULL);
@@ -55,17 +55,18 @@ static void buffer_dealloc(CuaDeviceBuffer *self)
      * the blocking streams it waits for): work on a non-blocking stream that
      * still reads the buffer must have finished before the last reference
      * goes, as with CuPy's pool. Errors at shutdown are harmless. A free
-     * that leaves the pool past its cache limit waits for that stream
-     * (memory.cu): without the GIL, so that a host callback queued there
-     * that needs it can run. */
-    int previous;
-    if (self->ptr) {
-        Py_BEGIN_ALLOW_THREADS
-        if (!cua_cuda_use_device(self->device, &previous)) {
-            cua_cuda_free_async(self->ptr, NULL);
-            cua_cuda_use_device(previous, NULL);
+     * that leaves the pool caching past its limit settles it (memory.cu:
+     * the GPU is synchronized): without the GIL, so that a host callback
+     * queued on the GPU that needs it can run. */
+    int previous, over = 0;
+    if (self->ptr && !cua_cuda_use_device(self->device, &previous)) {
+        cua_cuda_free_queued(self->ptr, NULL, &over);
+        if (over) {
+            Py_BEGIN_ALLOW_THREADS
+            cua_cuda_pool_settle();
+            Py_END_ALLOW_THREADS
         }
-        Py_END_ALLOW_THREADS
+        cua_cuda_use_device(previous, NULL);
     }
     Py_TYPE(self)->tp_free((PyObject *)self);
 }

@@ -30,6 +30,10 @@ static struct {
     void *pinned[2], *stream[2], *event[2];
 } P;
 
+/* Page-locked bytes of the staging buffers, kept beside them (read without
+ * the lock, which a streaming call holds for its whole length). */
+static int64_t pinned_held;
+
 static size_t wanted_chunk(void)
 {
     const char *env = getenv("CUATOMIC_PIPELINE_CHUNK");
@@ -55,6 +59,7 @@ static void release(void)
         P.pinned[i] = NULL;
     }
     P.bytes = 0;
+    __atomic_store_n(&pinned_held, 0, __ATOMIC_RELAXED);
 }
 
 /* Staging buffers of `bytes` (page-locked for every GPU: kept when the GPU
@@ -72,6 +77,7 @@ static int ensure(size_t bytes)
             return st;
         }
         P.bytes = bytes;
+        __atomic_store_n(&pinned_held, 2 * (int64_t)bytes, __ATOMIC_RELAXED);
     }
     if (P.stream[0] && P.device == device) return 0;
     release_streams();
@@ -96,18 +102,12 @@ static void parallel_copy(char *dst, const char *src, size_t bytes)
     }
 }
 
-int64_t cua_pipeline_pinned_bytes(void)
-{
-    pthread_mutex_lock(&lock);
-    int64_t held = P.pinned[0] ? 2 * (int64_t)P.bytes : 0;
-    pthread_mutex_unlock(&lock);
-    return held;
-}
+int64_t cua_pipeline_pinned_bytes(void) { return __atomic_load_n(&pinned_held, __ATOMIC_RELAXED); }
 
 void cua_pipeline_release(void)
 {
-    /* A call streaming now keeps its buffers; they are released by a later
-     * free_memory(). */
+    /* A call streaming now keeps its buffers: they go at a later
+     * free_memory(), when no call is streaming. */
     if (pthread_mutex_trylock(&lock) != 0) return;
     release();
     pthread_mutex_unlock(&lock);

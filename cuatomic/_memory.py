@@ -4,10 +4,10 @@ cuatomic allocates device memory (results, staged host input, scratch) from
 a stream-ordered pool of its own, one per GPU; the device's default pool,
 which CuPy, PyTorch, JAX and the user's own code may share, keeps the
 settings its owner gave it. The pool caches freed memory up to a limit
-(``CUATOMIC_CACHE_BYTES`` when set at the pool's first use, else 1/16 of the
-GPU's memory up to 2 GiB); whenever cuatomic frees memory and the pool then
-holds more, the excess goes back to the driver at once (waiting, as
-``cudaFree`` does, for the stream the memory is freed on).
+(``CUATOMIC_CACHE_BYTES``, a number of bytes, read when a GPU's pool is
+first used; else 1/16 of the GPU's memory up to 2 GiB). Whenever cuatomic
+frees memory and the pool then caches more than the limit, the GPU is
+synchronized, as ``cudaFree`` does, and the excess goes back to the driver.
 """
 import numbers
 
@@ -43,11 +43,13 @@ def memory_info(device=None):
     dict
         ``in_use``: bytes allocated by cuatomic and not yet freed (device
         results such as :class:`DeviceArray` data, and the scratch of calls
-        in flight); ``cached``: bytes freed but kept for reuse, at most
-        ``cache_limit`` after any cuatomic free; ``cache_limit``: that limit
-        (of `device`, or the sum); ``pinned_host``: page-locked host bytes of
-        the staging buffers that stream large NumPy inputs to the GPU. All 0
-        without a usable GPU, or before cuatomic's first allocation.
+        in flight); ``cached``: bytes the pool reserves beyond those, kept
+        for reuse: at most ``cache_limit`` after any cuatomic free, except
+        for what shares a chunk of the driver's with memory in use;
+        ``cache_limit``: that limit (of `device`, or the sum);
+        ``pinned_host``: page-locked host bytes of the staging buffers that
+        stream large NumPy inputs to the GPU. All 0 without a usable GPU,
+        or before cuatomic's first allocation.
 
     Raises
     ------
@@ -81,9 +83,11 @@ def free_memory(device=None):
 
     Like CuPy's ``MemoryPool.free_all_blocks`` and PyTorch's
     ``torch.cuda.empty_cache``: memory still in use (live device results)
-    stays; what is cached goes back, and so do the page-locked staging
-    buffers of the host pipeline. Each GPU's legacy default stream is waited
-    for first (cuatomic frees device results in its order).
+    stays, with what shares the driver's chunks with it; the rest of the
+    cache goes back, and so do the page-locked staging buffers of the host
+    pipeline unless a call is streaming through them. Each GPU is
+    synchronized first (every free queued on any stream is then done); the
+    wait cannot be interrupted.
 
     Parameters
     ----------
@@ -101,8 +105,9 @@ def free_memory(device=None):
     --------
     >>> import cuatomic
     >>> cuatomic.free_memory()
-    >>> cuatomic.memory_info()["cached"]
-    0
+    >>> info = cuatomic.memory_info()
+    >>> info["cached"] <= info["cache_limit"]
+    True
     """
     for g in _gpus(device, "free_memory"):
         _C.free_memory(g)

@@ -40,10 +40,16 @@ int cua_cuda_memcpy_dtoh(void *dst, const void *src, size_t nbytes, void *stream
 int cua_cuda_memcpy_dtod(void *dst, const void *src, size_t nbytes, void *stream);
 /* Stream-ordered, from cuatomic's own pool of the current GPU (never the
  * device's default pool): queued on the stream, the host does not wait --
- * except that a free which leaves the pool holding more than its cache
- * limit waits for the stream and gives the excess back to the driver. */
+ * except that a free which leaves the pool caching more than its limit
+ * settles it (cua_cuda_pool_settle). free_queued only queues the free and
+ * says (*over) whether the pool now needs settling: a caller that holds
+ * the GIL releases it first. */
 int cua_cuda_malloc_async(void **ptr, size_t nbytes, void *stream);
 int cua_cuda_free_async(void *ptr, void *stream);
+int cua_cuda_free_queued(void *ptr, void *stream, int *over);
+/* Synchronize the current GPU (as cudaFree does) and trim its pool to what
+ * is in use plus the cache limit. */
+int cua_cuda_pool_settle(void);
 /* What cuatomic's pool of one GPU holds: bytes in use (allocated, not yet
  * freed), bytes cached (freed, kept for reuse) and the cache limit; all 0
  * before the pool's first use. */
@@ -52,8 +58,8 @@ typedef struct {
     int64_t in_use, cached, limit;
 } cua_pool_info;
 int cua_cuda_pool_info(int device, cua_pool_info *info);
-/* Give back everything the pool of `device` caches (its legacy default
- * stream is waited for first: buffers are freed in its order). */
+/* Give back everything the pool of `device` caches (the GPU is
+ * synchronized first, so that every queued free is done). */
 int cua_cuda_pool_release(int device);
 int cua_cuda_memcpy_htod_async(void *dst, const void *src, size_t nbytes, void *stream);
 /* Page-locked host memory. */

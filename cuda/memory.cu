@@ -36,82 +36,82 @@ static int copy(void *dst, const void *src, size_t nbytes, cudaMemcpyKind kind, 
 // the user's own cudaMallocAsync): its settings are theirs, and cuatomic
 // leaves them as it found them.
 //
-// The pool keeps freed memory up to a cache limit, so the scratch and
-// results of repeated calls cost no driver allocation. The limit is
-// CUATOMIC_CACHE_BYTES when set, else 1/16 of the GPU's memory up to
-// 2 GiB. The documented point where memory goes back: whenever cuatomic
-// frees memory of a GPU whose pool then holds more than the limit, it
-// waits for the freeing stream and trims the pool to the limit; at every
-// synchronization the driver trims it too (the release threshold). So a
-// result larger than the cache goes back to the driver when it is freed
-// (as cudaFree would, it waits for the stream it is freed on), and
-// cua_cuda_pool_release gives back everything held.
+// The pool caches freed memory (reserved by the pool, in use by nobody) up
+// to a limit, so the scratch and results of repeated calls cost no driver
+// allocation. The limit is CUATOMIC_CACHE_BYTES when set to a number of
+// bytes, else 1/16 of the GPU's memory up to 2 GiB. The documented point
+// where memory goes back: whenever cuatomic frees memory and its pool then
+// caches more than the limit, the GPU is synchronized (as cudaFree does:
+// every stream's work that could still read the memory is done) and the
+// pool trimmed to what is in use plus the limit. The driver's own trimming
+// at synchronizations is off for this pool (release threshold UINT64_MAX)
+// so that the cache is not dropped whenever the memory in use passes the
+// limit. What is in use cannot be given back; memory the allocator keeps
+// in the same chunk as a live allocation may stay cached too.
 
 #define CUA_MAX_POOLS 64
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 static cudaMemPool_t pools[CUA_MAX_POOLS];
 static uint64_t pool_limit[CUA_MAX_POOLS];
 
-static uint64_t cache_limit_for(int device)
+// The limit of the current GPU's pool (`device` is current): a valid
+// CUATOMIC_CACHE_BYTES (digits only; the Python side refuses anything else
+// before a pool is made), else 1/16 of the GPU's memory up to 2 GiB.
+static uint64_t cache_limit_for(void)
 {
     const char *env = getenv("CUATOMIC_CACHE_BYTES");
-    if (env && *env) {
-        char *end;
-        unsigned long long v = strtoull(env, &end, 10);
-        if (*end == '\0') return (uint64_t)v;
+    if (env && *env && strspn(env, "0123456789") == strlen(env) && strlen(env) < 19)
+        return (uint64_t)strtoull(env, NULL, 10);
+    size_t free_bytes = 0, total = 0;
+    if (cudaMemGetInfo(&free_bytes, &total) != cudaSuccess) {
+        cudaGetLastError();  // this query's own failure: the default below
+        total = 0;
     }
-    size_t total = 0;
-    cudaDeviceProp prop;
-    if (cudaGetDeviceProperties(&prop, device) == cudaSuccess) total = prop.totalGlobalMem;
-    cudaGetLastError();
     const uint64_t cap = (uint64_t)2 << 30;
     return total / 16 < cap ? total / 16 : cap;
 }
 
-// The pool of `device`, made on first use (NULL with an error if it
-// cannot be). Lock-free once made: a pool is never replaced.
-static cudaError_t pool_of(int device, cudaMemPool_t *out)
+// The pool of `device` when it has one (never made here).
+static cudaMemPool_t pool_if_made(int device)
+{
+    return device >= 0 && device < CUA_MAX_POOLS ? __atomic_load_n(&pools[device], __ATOMIC_ACQUIRE) : NULL;
+}
+
+// The pool of the current GPU, made on first use. Lock-free once made: a
+// pool is never replaced.
+static cudaError_t current_pool(cudaMemPool_t *out, int *device)
 {
     *out = NULL;
-    if (device < 0 || device >= CUA_MAX_POOLS) return cudaErrorInvalidDevice;
-    cudaMemPool_t p = __atomic_load_n(&pools[device], __ATOMIC_ACQUIRE);
-    if (p) {
-        *out = p;
-        return cudaSuccess;
-    }
-    cudaError_t e = cudaSuccess;
+    int dev;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e != cudaSuccess) return e;
+    if (device) *device = dev;
+    if (dev >= CUA_MAX_POOLS) return cudaErrorInvalidDevice;
+    if ((*out = pool_if_made(dev))) return cudaSuccess;
     pthread_mutex_lock(&pool_lock);
-    if (!pools[device]) {
+    if (!pools[dev]) {
         cudaMemPoolProps props;
         memset(&props, 0, sizeof props);
         props.allocType = cudaMemAllocationTypePinned;
         props.handleTypes = cudaMemHandleTypeNone;
         props.location.type = cudaMemLocationTypeDevice;
-        props.location.id = device;
+        props.location.id = dev;
+        cudaMemPool_t p;
         e = cudaMemPoolCreate(&p, &props);
         if (e == cudaSuccess) {
-            uint64_t keep = cache_limit_for(device);
-            e = cudaMemPoolSetAttribute(p, cudaMemPoolAttrReleaseThreshold, &keep);
+            uint64_t never = UINT64_MAX;  // trimming is pool_settle's alone
+            e = cudaMemPoolSetAttribute(p, cudaMemPoolAttrReleaseThreshold, &never);
             if (e == cudaSuccess) {
-                pool_limit[device] = keep;
-                __atomic_store_n(&pools[device], p, __ATOMIC_RELEASE);
+                pool_limit[dev] = cache_limit_for();
+                __atomic_store_n(&pools[dev], p, __ATOMIC_RELEASE);
             } else {
                 cudaMemPoolDestroy(p);
             }
         }
     }
-    *out = pools[device];
+    *out = pools[dev];
     pthread_mutex_unlock(&pool_lock);
     return e;
-}
-
-static cudaError_t current_pool(cudaMemPool_t *out, int *device)
-{
-    int dev;
-    cudaError_t e = cudaGetDevice(&dev);
-    if (e != cudaSuccess) return e;
-    if (device) *device = dev;
-    return pool_of(dev, out);
 }
 
 extern "C" int cua_cuda_malloc_async(void **ptr, size_t nbytes, void *stream)
@@ -123,56 +123,74 @@ extern "C" int cua_cuda_malloc_async(void **ptr, size_t nbytes, void *stream)
     return 0;
 }
 
-// Memory the pool holds beyond its limit goes back to the driver now: the
-// freeing stream is waited for (its frees are then done), and the pool is
-// trimmed to the limit. Most frees find the pool within it (one attribute
-// read).
-static int pool_settle(cudaStream_t s)
+// Bytes the pool of `device` caches (reserved, not in use) and uses.
+static cudaError_t pool_bytes(cudaMemPool_t p, uint64_t *cached, uint64_t *used)
+{
+    uint64_t reserved = 0;
+    *cached = *used = 0;
+    cudaError_t e = cudaMemPoolGetAttribute(p, cudaMemPoolAttrUsedMemCurrent, used);
+    if (e == cudaSuccess) e = cudaMemPoolGetAttribute(p, cudaMemPoolAttrReservedMemCurrent, &reserved);
+    *cached = reserved > *used ? reserved - *used : 0;  // the two reads may straddle a trim
+    return e;
+}
+
+extern "C" int cua_cuda_free_queued(void *ptr, void *stream, int *over)
+{
+    *over = 0;
+    CUA_CHECK(cudaFreeAsync(ptr, (cudaStream_t)stream));
+    int device;
+    CUA_CHECK(cudaGetDevice(&device));
+    cudaMemPool_t p = pool_if_made(device);
+    if (!p) return 0;
+    uint64_t cached, used;
+    CUA_CHECK(pool_bytes(p, &cached, &used));
+    *over = cached > pool_limit[device];
+    return 0;
+}
+
+extern "C" int cua_cuda_pool_settle(void)
 {
     int device;
-    cudaMemPool_t pool;
-    CUA_CHECK(current_pool(&pool, &device));
-    uint64_t reserved = 0;
-    CUA_CHECK(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &reserved));
-    if (reserved <= pool_limit[device]) return 0;
-    CUA_CHECK(cudaStreamSynchronize(s));
-    CUA_CHECK(cudaMemPoolTrimTo(pool, pool_limit[device]));
+    CUA_CHECK(cudaGetDevice(&device));
+    cudaMemPool_t p = pool_if_made(device);
+    if (!p) return 0;
+    CUA_CHECK(cudaDeviceSynchronize());  // every free queued so far is done, and nothing still reads it
+    uint64_t cached, used;
+    CUA_CHECK(pool_bytes(p, &cached, &used));
+    if (cached > pool_limit[device]) CUA_CHECK(cudaMemPoolTrimTo(p, used + pool_limit[device]));
     return 0;
 }
 
 extern "C" int cua_cuda_free_async(void *ptr, void *stream)
 {
-    CUA_CHECK(cudaFreeAsync(ptr, (cudaStream_t)stream));
-    return pool_settle((cudaStream_t)stream);
+    int over;
+    int st = cua_cuda_free_queued(ptr, stream, &over);
+    return st ? st : over ? cua_cuda_pool_settle() : 0;
 }
 
 extern "C" int cua_cuda_pool_info(int device, cua_pool_info *info)
 {
     memset(info, 0, sizeof *info);
     info->device = device;
-    cudaMemPool_t p = device >= 0 && device < CUA_MAX_POOLS ? __atomic_load_n(&pools[device], __ATOMIC_ACQUIRE)
-                                                           : NULL;
+    cudaMemPool_t p = pool_if_made(device);
     if (!p) return 0;  // no pool yet: nothing held
-    uint64_t used = 0, reserved = 0;
-    CUA_CHECK(cudaMemPoolGetAttribute(p, cudaMemPoolAttrUsedMemCurrent, &used));
-    CUA_CHECK(cudaMemPoolGetAttribute(p, cudaMemPoolAttrReservedMemCurrent, &reserved));
+    uint64_t cached, used;
+    CUA_CHECK(pool_bytes(p, &cached, &used));
     info->in_use = (int64_t)used;
-    info->cached = (int64_t)(reserved - used);
-    info->limit = (int64_t)pool_limit[device];
+    info->cached = (int64_t)cached;
+    info->limit = pool_limit[device] > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)pool_limit[device];
     return 0;
 }
 
 extern "C" int cua_cuda_pool_release(int device)
 {
-    cudaMemPool_t p = device >= 0 && device < CUA_MAX_POOLS ? __atomic_load_n(&pools[device], __ATOMIC_ACQUIRE)
-                                                           : NULL;
+    cudaMemPool_t p = pool_if_made(device);
     if (!p) return 0;
     int previous;
     CUA_CHECK(cudaGetDevice(&previous));
     if (previous != device) CUA_CHECK(cudaSetDevice(device));
-    // Buffers are freed in the order of the legacy default stream: once it
-    // is through, every free cuatomic queued there is done.
-    cudaError_t e = cudaStreamSynchronize(0);
+    // Every free queued on any stream of the GPU is done after this.
+    cudaError_t e = cudaDeviceSynchronize();
     if (e == cudaSuccess) e = cudaMemPoolTrimTo(p, 0);
     if (previous != device) cudaSetDevice(previous);
     CUA_CHECK(e);

@@ -5,6 +5,7 @@ CUATOMIC_MEMORY_TESTS=1 says the GPU is this process's alone (the device
 check runs them by themselves, after the suite): beside other test workers
 their "free before" would be a guess.
 """
+import json
 import os
 import subprocess
 import sys
@@ -47,21 +48,35 @@ def _free_bytes():
     return free
 
 
+_DEFAULT_POOL = """
+import json, numpy as np, cupy as cp
+rt = cp.cuda.runtime
+pool = rt.deviceGetDefaultMemPool(0)
+def read():
+    return (rt.memPoolGetAttribute(pool, rt.cudaMemPoolAttrReleaseThreshold),
+            rt.memPoolGetAttribute(pool, rt.cudaMemPoolAttrReservedMemCurrent))
+before = read()                      # before cuatomic is imported, probed or used
+import cuatomic
+assert cuatomic.backends()[0] == "cuda"
+x = np.arange(1 << 22, dtype=np.int32)
+d = cuatomic.to_device(x)
+assert int(cuatomic.sum(d)) == int(x.sum())
+assert cuatomic.filter(x, ">", 5).size == x.size - 6
+during = read()                      # a DeviceArray alive: not in the default pool
+del d
+print(json.dumps({"before": before, "during": during, "after": read()}))
+"""
+
+
 @requires_cuda
-def test_the_default_pool_keeps_its_settings():
-    cp = pytest.importorskip("cupy")
-    rt = cp.cuda.runtime
-    if not hasattr(rt, "deviceGetDefaultMemPool") or not hasattr(rt, "memPoolGetAttribute"):
-        pytest.skip("this CuPy has no memory-pool attribute API")
-    pool = rt.deviceGetDefaultMemPool(0)
-    threshold = rt.cudaMemPoolAttrReleaseThreshold
-    before = rt.memPoolGetAttribute(pool, threshold)
-    x = np.arange(1 << 22, dtype=np.int32)
-    d = cuatomic.to_device(x)
-    assert int(cuatomic.sum(d)) == int(x.sum())
-    assert cuatomic.filter(x, ">", 5).size == x.size - 6
-    del d
-    assert rt.memPoolGetAttribute(pool, threshold) == before
+def test_the_default_pool_is_left_as_it_was():
+    pytest.importorskip("cupy")
+    out = subprocess.run([sys.executable, "-c", _DEFAULT_POOL], capture_output=True, text=True, timeout=120,
+                         cwd=os.path.dirname(os.path.dirname(os.path.abspath(cuatomic.__file__))))
+    assert out.returncode == 0, out.stderr
+    seen = json.loads(out.stdout)
+    assert seen["before"][0] == seen["during"][0] == seen["after"][0]  # the release threshold
+    assert seen["during"][1] == seen["before"][1]  # nothing of cuatomic's reserved there
 
 
 @requires_cuda
@@ -77,7 +92,21 @@ def test_memory_info_follows_a_device_array():
     assert after["in_use"] == base["in_use"]
     assert after["cached"] <= after["cache_limit"]
     cuatomic.free_memory(0)
-    assert cuatomic.memory_info(0)["cached"] == 0
+    assert cuatomic.memory_info(0)["cached"] < (32 << 20)  # at most the slack of a chunk still in use
+
+
+@requires_cuda
+def test_the_cache_is_kept_while_more_than_the_limit_is_in_use():
+    small = cuatomic.to_device(np.zeros(1), device=0)
+    limit = cuatomic.memory_info(0)["cache_limit"]
+    live = cuatomic.to_device(np.ones((limit + (64 << 20)) // 4, np.int32), device=0)  # in use: past the limit
+    x = np.ones(64 << 18, np.int32)  # 64 MiB of host input, staged on the GPU and freed by each call
+    for _ in range(3):
+        assert int(cuatomic.sum(x, backend="cuda")) == x.size
+    info = cuatomic.memory_info(0)
+    assert info["in_use"] >= limit
+    assert info["cached"] >= x.nbytes  # the staging copy stays cached for the next call
+    del live, small
 
 
 @requires_cuda

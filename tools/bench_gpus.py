@@ -48,8 +48,8 @@ def make_normals(i, nbytes):
     return cp.random.default_rng(1000 + i).standard_normal(nbytes // 8, dtype=cp.float64)
 
 
-def ops(peers):
-    """name -> (data kind, cuatomic call, CuPy call or None, check(ours, cupy_ref))."""
+def ops():
+    """name -> (data kind, cuatomic call, CuPy call, check(ours, CuPy's) or None for the exact sum)."""
     import cupy as cp
 
     import cuatomic
@@ -63,7 +63,7 @@ def ops(peers):
                       lambda c: cp.histogram(c, 128, (0, 128))[0], same),
         "bincount": ("text", lambda c: cuatomic.bincount(c), lambda c: cp.bincount(c), same),
         "filter": ("text", lambda c: cuatomic.filter(c, ">", 96), lambda c: c[c > 96],
-                   lambda a, b: cp.asarray(a).size == b.size),
+                   lambda a, b: same(cp.bincount(cp.asarray(a), minlength=256), cp.bincount(b, minlength=256))),
         "exact_sum": ("normals", lambda c: cuatomic.sum(c, method="exact"), lambda c: c.sum(), None),
     }
     return rows
@@ -77,14 +77,14 @@ def run_threads(gpus, chunks, call, rounds, timeline):
     per GPU g of `gpus` (threads of a pool kept for the whole run); the
     call's results are dropped as they come."""
     import cupy as cp
-    barrier = threading.Barrier(len(gpus) + 1)
-    ends, marks, errors = {}, {g: [] for g in gpus}, []
+    barrier = threading.Barrier(len(gpus))
+    starts, ends, marks, errors = {}, {}, {g: [] for g in gpus}, []
 
     def work(g, data):
         try:
             with cp.cuda.Device(g):
                 barrier.wait()
-                t0 = time.perf_counter()
+                starts[g] = t0 = time.perf_counter()
                 for _ in range(rounds):
                     for c in data:
                         a = time.perf_counter()
@@ -93,18 +93,20 @@ def run_threads(gpus, chunks, call, rounds, timeline):
                             marks[g].append((a - t0, time.perf_counter() - t0))
                 cp.cuda.Device(g).synchronize()
                 ends[g] = time.perf_counter()
+        except threading.BrokenBarrierError:
+            pass  # another worker failed: its error is the one raised
         except BaseException as e:  # reported by the caller
             errors.append(e)
             barrier.abort()
 
+    # The clock starts in the workers (the first one past the barrier), not
+    # in a waiting main thread that would first have to take the GIL back.
     futures = [POOL.submit(work, g, chunks[g]) for g in gpus]
-    barrier.wait()
-    start = time.perf_counter()
     for f in futures:
         f.result()
     if errors:
         raise errors[0]
-    return max(ends.values()) - start, marks
+    return max(ends.values()) - min(starts.values()), marks
 
 
 def _nothing(chunk):
@@ -120,7 +122,6 @@ def dask_rows(args, gpus, data, per_gpu):
     over the chunks as they lie: all GPUs' chunks, against GPU 0's taken
     `gpus` times (the same number of chunks and bytes). Also the
     scheduling floor: the same graph with chunk tasks that do nothing."""
-    import statistics
 
     import dask
     import dask.array as da
@@ -150,20 +151,21 @@ def dask_rows(args, gpus, data, per_gpu):
             if name == "histogram":
                 same = np.array_equal(first["all"], sum(
                     np.asarray(cd.histogram(array(data[kind][g]), 128, (0, 128))[0].compute()) for g in gpus))
-            else:  # the same chunks, all copied to GPU 0: the same bits on one GPU as on all
+            else:  # each GPU's first chunk where it lies, and all of them copied to GPU 0: the same bits
                 import cupy as cp
+                firsts = [data[kind][g][0] for g in gpus]
+                spread = np.asarray(make(array(firsts)).compute())
                 with cp.cuda.Device(0):
                     moved = []
-                    for g in gpus:
-                        for c in data[kind][g]:
-                            c0 = cp.empty_like(c) if g else c
-                            if g:
-                                c0.data.copy_from_device(c.data, c.nbytes)
-                            moved.append(c0)
+                    for g, c in zip(gpus, firsts):
+                        c0 = cp.empty_like(c) if g else c
+                        if g:
+                            c0.data.copy_from_device(c.data, c.nbytes)
+                        moved.append(c0)
                     cp.cuda.Device(0).synchronize()
                     on_one = np.asarray(make(array(moved)).compute())
                     del moved
-                same = on_one.tobytes() == first["all"].tobytes()
+                same = on_one.tobytes() == spread.tobytes()
             times = {}
             for label, x in (("one", one[kind]), ("all", every[kind])):
                 graph = make(x)
@@ -218,7 +220,7 @@ def main():
     per_gpu = max(1, int(args.gib_per_gpu * 1024 // args.chunk_mib))
     base = datasets.text_to_array(datasets.english_like_text(1 << 20))
     wanted = args.ops.split(",")
-    table = ops(args.peers)
+    table = ops()
     kinds = {table[o][0] for o in wanted}
     data = {k: {} for k in kinds}
     for g in gpus:

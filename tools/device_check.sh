@@ -141,7 +141,8 @@ if [ "${RUN_GPUS:-0}" = 1 ]; then
 fi
 
 if [ "${RUN_GPUS_BENCH:-0}" = 1 ]; then
-  timeout "${GPUS_BENCH_TIMEOUT:-300}" python3 tools/bench_gpus.py ${GPUS_BENCH_ARGS:---peers --timeline --dask} \
+  dask_flag=$(python3 -c "import dask" 2>/dev/null && echo --dask)  # dask's rows when dask is there
+  timeout "${GPUS_BENCH_TIMEOUT:-300}" python3 tools/bench_gpus.py ${GPUS_BENCH_ARGS:---peers --timeline $dask_flag} \
     --out "$OUT/gpus.json" > "$WORK/gpus_bench.txt" 2>&1 || status=1
   tail -20 "$WORK/gpus_bench.txt"; pack
 fi
