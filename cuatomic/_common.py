@@ -59,12 +59,16 @@ def _count(name, value, limit):
 
 
 class Input:
-    """An input as the core reads it: a flat host array or a device pointer."""
+    """An input as the core reads it: a flat host array or a device pointer.
+    ``dtype`` is what the core reads (native byte order), ``given`` the
+    dtype as the caller gave it (a big-endian host array keeps its byte
+    order here: a result of its elements takes it back, as NumPy's does)."""
 
-    __slots__ = ("x", "n", "dtype", "id", "device", "ndim", "owner")
+    __slots__ = ("x", "n", "dtype", "id", "device", "ndim", "owner", "given")
 
-    def __init__(self, x, n, dtype, device, ndim, owner):
+    def __init__(self, x, n, dtype, device, ndim, owner, given=None):
         self.x, self.n, self.dtype, self.device, self.ndim, self.owner = x, n, dtype, device, ndim, owner
+        self.given = dtype if given is None else given
         self.id = dtype_id(dtype)
 
     def cast(self, dt, why):
@@ -121,11 +125,12 @@ def read_as_is(inp, x, a):
 
 def _host_input(arr, owner):
     """A host array in C order and native byte order, flattened."""
-    dtype_id(arr.dtype)  # refuse before copying anything
-    if not arr.dtype.isnative:
-        arr = arr.astype(arr.dtype.newbyteorder("="))
+    given = arr.dtype
+    dtype_id(given)  # refuse before copying anything
+    if not given.isnative:
+        arr = arr.astype(given.newbyteorder("="))
     flat = arr if arr.ndim == 1 and arr.flags.c_contiguous else np.ascontiguousarray(arr.reshape(-1))
-    return Input(flat, flat.size, flat.dtype, False, arr.ndim, owner)
+    return Input(flat, flat.size, flat.dtype, False, arr.ndim, owner, given)
 
 
 def _acc_of(dt, flags):

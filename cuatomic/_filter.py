@@ -136,7 +136,8 @@ def filter(a, op, value, *, ordered=True, method="auto", backend=None, blocks=No
     Returns
     -------
     numpy.ndarray or DeviceArray
-        1-D, of a's dtype; a DeviceArray for device input. When at least
+        1-D, of a's dtype (its byte order too, as NumPy's); a DeviceArray
+        for device input. When at least
         1/8 of the elements pass, a DeviceArray result lives in the call's
         output buffer, sized for all of them (never more than the input),
         which is freed with the result; fewer are copied to a buffer of
@@ -216,6 +217,8 @@ def _filter(a, op, value, ordered, method, backend, blocks, threads, stream, pla
                          require=_C.F_ORDERED if ordered else 0)
     plan = _Plan(_backend.backend_id(be), rung.index, inp.id, negate, lo, hi, inp.device, inp.dtype)
     result = _run(plan, inp.x, inp.n, nb, nt, s)
+    if inp.given != inp.dtype:  # a.ravel()[mask] keeps a's byte order (the core wrote native order)
+        return result.astype(inp.given)
     if plan_for and read_as_is(inp, plan_for[1], a):
         _PLANS.put(plan_for[0], plan, 1)
     return result
