@@ -291,7 +291,8 @@ def histogram(a, bins=10, range=None, *, weights=None, density=False, method="au
     -------
     hist : numpy.ndarray or DeviceArray
         int64 counts, or sums of the weights' dtype (float64 with
-        ``density``); a DeviceArray for device input.
+        ``density``; in native byte order for explicit edges, as NumPy
+        gives them); a DeviceArray for device input.
     bin_edges : numpy.ndarray
         NumPy's edges, of NumPy's dtype.
 
@@ -458,8 +459,12 @@ def _weighted_histogram(a, bins, range, weights, density, method, backend, block
     sample_dt, edges, kernel_edges, uniform, inv_width, integer = _bins_for(inp, bins, range, s)
     if w.dtype.kind == "b" and np.ndim(bins) == 1 and inp.n:
         raise TypeError(_BOOL_WEIGHTS_WITH_EDGES)  # NumPy's cumulative sum of booleans, cast back to bool
+    # NumPy fills the sums of a bin count in an array of the weights' own
+    # dtype (a big-endian one stays so), and takes those of explicit edges
+    # as differences of a cumulative sum: native byte order.
+    hdt = w.dtype if np.ndim(bins) == 0 else w.dtype.newbyteorder("=")
     if edges.size < 2:
-        hist = np.zeros(0, np.float64 if density else w.dtype)
+        hist = np.zeros(0, np.float64 if density else hdt)
         return (DeviceArray.from_host(hist) if inp.device else hist), edges
     ilo, iwidth = integer or (0, 1)
     sums = _sum_weights(be, rung, inp, w, kernel_edges, uniform, inv_width, integer is not None, ilo, iwidth, nb,
@@ -467,7 +472,7 @@ def _weighted_histogram(a, bins, range, weights, density, method, backend, block
     if inp.device:  # device weights are float64, int64 or uint64: the sums' own bits
         hist = DeviceArray(sums, (kernel_edges.size - 1,), w.dtype)
     else:
-        hist = sums.astype(w.dtype, copy=False)
+        hist = sums.astype(hdt, copy=False)
     if density:
         host = hist.copy_to_host() if inp.device else hist
         with np.errstate(divide="ignore", invalid="ignore"):

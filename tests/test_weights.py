@@ -59,6 +59,22 @@ def test_weighted_histogram_matches_numpy(backend, method, where, dt):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("wdt", [">f8", ">f4", ">i2", ">i8", ">u4", "<f8", "u1"])
+@pytest.mark.parametrize("bins", [3, np.int64(3), [0, 1, 3], [0.5], np.array([0.0, 2.0, 4.0], ">f8")],
+                         ids=["count", "numpy-count", "edges", "one-edge", "big-endian-edges"])
+def test_weighted_result_dtype_is_numpy_s_byte_order_included(backend, wdt, bins):
+    # NumPy keeps big-endian weights' dtype for a bin count and gives native
+    # sums for explicit edges (a cumulative sum): '>f8' edges used to stay '>f8'.
+    x, w = np.arange(5.0), np.arange(5, dtype=wdt)
+    for density in (False, True):
+        want, want_edges = np.histogram(x, bins, weights=w, density=density)
+        for method, _, _ in cuatomic.methods("weighted_histogram", backend):
+            got, edges = cuatomic.histogram(x, bins, weights=w, density=density, method=method, backend=backend)
+            assert got.dtype == want.dtype and edges.dtype == want_edges.dtype, (method, density, got.dtype)
+            assert np.array_equal(got, want) and np.array_equal(edges, want_edges), (method, density)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_integer_weights_are_exact_and_keep_numpy_dtype(backend):
     rng = np.random.default_rng(3)
     x = rng.integers(0, 64, 50_000).astype(np.int32)
