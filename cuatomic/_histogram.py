@@ -113,12 +113,18 @@ def _check_edges(bins):
     """Refuse explicit edges that are not real numbers: NumPy compares
     string edges with the data as strings, and object edges as Python
     objects; cuatomic compares numbers in float32/float64 and would get
-    either wrong."""
+    either wrong. A NaN edge is refused too."""
     refuse_masked(bins, "bins")
-    kind = np.asarray(bins).dtype
+    edges = np.asarray(bins)
+    kind = edges.dtype
     if kind.kind not in "biuf":
         raise TypeError(f"bin edges must be real numbers (got an array of dtype {kind}): pass the edges as "
                         "ints or floats, e.g. np.asarray(bins, dtype=float)")
+    if kind.kind == "f" and np.isnan(edges).any():
+        # NumPy takes them (a NaN is neither above nor below its neighbours)
+        # and counts nonsense: [0, nan, 2] gives [5, -2] for np.arange(5.)
+        raise ValueError(f"`bins` has a NaN edge ({bins!r}): edges must be numbers that increase "
+                         "monotonically")
 
 
 @functools.lru_cache(maxsize=1)
@@ -304,7 +310,8 @@ def histogram(a, bins=10, range=None, *, weights=None, density=False, method="au
         numbers, or not where `a` is; an estimator name with weights.
     ValueError
         NumPy's errors (edges not increasing, a range that is not finite,
-        weights of another shape), and on the cpu a
+        weights of another shape), a NaN edge (NumPy takes it and counts
+        nonsense), and on the cpu a
         ``warp_private``/``thread_counters`` grid whose private histograms
         (blocks x bins x 8 bytes) would not fit in half of the machine's
         memory.

@@ -36,6 +36,7 @@ import functools
 import numpy as np
 
 import cuatomic
+from cuatomic import _histogram
 
 __all__ = ["sum", "dot", "histogram", "bincount", "filter", "reduce", "min", "max"]
 
@@ -352,6 +353,7 @@ def histogram(a, bins, range=None, *, weights=None, density=False, method="auto"
                              "and a range=(lo, hi), or explicit edges (as dask.array.histogram)")
         edges = np.histogram_bin_edges(np.zeros(0, a.dtype), int(bins), range)  # NumPy's edges, of its dtype
     else:
+        _histogram._check_edges(bins)  # real numbers, no NaN: as the in-memory call refuses them
         edges = np.asarray(bins)
         if edges.ndim != 1 or edges.size < 2 or np.any(np.diff(edges) < 0):
             raise ValueError("bins must increase monotonically, when an array")

@@ -69,6 +69,27 @@ def test_histogram_refuses_edges_that_are_not_numbers(backend, bins):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("bins", [[0, np.nan, 2], [np.nan, 1.0], [0.0, 1.0, np.nan], np.array([0, np.nan], np.float32)],
+                         ids=["middle", "first", "last", "float32"])
+def test_histogram_refuses_nan_edges(backend, bins):
+    # NumPy takes them and counts nonsense ([5, -2] for [0, nan, 2]); cuatomic
+    # used to answer [3, 0] in silence.
+    x = np.arange(5.0)
+    for call in (lambda: cuatomic.histogram(x, bins=bins, backend=backend),
+                 lambda: cuatomic.histogram(x, bins=bins, weights=np.ones(5), backend=backend),
+                 lambda: cuatomic.explain("histogram", x, bins, backend=backend)):
+        with pytest.raises(ValueError, match=r"`bins` has a NaN edge"):
+            call()
+
+
+def test_dask_histogram_refuses_nan_edges_when_the_graph_is_built():
+    da = pytest.importorskip("dask.array")
+    import cuatomic.dask
+    with pytest.raises(ValueError, match=r"`bins` has a NaN edge"):
+        cuatomic.dask.histogram(da.arange(5.0, chunks=2), bins=[0, np.nan, 2], backend="cpu")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("bins", [4, "auto"], ids=["count", "estimator"])
 @pytest.mark.parametrize("bounds", [("0", "1"), (b"0", 1), (0, None), (0, 1j)], ids=["str", "bytes", "None", "complex"])
 def test_histogram_refuses_a_range_that_is_not_numbers(backend, bins, bounds):
