@@ -2,6 +2,7 @@
 out on the host, counted by a rung of the histogram ladder -- or, with
 weights, summed by a rung of the weighted_histogram ladder."""
 import collections
+import contextlib
 import functools
 import operator
 import os
@@ -76,7 +77,9 @@ def _fixed_bins(count, bounds, bound_types, sample_dt):
     key = (count, bounds, bound_types, sample_dt)
     plan = _FIXED_BINS.get(key)
     if plan is None:
-        edges = np.histogram_bin_edges(np.empty(0, sample_dt), count, bounds)
+        with _naming_range(bounds):
+            edges = np.histogram_bin_edges(np.empty(0, sample_dt), count, bounds)
+            _check_range_span(bounds)
         plan = (edges, *_bin_plan(edges, sample_dt, True))
         kernel_edges = plan[1]  # the same array as edges when no conversion was needed
         _FIXED_BINS.put(key, plan, edges.nbytes + (0 if kernel_edges is edges else kernel_edges.nbytes))
@@ -107,6 +110,45 @@ def _check_range(range):
         if not _real_kind(v):
             raise TypeError(f"range must be a (min, max) pair of numbers (got {range!r}): "
                             f"{type(v).__name__} is not a real number")
+
+
+_UNSIGNED = {np.byte: np.ubyte, np.short: np.ushort, np.intc: np.uintc, np.int_: np.uint,
+             np.longlong: np.ulonglong}
+
+
+def _check_range_span(bounds):
+    """NumPy's errors for a range whose bins it counts as equal widths
+    (a bin count or an estimator): np.histogram subtracts the bounds in the
+    type they promote to (``_unsigned_subtract``), so a Python int past
+    int64 beside another int is an OverflowError there. Asked once NumPy's
+    edges of the range exist (its own checks came first)."""
+    if bounds is None:
+        return
+    lo, hi = bounds
+    if lo == hi:
+        return  # NumPy widens the range by 0.5 either side: floats
+    dt = np.result_type(lo, hi)
+    unsigned = _UNSIGNED.get(dt.type)
+    try:
+        with np.errstate(all="ignore"):
+            if unsigned is None:
+                np.subtract(hi, lo, dtype=dt)
+            else:
+                np.subtract(np.asarray(hi, dtype=dt), np.asarray(lo, dtype=dt), casting="unsafe", dtype=unsigned)
+    except (OverflowError, TypeError) as e:
+        raise type(e)(f"{e} (NumPy subtracts the bounds as {dt}; pass them as floats)") from None
+
+
+@contextlib.contextmanager
+def _naming_range(range):
+    """NumPy's errors about a range, with the range named where NumPy's own
+    message does not name it ("ufunc 'isfinite' not supported ...")."""
+    try:
+        yield
+    except (TypeError, ValueError, OverflowError) as e:
+        if range is None or "range" in str(e) or "bins" in str(e):
+            raise
+        raise type(e)(f"range={range!r}: {e}") from None
 
 
 def _check_edges(bins):
@@ -182,7 +224,10 @@ def _edges(inp, bins, range, stream):
         if inp.device:
             raise ValueError(f"bins={bins!r} estimates edges from the data: pass host data, or bins as a "
                              "count or an array of edges")
-        return sample_dt, np.histogram_bin_edges(inp.x.view(sample_dt), bins, range), True
+        with _naming_range(range):
+            edges = np.histogram_bin_edges(inp.x.view(sample_dt), bins, range)
+            _check_range_span(range)
+        return sample_dt, edges, True
     if np.ndim(bins) == 0:
         try:
             count = operator.index(bins)
@@ -192,7 +237,10 @@ def _edges(inp, bins, range, stream):
             raise ValueError("`bins` must be positive, when an integer")
         _check_bin_count(count)
         sample = _sample_for_edges(inp, sample_dt, range is not None, stream)
-        return sample_dt, np.histogram_bin_edges(sample, count, range), True
+        with _naming_range(range):
+            edges = np.histogram_bin_edges(sample, count, range)
+            _check_range_span(range)
+        return sample_dt, edges, True
     _check_edges(bins)
     return sample_dt, np.histogram_bin_edges(np.empty(0, sample_dt), bins, range), False
 
@@ -308,6 +356,9 @@ def histogram(a, bins=10, range=None, *, weights=None, density=False, method="au
         Edges or a range that are not real numbers (strings, objects), a
         masked array, an unsupported dtype; weights that are not real
         numbers, or not where `a` is; an estimator name with weights.
+    OverflowError
+        As NumPy's: a range of integers it cannot subtract in the type
+        they promote to (``range=(2**62, 2**63)``).
     ValueError
         NumPy's errors (edges not increasing, a range that is not finite,
         weights of another shape), a NaN edge (NumPy takes it and counts

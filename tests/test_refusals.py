@@ -102,6 +102,34 @@ def test_histogram_refuses_a_range_that_is_not_numbers(backend, bins, bounds):
     assert np.array_equal(got, np.histogram(np.arange(10.0), bins=[0.0, 1.0, 5.0], range=bounds)[0])
 
 
+RANGES_NUMPY_SUBTRACTS = [(2**62, 2**63), (0, 2**63), (np.int64(0), 2**63), (np.int32(0), 2**40), (np.int8(0), 300),
+                          (-1, np.uint64(2**63)), (False, True), (-(2**63), 0), (0.0, 2**63),
+                          (2**63, 2**63), (-(2**63) - 1, 0)]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("bins,bounds", [(10, b) for b in RANGES_NUMPY_SUBTRACTS] +
+                         [("auto", b) for b in [(2**62, 2**63), (0, 2**63), (np.int8(0), 300), (False, True)]],
+                         ids=repr)
+def test_histogram_range_numpy_cannot_subtract(backend, bins, bounds):
+    # np.histogram subtracts the bounds of an equal-width range in the type
+    # they promote to: (2**62, 2**63) is an OverflowError there, where
+    # cuatomic used to count zeros. Whatever NumPy does, cuatomic does.
+    x = np.arange(5)
+    try:
+        expected = np.histogram(x, bins=bins, range=bounds)
+    except (TypeError, ValueError, OverflowError) as e:
+        with pytest.raises(type(e)) as info:
+            cuatomic.histogram(x, bins=bins, range=bounds, backend=backend)
+        assert type(info.value) is type(e) and "range" in str(info.value), info.value
+        if bins == 10:
+            with pytest.raises(type(e)):
+                cuatomic.histogram(x, bins=bins, range=bounds, weights=np.ones(5), backend=backend)
+    else:
+        got = cuatomic.histogram(x, bins=bins, range=bounds, backend=backend)
+        assert np.array_equal(got[0], expected[0]) and np.array_equal(got[1], expected[1])
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_histogram_range_shape_errors(backend):
     with pytest.raises(TypeError, match="pair"):
