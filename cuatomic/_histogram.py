@@ -77,9 +77,7 @@ def _fixed_bins(count, bounds, bound_types, sample_dt):
     key = (count, bounds, bound_types, sample_dt)
     plan = _FIXED_BINS.get(key)
     if plan is None:
-        with _naming_range(bounds):
-            edges = np.histogram_bin_edges(np.empty(0, sample_dt), count, bounds)
-            _check_range_span(bounds)
+        edges = fixed_edges(count, bounds, sample_dt)
         plan = (edges, *_bin_plan(edges, sample_dt, True))
         kernel_edges = plan[1]  # the same array as edges when no conversion was needed
         _FIXED_BINS.put(key, plan, edges.nbytes + (0 if kernel_edges is edges else kernel_edges.nbytes))
@@ -191,6 +189,30 @@ def _check_bin_count(count):
                          f"machine's memory ({memory} bytes); at most {memory // 16 - 1} bins")
 
 
+def bin_count(bins):
+    """`bins` given as a number of bins, as np.histogram takes it: an
+    integer (NumPy's TypeError otherwise: 2.5 is not 2 bins), positive, and
+    few enough for this machine's memory."""
+    try:
+        count = operator.index(bins)
+    except TypeError:
+        raise TypeError("`bins` must be an integer, a string, or an array") from None
+    if count < 1:
+        raise ValueError("`bins` must be positive, when an integer")
+    _check_bin_count(count)
+    return count
+
+
+def fixed_edges(count, range, sample_dt):
+    """NumPy's edges of `count` bins over `range` (a pair of numbers) for
+    data of sample_dt, with NumPy's errors, the range named."""
+    _check_range(range)
+    with _naming_range(range):
+        edges = np.histogram_bin_edges(np.empty(0, sample_dt), count, range)
+        _check_range_span(range)
+    return edges
+
+
 def _bins_for(inp, bins, range, stream):
     """(sample dtype, edges for the caller, *_bin_plan) of a call."""
     if inp.dtype.kind == "b":
@@ -229,13 +251,7 @@ def _edges(inp, bins, range, stream):
             _check_range_span(range)
         return sample_dt, edges, True
     if np.ndim(bins) == 0:
-        try:
-            count = operator.index(bins)
-        except TypeError:
-            raise TypeError("`bins` must be an integer, a string, or an array") from None
-        if count < 1:
-            raise ValueError("`bins` must be positive, when an integer")
-        _check_bin_count(count)
+        count = bin_count(bins)
         sample = _sample_for_edges(inp, sample_dt, range is not None, stream)
         with _naming_range(range):
             edges = np.histogram_bin_edges(sample, count, range)
@@ -556,12 +572,16 @@ def _sum_weights(be, rung, inp, w, kernel_edges, uniform, inv_width, integer, il
 _INT64_MAX = np.iinfo(np.int64).max
 
 
-def _minlength(minlength):
+def minlength_of(minlength):
+    """bincount's `minlength` as NumPy takes it (its errors, naming it)."""
     if minlength is None:
         raise TypeError("use 0 instead of None for minlength")
     if isinstance(minlength, (bool, np.bool_)):
-        raise TypeError("an integer is required")
-    minlength = operator.index(minlength)
+        raise TypeError("minlength must be an integer, not bool")
+    try:
+        minlength = operator.index(minlength)
+    except TypeError:
+        raise TypeError(f"minlength must be an integer (got {type(minlength).__name__})") from None
     if minlength < 0:
         raise ValueError("'minlength' must not be negative")
     return minlength
@@ -632,7 +652,7 @@ def _unit_bins(nbins, dt):
 def _bincount_plan(x, weights, minlength, backend, stream):
     """(input, weights or None, number of bins) of a bincount call. Empty
     input needs no weights (NumPy answers it before reading them)."""
-    minlength = _minlength(minlength)
+    minlength = minlength_of(minlength)
     inp = _bincount_input(x, backend, stream)
     if inp.n == 0:
         return inp, None, minlength

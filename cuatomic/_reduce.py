@@ -101,7 +101,21 @@ def _reduce_dtype(op, in_dt, dtype):
         # keepdims: an array even for dtype=object (whose scalar result is a Python int)
         return reference(np.empty(0, in_dt), dtype=dtype, keepdims=True).dtype
     except TypeError as e:
-        raise TypeError(f"cannot {op} {in_dt} as {dtype}: {e}") from None
+        raise TypeError(f"cannot {op} {in_dt} with dtype={dtype!r}: {e}") from None
+
+
+def result_dtype(op, in_dt, dtype):
+    """NumPy's result dtype for `op` ("sum" or "prod") of `in_dt` elements
+    with ``dtype=``, refused (TypeError naming dtype) when NumPy has none or
+    cuatomic cannot compute in it."""
+    try:
+        out_dt = _reduce_dtype(op, in_dt, dtype)
+    except TypeError as e:
+        if "unhashable" not in str(e):
+            raise
+        out_dt = _reduce_dtype.__wrapped__(op, in_dt, dtype)
+    _check_result_dtype(out_dt, op)
+    return out_dt
 
 
 # (op, array type, dtype, method, CUATOMIC_BACKEND, size class) -> what a
@@ -142,13 +156,7 @@ def _reduce_call(op, a, dtype, method, backend, blocks, threads, stream, state, 
     b, t = launch_config(blocks, threads)
     s = stream_of(stream)
     inp = prepare(a, be, stream=s)
-    try:
-        out_dt = _reduce_dtype(op, inp.dtype, dtype)
-    except TypeError as e:
-        if "unhashable" not in str(e):
-            raise
-        out_dt = _reduce_dtype.__wrapped__(op, inp.dtype, dtype)
-    _check_result_dtype(out_dt, op)
+    out_dt = result_dtype(op, inp.dtype, dtype)
     # The kernels convert int -> int64 and float -> float/double themselves;
     # other conversions happen first, as NumPy does them.
     if out_dt.kind == "b" and inp.dtype.kind != "b":

@@ -36,7 +36,7 @@ import functools
 import numpy as np
 
 import cuatomic
-from cuatomic import _histogram
+from cuatomic import _histogram, _reduce
 
 __all__ = ["sum", "dot", "histogram", "bincount", "filter", "reduce", "min", "max"]
 
@@ -58,7 +58,7 @@ _DTYPES = frozenset(np.dtype(t) for t in (np.bool_, np.int8, np.uint8, np.int16,
 
 
 def _supported(dt, what):
-    if np.dtype(dt) not in _DTYPES:
+    if np.dtype(dt).newbyteorder("=") not in _DTYPES:  # either byte order, as the in-memory calls take them
         raise TypeError(f"cuatomic.dask: {what} has dtype {np.dtype(dt)}; cuatomic takes bool, 8- to 64-bit "
                         f"integers, float32 and float64")
 
@@ -235,8 +235,7 @@ def sum(a, *, dtype=None, method="auto", backend=None):
     dask, _ = _dask()
     a = _as_dask(a, "a")
     _check_method("sum", method)
-    rdt = np.sum(np.zeros(1, a.dtype), dtype=dtype).dtype
-    _supported(rdt, "the result")
+    rdt = _reduce.result_dtype("sum", a.dtype, dtype)  # the in-memory sum's result dtype, and its errors
     if method in _EXACT and rdt.kind == "f":
         parts = [dask.delayed(_chunk_exact_sum)(c, rdt, method, backend) for c in _blocks(a)]
         return _scalar(dask.delayed(_combine_exact)(parts, rdt), rdt)
@@ -344,14 +343,28 @@ def histogram(a, bins, range=None, *, weights=None, density=False, method="auto"
     hist : dask.array.Array
         int64 counts, or sums of the weights' dtype (float64 with density).
     bin_edges : numpy.ndarray
+
+    Raises
+    ------
+    TypeError, ValueError, OverflowError
+        When the graph is built, as the in-memory :func:`cuatomic.histogram`
+        raises them: a bin count that is not a positive integer (``2.5``),
+        a range NumPy refuses, edges that are not increasing numbers (or
+        hold a NaN); and a ValueError for an estimator name (``"auto"``
+        reads the data) or a bin count without a `range`.
     """
     dask, da = _dask()
     a = _as_dask(a, "a")
+    if isinstance(bins, str):
+        raise ValueError(f"cuatomic.dask.histogram needs the bins without reading the data: bins={bins!r} "
+                         "estimates them from the data; pass a number of bins and a range=(lo, hi), or explicit "
+                         "edges (as dask.array.histogram)")
     if np.ndim(bins) == 0:
+        count = _histogram.bin_count(bins)  # the in-memory call's checks: an integer, positive, that fits
         if range is None:
             raise ValueError("cuatomic.dask.histogram needs the bins without reading the data: a number of bins "
                              "and a range=(lo, hi), or explicit edges (as dask.array.histogram)")
-        edges = np.histogram_bin_edges(np.zeros(0, a.dtype), int(bins), range)  # NumPy's edges, of its dtype
+        edges = _histogram.fixed_edges(count, range, a.dtype)  # NumPy's edges, of its dtype, and its errors
     else:
         _histogram._check_edges(bins)  # real numbers, no NaN: as the in-memory call refuses them
         edges = np.asarray(bins)
@@ -360,7 +373,7 @@ def histogram(a, bins, range=None, *, weights=None, density=False, method="auto"
     _check_method("histogram" if weights is None else "weighted_histogram", method)
     # Every chunk is binned as the caller asked -- a count and the range, or the edges -- so each
     # takes the whole array's bins and NumPy's path for them.
-    form = (int(bins), range) if np.ndim(bins) == 0 else (edges, None)
+    form = (count, range) if np.ndim(bins) == 0 else (edges, None)
     if weights is None:
         wparts, hdt = [None] * a.npartitions, np.dtype(np.int64)
     else:
@@ -392,7 +405,8 @@ def bincount(x, weights=None, minlength=0, *, method="auto", backend=None):
     -------
     dask.array.Array
         1-D, of a length known after computing (``max(x) + 1`` or
-        `minlength`); int64 counts, or float64 sums of the weights.
+        `minlength`); int64 counts, or float64 sums of the weights (int64
+        zeros for empty `x`, as NumPy's).
     """
     dask, da = _dask()
     x = _as_dask(x, "x")
@@ -401,17 +415,15 @@ def bincount(x, weights=None, minlength=0, *, method="auto", backend=None):
     if x.dtype.kind not in "biu" or x.dtype == np.uint64:
         raise TypeError(f"Cannot cast array data from dtype('{x.dtype}') to dtype('int64') according to the rule "
                         f"'safe'")
-    if not isinstance(minlength, (int, np.integer)) or isinstance(minlength, bool):
-        raise TypeError(f"minlength must be an integer, not {type(minlength).__name__}")
-    if minlength < 0:
-        raise ValueError("'minlength' must not be negative")
+    minlength = _histogram.minlength_of(minlength)  # the in-memory call's checks and messages
     _check_method("histogram" if weights is None else "weighted_histogram", method)
     if weights is None:
         wparts, dt = [None] * x.npartitions, np.dtype(np.int64)
     else:
         weights = _as_dask(weights, "weights")
         _same_chunks(x, weights, "weights")
-        wparts, dt = _blocks(weights), np.dtype(np.float64)
+        # NumPy answers empty input with int64 zeros, whatever the weights (it never reads them)
+        wparts, dt = _blocks(weights), np.dtype(np.int64 if x.size == 0 else np.float64)
     parts = [dask.delayed(_chunk_bincount)(c, w, minlength, method, backend) for c, w in zip(_blocks(x), wparts)]
     return da.from_delayed(dask.delayed(_combine_bincount)(parts, minlength, dt), shape=(np.nan,), dtype=dt)
 
