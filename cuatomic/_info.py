@@ -1,6 +1,5 @@
 """What cuatomic can tell about itself: the ladders, the backends, what
 "auto" would run for a call, and what the last call launched."""
-import os
 
 import numpy as np
 
@@ -150,7 +149,11 @@ def backend_info():
     dict
         The same keys in every build (with or without CUDA) and on every
         machine: ``build`` (``cuda``: bool, ``archs``: list of SM versions),
-        ``backends``, ``default_backend``, ``cpu_threads``, ``numpy``, and
+        ``backends``, ``default_backend`` (what a call without ``backend=``
+        runs on: ``CUATOMIC_BACKEND``, else the first usable backend; None
+        when ``CUATOMIC_BACKEND`` names no usable backend, and then
+        ``default_backend_error`` says why -- the error every such call
+        raises; it is "" otherwise), ``cpu_threads``, ``numpy``, and
         ``cuda``: the probe of the current device (``usable``, ``reason``:
         why it is not, ``name``, ``device``, ``compute_capability``,
         ``sm_count``, ``cooperative_launch``, ``driver_version``,
@@ -160,11 +163,15 @@ def backend_info():
     build = dict(_C.build_info())
     build["archs"] = [a for a in build["archs"].split(",") if a]
     probe = dict(_backend.cuda_probe())
-    usable = _backend.usable()
+    try:
+        default, error = _backend.resolve(None), ""
+    except (ValueError, RuntimeError) as e:  # CUATOMIC_BACKEND names no usable backend
+        default, error = None, str(e)
     return {
         "build": build,
-        "backends": usable,
-        "default_backend": os.environ.get("CUATOMIC_BACKEND") or usable[0],
+        "backends": _backend.usable(),
+        "default_backend": default,
+        "default_backend_error": error,
         "cpu_threads": _C.cpu_threads(),
         "numpy": np.__version__,
         "cuda": probe,
