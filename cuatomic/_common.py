@@ -5,7 +5,9 @@ themselves live one family per module: ``_reduce`` (sum, prod, dot),
 ``_histogram``, ``_filter``, ``_counter`` (add_one, mutex_add_one); the
 cache their repeated-call plans live in is here too (BytesLRU)."""
 import collections
+import functools
 import operator
+import os
 import threading
 
 import numpy as np
@@ -47,15 +49,46 @@ def launch_config(blocks, threads):
 def _count(name, value, limit):
     if value is None:
         return -1
+    return integer_arg(name, value, 1, limit)
+
+
+def integer_arg(name, value, low, high=None):
+    """`value` as a Python int from `low` to `high` (None: no upper
+    bound): TypeError for a bool or a non-integer (2.5, "4"), ValueError
+    out of range, each naming the argument `name`."""
     if isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be an integer, not bool")
     try:
         value = operator.index(value)
     except TypeError:
         raise TypeError(f"{name} must be an integer (got {type(value).__name__})") from None
-    if not 1 <= value <= limit:
-        raise ValueError(f"{name} must be between 1 and {limit} (got {value})")
+    if high is not None and not low <= value <= high:
+        raise ValueError(f"{name} must be between {low} and {high} (got {value})")
+    if value < low:
+        raise ValueError(f"{name} must be at least {low} (got {value})")
     return value
+
+
+@functools.lru_cache(maxsize=1)
+def physical_memory():
+    """This machine's memory in bytes, or None where the OS cannot say
+    (asked once: two sysconf calls cost a microsecond per histogram call)."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def check_fits_memory(nbytes, what, most=None):
+    """Refuse work whose memory (`nbytes`) could not fit in this machine's:
+    NumPy would try to allocate it, and where the OS overcommits, fill
+    memory until the process is killed. `what` names what needs the bytes
+    ("bins=2**40: the edges and counts"); ``most(memory)``, when given,
+    says the largest request that fits."""
+    memory = physical_memory()
+    if memory is not None and nbytes > memory:
+        raise ValueError(f"{what} need {nbytes} bytes, more than this machine's memory ({memory} bytes)"
+                         + (f"; {most(memory)}" if most else ""))
 
 
 class Input:

@@ -3,7 +3,6 @@ out on the host, counted by a rung of the histogram ladder -- or, with
 weights, summed by a rung of the weighted_histogram ladder."""
 import collections
 import contextlib
-import functools
 import operator
 import os
 import warnings
@@ -11,7 +10,8 @@ import warnings
 import numpy as np
 
 from . import _C, _auto, _backend, _interop
-from ._common import BytesLRU, auto_rung, direct_input, launch_config, named_rung, prepare, read_as_is, stream_of
+from ._common import (BytesLRU, auto_rung, check_fits_memory, direct_input, launch_config, named_rung, prepare,
+                      read_as_is, stream_of)
 from ._device import DeviceArray, refuse_masked
 from ._interop import on_inputs_gpu
 
@@ -167,26 +167,12 @@ def _check_edges(bins):
                          "monotonically")
 
 
-@functools.lru_cache(maxsize=1)
-def _physical_memory():
-    """This machine's memory in bytes, or None where the OS cannot say
-    (asked once: two sysconf calls cost a microsecond per histogram call)."""
-    try:
-        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (AttributeError, ValueError, OSError):
-        return None
-
-
-def _check_bin_count(count):
+def _check_bin_count(count, what=None):
     """Refuse a bin count whose edges and counts (16 bytes a bin) could not
-    fit in this machine's memory: NumPy would try to build the edges, and
-    where the OS overcommits, fill memory until the process is killed."""
-    memory = _physical_memory()
-    if memory is None:
-        return
-    if 16 * (count + 1) > memory:
-        raise ValueError(f"bins={count}: the edges and counts need {16 * (count + 1)} bytes, more than this "
-                         f"machine's memory ({memory} bytes); at most {memory // 16 - 1} bins")
+    fit in this machine's memory (:func:`_common.check_fits_memory`).
+    `what` says where the count comes from (default: ``bins=count``)."""
+    check_fits_memory(16 * (count + 1), f"{what or f'bins={count}'}: the edges and counts",
+                      lambda memory: f"at most {memory // 16 - 1} bins")
 
 
 def bin_count(bins):
@@ -661,7 +647,12 @@ def _bincount_plan(x, weights, minlength, backend, stream):
     if lo < 0 or hi > _INT64_MAX:  # uint64 past INT64_MAX is negative as NumPy's intp
         raise ValueError("'list' argument must have no negative elements")
     nbins = max(minlength, hi + 1)
-    _check_bin_count(nbins)
+    if minlength > hi:
+        check_fits_memory(16 * (nbins + 1), f"minlength={minlength} asks for {nbins} bins: they",
+                          lambda memory: f"minlength may be at most {memory // 16 - 1}")
+    else:
+        check_fits_memory(16 * (nbins + 1), f"the largest value of x, {hi}, asks for {nbins} bins, one for each "
+                          "value from 0: they", lambda memory: f"x may hold values up to {memory // 16 - 2}")
     return inp, w, nbins
 
 

@@ -190,6 +190,22 @@ def test_bincount_refusals(backend):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+def test_bincount_past_memory_says_what_bincount_needs(backend):
+    # It spoke of "bins=...: the edges and counts" (a histogram's words);
+    # bincount's are the largest value, or minlength, and one bin per value.
+    for kwargs in ({}, {"weights": [1.0]}):
+        with pytest.raises(ValueError, match=r"^the largest value of x, 1099511627776, asks for 1099511627777 bins, "
+                                             r"one for each value from 0: they need \d+ bytes, more than this "
+                                             r"machine's memory .*; x may hold values up to \d+$"):
+            cuatomic.bincount(np.array([2**40]), backend=backend, **kwargs)
+    with pytest.raises(ValueError, match=r"^minlength=1099511627776 asks for 1099511627776 bins: they need \d+ "
+                                         r"bytes.*; minlength may be at most \d+$"):
+        cuatomic.bincount(np.array([2]), minlength=2**40, backend=backend)
+    with pytest.raises(ValueError, match=r"largest value of x, 1099511627776"):
+        cuatomic.explain("bincount", np.array([2**40]), backend=backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_explain_weighted_and_bincount(backend):
     x = np.arange(1000) % 50
     c = cuatomic.explain("histogram", x, 50, weights=np.ones(1000), backend=backend)
