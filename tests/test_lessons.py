@@ -1,6 +1,10 @@
 """Issue 3's tools: prod (multiply from CAS), Timer, benchmark, sweep, the
 datasets and the plots."""
+import math
 import pathlib
+import subprocess
+import sys
+import textwrap
 import time
 
 import numpy as np
@@ -205,6 +209,59 @@ def test_text_to_array_and_generated_text():
     assert a == b and len(a) == 10_000 and a != datasets.english_like_text(10_000, seed=4)
     counts = np.bincount(datasets.text_to_array(a), minlength=128)
     assert counts[ord(" ")] > counts[ord("e")] > counts[ord("q")]  # English-like letter frequencies
+
+
+def test_generated_text_past_memory_is_refused_at_once():
+    # english_like_text(2**40) ran until it was killed; now it is refused as
+    # histogram refuses bins past memory. In a child process under a 2 GiB
+    # address-space limit, with a deadline: a regression fails, not the machine.
+    code = textwrap.dedent("""
+        import resource, time
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+        from cuatomic import datasets
+        t = time.monotonic()
+        try:
+            datasets.english_like_text(2**40)
+        except ValueError as e:
+            print(type(e).__name__, round(time.monotonic() - t, 3), e)
+    """)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr[-2000:]
+    name, seconds, message = r.stdout.split(" ", 2)
+    assert name == "ValueError" and float(seconds) < 1.0, r.stdout
+    assert message.startswith("english_like_text(nbytes=1099511627776): the text and the sentences it is made of "
+                              "need 4398046511104 bytes, more than this machine's memory"), message
+    assert "nbytes may be at most" in message
+
+
+@pytest.mark.parametrize("call,kind,says", [
+    (lambda: datasets.english_like_text(None), TypeError, r"^nbytes must be an integer \(got NoneType\)$"),
+    (lambda: datasets.english_like_text("12"), TypeError, r"^nbytes must be an integer \(got str\)$"),
+    (lambda: datasets.english_like_text(2.5), TypeError, r"^nbytes must be an integer \(got float\)$"),
+    (lambda: datasets.english_like_text(True), TypeError, r"^nbytes must be an integer, not bool$"),
+    (lambda: datasets.english_like_text(-1), ValueError, r"^nbytes must be at least 0 \(got -1\)$"),
+    (lambda: datasets.english_like_text(10, seed="x"), TypeError, r"^seed='x': "),
+    (lambda: datasets.english_like_text(10, seed=-1), ValueError, r"^seed=-1: "),
+    (lambda: datasets.text_to_array(None), TypeError, r"^s must be a str \(got NoneType\)"),
+    (lambda: datasets.text_to_array(b"abc"), TypeError, r"^s must be a str \(got bytes\).*np.frombuffer"),
+    (lambda: datasets.text_to_array(65), TypeError, r"^s must be a str \(got int\)"),
+    (lambda: datasets.shakespeare(timeout="x"), TypeError, r"^timeout must be a number of seconds or None"),
+    (lambda: datasets.shakespeare(timeout=True), TypeError, r"^timeout must be a number of seconds or None"),
+    (lambda: datasets.shakespeare(timeout=0), ValueError, r"^timeout must be a positive number of seconds \(got 0\)"),
+    (lambda: datasets.shakespeare(timeout=-1.0), ValueError, r"^timeout must be a positive number"),
+    (lambda: datasets.shakespeare(timeout=math.nan), ValueError, r"^timeout must be a positive number"),
+    (lambda: datasets.shakespeare(url=None), TypeError, r"^url must be a str \(got NoneType\)$"),
+], ids=lambda v: v if isinstance(v, str) else "")
+def test_dataset_arguments_are_checked_and_named(monkeypatch, tmp_path, call, kind, says):
+    # text_to_array(None) ended in "'NoneType' object has no attribute
+    # 'encode'", english_like_text("12") in a comparison of str and int, and
+    # shakespeare() read its local text whatever timeout and url it was given.
+    path = tmp_path / "t.txt"
+    path.write_text("First Citizen:")
+    monkeypatch.setenv("CUATOMIC_TEXT", str(path))
+    with pytest.raises(kind, match=says) as found:
+        call()
+    assert type(found.value) is kind
 
 
 def test_shakespeare_from_a_local_file(monkeypatch, tmp_path):
