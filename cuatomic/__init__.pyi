@@ -244,6 +244,6 @@ class Timer:
 
 def benchmark(fn: Any, *args: Any, repeat: int = 20, warmup: int = 2, stream: Any = None,
               **kwargs: Any) -> BenchmarkResult: ...
-def sweep(op: str, *args: Any, blocks: Sequence[int] | None = None, threads: int | Sequence[int] | None = None,
-          methods: Sequence[str] | None = None, repeat: int = 5, warmup: int = 1, backend: _Backend | None = None,
+def sweep(op: str, *args: Any, blocks: int | Sequence[int] | None = None, threads: int | Sequence[int] | None = None,
+          methods: str | Sequence[str] | None = None, repeat: int = 5, warmup: int = 1, backend: _Backend | None = None,
           progress: bool | None = None, **kwargs: Any) -> list[SweepRow]: ...

@@ -93,6 +93,68 @@ def test_sweep_rows_and_validation(backend):
         cuatomic.sweep("sum", np.arange(10), methods=["atomic", "fastest"], blocks=[1], backend=backend)
 
 
+X = np.arange(100.0)
+SWEEP = dict(repeat=1, warmup=0, backend="cpu", progress=False)
+
+
+@pytest.mark.parametrize("call,kind,says", [
+    # settings no call takes: refused, naming the setting (blocks=[0] returned [] and dropped it)
+    (lambda: cuatomic.sweep("sum", X, blocks=[0], **SWEEP), ValueError, r"^blocks must be between 1 and \d+ \(got 0\)$"),
+    (lambda: cuatomic.sweep("sum", X, blocks=[4, -3], **SWEEP), ValueError, r"^blocks must be between .*\(got -3\)$"),
+    (lambda: cuatomic.sweep("sum", X, blocks=[2**31], **SWEEP), ValueError, r"^blocks must be between"),
+    (lambda: cuatomic.sweep("sum", X, blocks=[1], threads=0, **SWEEP), ValueError,
+     r"^threads must be between 1 and 1024 \(got 0\)$"),
+    (lambda: cuatomic.sweep("sum", X, blocks=[1], threads=[32, 2000], **SWEEP), ValueError, r"^threads must be between"),
+    (lambda: cuatomic.sweep("sum", X, blocks=2.5, **SWEEP), TypeError, r"^blocks must be an integer \(got float\)$"),
+    (lambda: cuatomic.sweep("sum", X, blocks=[True], **SWEEP), TypeError, r"^blocks must be an integer, not bool$"),
+    (lambda: cuatomic.sweep("sum", X, blocks="8", **SWEEP), TypeError, r"^blocks must be an integer \(got str\)$"),
+    (lambda: cuatomic.sweep("sum", X, blocks=[1], methods=5, **SWEEP), TypeError,
+     r"^methods must be names of sum's methods \(got int 5\)$"),
+    (lambda: cuatomic.sweep("sum", X, blocks=[1], methods="fastest", **SWEEP), ValueError,
+     r"^methods: unknown method 'fastest' for sum on cpu"),
+    (lambda: cuatomic.sweep("sum", X, blocks=[1], methods=[None], **SWEEP), TypeError, r"^methods must be names"),
+    (lambda: cuatomic.sweep("sum", X, blocks=[1], **dict(SWEEP, repeat=None)), TypeError,
+     r"^repeat must be an integer \(got NoneType\)$"),
+    (lambda: cuatomic.sweep("sum", X, blocks=[1], **dict(SWEEP, warmup=-1)), ValueError,
+     r"^warmup must be at least 0 \(got -1\)$"),
+    (lambda: cuatomic.sweep(["sum"], X, blocks=[1], **SWEEP), ValueError, r"^unknown op \['sum'\] for sweep"),
+    # the call's own errors, which every configuration would refuse: raised, not an empty list
+    (lambda: cuatomic.sweep("histogram", X, bins=[0, np.nan, 2], blocks=[1], **SWEEP), ValueError,
+     r"`bins` has a NaN edge"),
+    (lambda: cuatomic.benchmark(cuatomic.sum, X, repeat=None), TypeError, r"^repeat must be an integer \(got NoneType\)$"),
+    (lambda: cuatomic.benchmark(cuatomic.sum, X, repeat=0), ValueError, r"^repeat must be at least 1 \(got 0\)$"),
+    (lambda: cuatomic.benchmark(cuatomic.sum, X, repeat=2.0), TypeError, r"^repeat must be an integer \(got float\)$"),
+    (lambda: cuatomic.benchmark(cuatomic.sum, X, repeat=2**70), ValueError,
+     r"^repeat=1180591620717411303424: the times need \d+ bytes, more than this machine's memory"),
+    (lambda: cuatomic.benchmark(cuatomic.sum, X, warmup="2"), TypeError, r"^warmup must be an integer \(got str\)$"),
+    (lambda: cuatomic.benchmark(cuatomic.sum, X, warmup=-1), ValueError, r"^warmup must be at least 0 \(got -1\)$"),
+    (lambda: cuatomic.benchmark("sum", X), TypeError, r"^fn must be callable \(got str\)$"),
+    (lambda: cuatomic.Timer(backend="cpu").__exit__(None, None, None), RuntimeError, r"^Timer.__exit__ without __enter__"),
+], ids=lambda v: v if isinstance(v, str) else "")
+def test_timing_arguments_are_checked_and_named(call, kind, says):
+    with pytest.raises(kind, match=says) as found:
+        call()
+    assert type(found.value) is kind
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_sweep_takes_one_setting_as_a_list_of_one(backend):
+    # blocks=5 ended in "'int' object is not iterable"; threads already took one int
+    rows = cuatomic.sweep("sum", X, blocks=5, threads=np.int64(32), methods="block_tree", repeat=1, warmup=0,
+                          backend=backend)
+    assert [(r.method, r.blocks, r.threads) for r in rows] == [("block_tree", 5, 32)]
+
+
+def test_a_timer_is_reused_and_a_second_exit_is_refused():
+    t = cuatomic.Timer(backend="cpu")
+    for _ in range(2):
+        with t:
+            pass
+        assert t.elapsed >= 0
+    with pytest.raises(RuntimeError, match="without __enter__"):
+        t.__exit__(None, None, None)
+
+
 def _sweep_cases(rng):
     f32 = rng.standard_normal(20_000).astype(np.float32)
     return [
