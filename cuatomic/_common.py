@@ -52,10 +52,10 @@ def _count(name, value, limit):
     return integer_arg(name, value, 1, limit)
 
 
-def integer_arg(name, value, low, high=None):
-    """`value` as a Python int from `low` to `high` (None: no upper
-    bound): TypeError for a bool or a non-integer (2.5, "4"), ValueError
-    out of range, each naming the argument `name`."""
+def integer_arg(name, value, low=None, high=None):
+    """`value` as a Python int from `low` to `high` (None: no bound there):
+    TypeError for a bool or a non-integer (2.5, "4", NaN), ValueError out
+    of range, each naming the argument `name`."""
     if isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be an integer, not bool")
     try:
@@ -64,7 +64,7 @@ def integer_arg(name, value, low, high=None):
         raise TypeError(f"{name} must be an integer (got {type(value).__name__})") from None
     if high is not None and not low <= value <= high:
         raise ValueError(f"{name} must be between {low} and {high} (got {value})")
-    if value < low:
+    if low is not None and value < low:
         raise ValueError(f"{name} must be at least {low} (got {value})")
     return value
 
