@@ -59,7 +59,7 @@ class CudaError(RuntimeError):
 class Choice:
     op: str
     backend: str
-    method: str
+    method: str | None
     reason: str
     facts: dict[str, Any]
     rung: _Rung | None = ...

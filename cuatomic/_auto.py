@@ -43,7 +43,9 @@ class Choice:
     Attributes
     ----------
     op, backend, method : str
-        The operation, the backend and the rung chosen.
+        The operation, the backend and the rung chosen (`method` None for
+        a call that launches no rung: a histogram of no bins, a bincount of
+        empty input).
     reason : str
         Why, in one sentence: the measured case it came from and what the
         runner-up took, and any faster rung that could not run this call.

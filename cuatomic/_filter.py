@@ -74,6 +74,15 @@ def _last_true(lo, hi, test):
     return hi
 
 
+def check_op(op):
+    """TypeError for an op that is not a string, ValueError for an unknown
+    one, each naming the valid ones."""
+    if not isinstance(op, str):
+        raise TypeError(f"op must be a string, one of {', '.join(_COMPARE)} (got {type(op).__name__} {op!r})")
+    if op not in _COMPARE:
+        raise ValueError(f"unknown op {op!r}: expected one of {', '.join(_COMPARE)}")
+
+
 def predicate(dt, op, value):
     """``x <op> value`` over elements of dtype dt, under NumPy's comparison
     rules, as (negate, lo, hi): keep x iff (lo <= x <= hi) != negate."""
@@ -88,9 +97,9 @@ def predicate(dt, op, value):
             try:
                 r = cmp(np.array(dom.value(k), dt), value)
             except TypeError as e:
-                raise TypeError(f"cannot compare {dt} elements with {value!r}: {e}") from None
+                raise TypeError(f"value {value!r} cannot be compared with {dt} elements: {e}") from None
         if not isinstance(r, (bool, np.bool_, np.ndarray)):
-            raise TypeError(f"cannot compare {dt} elements with {value!r}")
+            raise TypeError(f"value {value!r} cannot be compared with {dt} elements")
         return bool(r)
 
     is_int = isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
@@ -199,10 +208,7 @@ def _filter(a, op, value, ordered, method, backend, blocks, threads, stream, pla
     """filter without a plan, on the input's GPU; plan_for (a plan's key,
     and what the core reads) when the call can leave a plan for the next
     one."""
-    if not isinstance(op, str):
-        raise TypeError(f"op must be a string, one of {', '.join(_COMPARE)} (got {type(op).__name__} {op!r})")
-    if op not in _COMPARE:
-        raise ValueError(f"unknown op {op!r}: expected one of {', '.join(_COMPARE)}")
+    check_op(op)
     be = _backend.resolve(backend)
     rung = named_rung("filter", be, method)
     if ordered and rung is not None and not rung.has(_C.F_ORDERED):

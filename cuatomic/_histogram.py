@@ -741,19 +741,26 @@ def rung_fits(backend, nbins, dtype_id, blocks, threads, op="histogram"):
 
 
 @on_inputs_gpu
-def explain(backend, a, bins=10, range=None, *, weighted=False, blocks=None, threads=None, stream=0):
+def explain(backend, a, bins=10, range=None, *, weights=None, weighted=False, blocks=None, threads=None, stream=0):
     """The Choice of histogram(method="auto") for these arguments (with
-    weights when `weighted`: only their presence matters to the rule), with
-    the share of a sample of the data in its most common bin."""
+    weights when `weighted`: only their presence matters to the rule, and
+    `weights`, when given, are checked as the call checks them), with the
+    share of a sample of the data in its most common bin."""
     nb, nt = launch_config(blocks, threads)
     inp = prepare(a, backend, stream=stream)
+    w = None if weights is None else _histogram_weights(weights, a, inp, backend, stream)
     if weighted and isinstance(bins, str):
         raise TypeError(_ESTIMATOR_WITH_WEIGHTS)
     _, edges, kernel_edges, _, _, _ = _bins_for(inp, bins, range, stream)
-    nbins = max(kernel_edges.size - 1, 1)
+    if w is not None and w.dtype.kind == "b" and np.ndim(bins) == 1 and inp.n:
+        raise TypeError(_BOOL_WEIGHTS_WITH_EDGES)
+    op = WEIGHTED if weighted else "histogram"
+    if kernel_edges is None:  # no bins: the call returns empty counts and runs nothing
+        return _auto.Choice(op, backend, None, f"no bins (edges {edges.tolist()}): the call returns NumPy's empty "
+                            "result and launches no rung", _facts(inp, 0))
+    nbins = kernel_edges.size - 1
     facts = _facts(inp, nbins)
     facts["top_bin_share"] = round(_auto.top_bin_share(_auto.sample(inp, stream), edges), 4)
-    op = WEIGHTED if weighted else "histogram"
     return _auto.choose(op, backend, facts, fits=rung_fits(backend, nbins, inp.id, nb, nt, op))
 
 
@@ -762,7 +769,10 @@ def explain_bincount(backend, x, weights=None, minlength=0, *, blocks=None, thre
     """The Choice of bincount(method="auto"): a rung of the histogram
     ladder, or with weights of the weighted one, for max(x) + 1 bins."""
     nb, nt = launch_config(blocks, threads)
-    inp, w, nbins = _bincount_plan(x, weights, minlength, backend, stream)
-    op = "histogram" if w is None else WEIGHTED
+    inp, _, nbins = _bincount_plan(x, weights, minlength, backend, stream)
+    op = "histogram" if weights is None else WEIGHTED
+    if inp.n == 0:  # NumPy's int64 zeros, and nothing launched
+        return _auto.Choice(op, backend, None, "empty input: the call returns NumPy's int64 zeros and launches no "
+                            "rung", _facts(inp, nbins))
     facts = _facts(inp, max(nbins, 1))
     return _auto.choose(op, backend, facts, fits=rung_fits(backend, max(nbins, 1), inp.id, nb, nt, op))

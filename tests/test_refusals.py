@@ -169,6 +169,71 @@ def test_explain_histogram_without_the_array():
     assert c.facts["n"] == 100 and c.facts["bins"] == 8
 
 
+V = np.arange(1, 9, dtype=np.float64)
+M = np.ones((2, 2))
+
+
+def _outcome(call):
+    try:
+        return "answers", call()
+    except (TypeError, ValueError, OverflowError, RuntimeError) as e:
+        return type(e), str(e)
+
+
+# (op, args, kwargs): calls whose arguments the call refuses, or answers without launching anything
+EXPLAINED_AS_CALLED = [
+    ("add_one", (-1, 16), {}), ("add_one", (2.5, 16), {}), ("add_one", (True, 16), {}), ("add_one", ("4", 16), {}),
+    ("add_one", (2**40, 16), {}), ("add_one", (10, 0), {}), ("mutex_add_one", (), {"threads": 2000}),
+    ("mutex_add_one", (), {"blocks": None, "threads": 1.5}),
+    ("dot", (M, M), {}), ("dot", (V, V[:3]), {}), ("dot", (V, np.array(["a"] * 8)), {}), ("dot", (V, 3.0), {}),
+    ("sum", (V,), {"dtype": "nonsense"}), ("sum", (V,), {"dtype": object}), ("prod", (V,), {"dtype": np.complex64}),
+    ("sum", (np.array(["x"]),), {}), ("sum", (V,), {"blocks": 0}), ("prod", (V,), {"threads": "8"}),
+    ("filter", (V, "=~", 3), {}), ("filter", (V, ["<"], 3), {}), ("filter", (V, "<", "three"), {}),
+    ("filter", (V, "<", [1, 2]), {}),
+    ("histogram", (V, []), {}), ("histogram", (V, [3.0]), {}), ("histogram", (V, 2.5), {}), ("histogram", (V, -1), {}),
+    ("histogram", (V, [0, np.nan, 2]), {}), ("histogram", (V, 4, (2**62, 2**63)), {}), ("histogram", (V, "nope"), {}),
+    ("histogram", (V, [], None), {"weights": np.ones(8)}), ("histogram", (V, 4, (0, 1)), {"weights": np.ones(3)}),
+    ("bincount", (np.array([-1, 2]),), {}), ("bincount", (np.array([2**40]),), {}), ("bincount", ([],), {}),
+    ("bincount", (np.arange(3),), {"minlength": None}), ("reduce", (V, "subtract"), {}),
+    ("reduce", (V, "bitwise_and"), {}),
+]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("op,args,kwargs", EXPLAINED_AS_CALLED, ids=lambda v: repr(v)[:40])
+def test_explain_checks_the_arguments_as_the_call_does(backend, op, args, kwargs):
+    # explain('add_one', -1, 16) answered though add_one(-1, 16) raises (so
+    # did 2.5, True, '4', 2**40), explain('dot', 2-D, 2-D) answered though dot
+    # refuses, explain('histogram', a, []) ended in an AttributeError where
+    # the call answers: each op's own checks are now the ones explain runs.
+    call = _outcome(lambda: getattr(cuatomic, op)(*args, backend=backend, **kwargs))
+    said = _outcome(lambda: cuatomic.explain(op, *args, backend=backend, **kwargs))
+    if call[0] == "answers":
+        assert said[0] == "answers", (call, said)
+        last = cuatomic.last_launch()
+        cuatomic.sum(np.ones(3), method="atomic", backend="cpu")  # a known launch, to see whether the call launches
+        before = cuatomic.last_launch()
+        getattr(cuatomic, op)(*args, backend=backend, **kwargs)
+        launched = cuatomic.last_launch() != before
+        choice = said[1]
+        if not launched:  # nothing ran: explain says so rather than name a rung
+            assert choice.method is None and "launches no rung" in choice.reason, choice
+        else:
+            assert choice.method == cuatomic.last_launch()["method"], (choice, last)
+    else:
+        assert said == call, f"the call raises {call}, explain {said}"
+
+
+def test_methods_refuses_what_is_no_op_or_backend_by_name():
+    # methods(['sum']) ended in "unhashable type: 'list'"
+    for bad in (["sum"], {"op": "sum"}, np.array(["sum"]), None, "product"):
+        with pytest.raises(ValueError, match=r"^unknown op "):
+            cuatomic.methods(bad)
+    for bad in (["cpu"], {}, "CPU", 0):
+        with pytest.raises(ValueError, match=r"^unknown backend "):
+            cuatomic.methods("sum", bad)
+
+
 def test_explain_sum_reads_the_array_by_keyword_too():
     c = cuatomic.explain("sum", a=np.ones(7, np.float32), backend="cpu")
     assert (c.facts["n"], c.facts["dtype"]) == (7, "float32")
