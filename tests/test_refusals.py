@@ -1,6 +1,9 @@
 """No silent wrong answers: what cuatomic cannot honour is refused, with the
 exception type NumPy uses and a message that says what to do instead."""
 
+import json
+import re
+
 import numpy as np
 import pytest
 from conftest import BACKENDS
@@ -232,6 +235,64 @@ def test_methods_refuses_what_is_no_op_or_backend_by_name():
     for bad in (["cpu"], {}, "CPU", 0):
         with pytest.raises(ValueError, match=r"^unknown backend "):
             cuatomic.methods("sum", bad)
+
+
+@pytest.fixture
+def fresh_rules():
+    """auto's cached rules forgotten before and after the test."""
+    from cuatomic import _auto
+
+    def forget():
+        for cached in (_auto.rules, _auto._ranking, _auto._candidates):
+            cached.cache_clear()
+    forget()
+    yield
+    forget()
+
+
+GOOD_CASE = {"op": "sum", "dtype": "float64", "n": 4096, "ms": {"vector": 0.1}}
+BAD_RULES = {
+    "missing file": None,
+    "not JSON": "{'backend': 'cpu'",
+    "a JSON list": "[1, 2]",
+    "no backend": json.dumps({"cases": []}),
+    "cases not a list": json.dumps({"backend": "cpu", "cases": {}}),
+    "a case without n": json.dumps({"backend": "cpu", "cases": [{"op": "sum", "ms": {}}]}),
+    "n of a string": json.dumps({"backend": "cpu", "cases": [dict(GOOD_CASE, n="4096")]}),
+    "no op": json.dumps({"backend": "cpu", "cases": [{"n": 1, "ms": {}}]}),
+    "ms a list": json.dumps({"backend": "cpu", "cases": [dict(GOOD_CASE, ms=[0.1])]}),
+    "a negative time": json.dumps({"backend": "cpu", "cases": [dict(GOOD_CASE, ms={"vector": -1})]}),
+    "bins of 0": json.dumps({"backend": "cpu", "cases": [dict(GOOD_CASE, op="histogram", bins=0)]}),
+    "a dtype NumPy does not read": json.dumps({"backend": "cpu", "cases": [dict(GOOD_CASE, dtype="nonsense")]}),
+}
+
+
+@pytest.mark.parametrize("what", list(BAD_RULES))
+def test_a_bad_auto_rules_file_is_named_with_its_variable(monkeypatch, tmp_path, fresh_rules, what):
+    # A bad CUATOMIC_AUTO_RULES file ended every auto call in a
+    # JSONDecodeError or KeyError 'n' that named neither the variable nor the file.
+    path = tmp_path / "rules.json"
+    if BAD_RULES[what] is not None:
+        path.write_text(BAD_RULES[what])
+    monkeypatch.setenv("CUATOMIC_AUTO_RULES", str(path))
+    start = rf"^CUATOMIC_AUTO_RULES={re.escape(repr(str(path)))}: "
+    for call in (lambda: cuatomic.sum(np.ones(10), backend="cpu"), lambda: cuatomic.explain("sum", backend="cpu"),
+                 lambda: cuatomic.histogram(np.ones(10), 4, (0, 2), backend="cpu")):
+        with pytest.raises(ValueError, match=start) as found:
+            call()
+        assert "python -m cuatomic bench auto" in str(found.value)
+    # a named method reads no rules
+    assert cuatomic.sum(np.ones(10), method="vector", backend="cpu") == 10.0
+
+
+def test_a_good_auto_rules_file_is_read(monkeypatch, tmp_path, fresh_rules):
+    path = tmp_path / "rules.json"
+    path.write_text(json.dumps({"backend": "cpu", "cases": [dict(GOOD_CASE, ms={"block_tree": 0.1, "vector": None,
+                                                                                  "atomic": 0.01})]}))
+    monkeypatch.setenv("CUATOMIC_AUTO_RULES", str(path))
+    choice = cuatomic.explain("sum", np.ones(4096, np.int64), backend="cpu")
+    assert choice.method == "atomic"  # the measured fastest (integers: no accuracy flag required)
+    assert cuatomic._auto.rules("cpu")["source"] == str(path)
 
 
 def test_explain_sum_reads_the_array_by_keyword_too():
