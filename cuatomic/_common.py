@@ -26,8 +26,9 @@ SUPPORTED = "bool, int8-int64, uint8-uint64, float32 and float64"
 _ID_OF_DTYPE = {}
 
 
-def dtype_id(dt):
-    """The ABI id of a NumPy dtype; TypeError for what cuatomic cannot take."""
+def dtype_id(dt, name=None):
+    """The ABI id of a NumPy dtype; TypeError for what cuatomic cannot take
+    (naming the argument `name` when given)."""
     found = _ID_OF_DTYPE.get(dt)
     if found is not None:
         return found
@@ -35,7 +36,8 @@ def dtype_id(dt):
     key = (dt.kind, dt.itemsize)
     if key not in _DTYPE_IDS or dt.fields is not None:
         hint = " (cast to float32)" if key == ("f", 2) else ""
-        raise TypeError(f"unsupported dtype {dt}{hint}: cuatomic works on {SUPPORTED} arrays")
+        whose = f"{name} has " if name else ""
+        raise TypeError(f"{whose}unsupported dtype {dt}{hint}: cuatomic works on {SUPPORTED} arrays")
     if dt.isnative:
         _ID_OF_DTYPE[dt] = _DTYPE_IDS[key]
     return _DTYPE_IDS[key]
@@ -118,7 +120,7 @@ def prepare(a, backend, name="a", stream=0):
     array argument of every operation passes through here; a masked array
     is refused (its mask would be dropped)."""
     if type(a) is np.ndarray:  # the common case, without protocol lookups
-        return _host_input(a, a)
+        return _host_input(a, a, name)
     if isinstance(a, DeviceArray):
         if backend != "cuda":
             raise TypeError(f"{name} is a cuatomic.DeviceArray but the backend is {backend!r}: "
@@ -129,9 +131,9 @@ def prepare(a, backend, name="a", stream=0):
         raise TypeError(f"{name} is a CUDA device array but the backend is {backend!r}: use backend='cuda'")
     found = _interop.foreign(a, stream)
     if isinstance(found, _interop.ForeignDevice):
-        dtype_id(found.dtype)
+        dtype_id(found.dtype, name)
         return Input(found.ptr, found.size, found.dtype, True, len(found.shape), found.keep)
-    return _host_input(host_array(a if found is None else found, name), a)
+    return _host_input(host_array(a if found is None else found, name), a, name)
 
 
 def direct_input(a):
@@ -156,10 +158,10 @@ def read_as_is(inp, x, a):
     return (inp.x == x) if inp.device else (inp.x is a)
 
 
-def _host_input(arr, owner):
+def _host_input(arr, owner, name="a"):
     """A host array in C order and native byte order, flattened."""
     given = arr.dtype
-    dtype_id(given)  # refuse before copying anything
+    dtype_id(given, name)  # refuse before copying anything
     if not given.isnative:
         arr = arr.astype(given.newbyteorder("="))
     flat = arr if arr.ndim == 1 and arr.flags.c_contiguous else np.ascontiguousarray(arr.reshape(-1))

@@ -246,8 +246,9 @@ def to_device(a, backend=None, device=None):
     Raises
     ------
     TypeError
-        For a ``numpy.ma.MaskedArray``: its mask would be lost; a `device`
-        that is not an int.
+        For a ``numpy.ma.MaskedArray``: its mask would be lost; an array of
+        a dtype no call takes (strings, objects: ``to_device(None)``); a
+        `device` that is not an int.
     ValueError
         `device` with the cpu backend, or a negative `device`.
     CudaError
@@ -260,6 +261,10 @@ def to_device(a, backend=None, device=None):
         if name != "cuda":
             raise ValueError(f"device={device} names a GPU, but the backend is {name!r}")
     a = _host_dlpack(a)  # read as the calls read it
+    from . import _common, _interop
+    if not isinstance(a, DeviceArray) and not _interop.on_cuda(a):
+        a = host_array(a)
+        _common.dtype_id(a.dtype, "a")  # what no call takes (strings, objects, None) is refused on either backend
     if name == "cuda" and device is not None:
         from ._interop import current_gpu
         with current_gpu(int(device)):

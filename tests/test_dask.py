@@ -287,6 +287,24 @@ def test_bincount_minlength_is_checked_as_numpy_checks_it(minlength, kind, says)
             call()
 
 
+@pytest.mark.parametrize("build,kind,says", [
+    # each used to build a graph that failed only when the chunks ran
+    (lambda x: cd.sum(x, backend="gpu"), ValueError, r"^unknown backend 'gpu'"),
+    (lambda x: cd.histogram(x, 3, (0, 10), backend=["cpu"]), ValueError, r"^unknown backend \['cpu'\]"),
+    (lambda x: cd.filter(x, "<", "a"), TypeError, r"^value 'a' cannot be compared with int64 elements"),
+    (lambda x: cd.filter(x, "<", [1, 2]), ValueError, r"^value must be a scalar"),
+    (lambda x: cd.filter(x, ["<"], 1), TypeError, r"^op must be a string"),
+    (lambda x: cd.reduce(x, "add", dtype=object), TypeError, r"result dtype object is not supported"),
+    (lambda x: cd.reduce(x, np.maximum, dtype="nonsense"), TypeError, r"dtype='nonsense'"),
+    (lambda x: cd.reduce(x, np.subtract), ValueError, r"^unknown reduce op"),
+], ids=lambda v: v if isinstance(v, str) else "")
+def test_arguments_the_chunks_would_refuse_are_refused_when_the_graph_is_built(build, kind, says):
+    x = da.from_array(np.arange(10), chunks=4)
+    with pytest.raises(kind, match=says) as found:
+        build(x)
+    assert type(found.value) is kind
+
+
 # ------------------------------------------------------------ dask.distributed
 
 @pytest.fixture(scope="module")

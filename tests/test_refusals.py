@@ -295,6 +295,30 @@ def test_a_good_auto_rules_file_is_read(monkeypatch, tmp_path, fresh_rules):
     assert cuatomic._auto.rules("cpu")["source"] == str(path)
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("value", [None, "x", np.array(["a", "b"]), object(), np.ones(3, np.float16), 1j],
+                         ids=["None", "str", "str-array", "object", "float16", "complex"])
+def test_to_device_refuses_what_no_call_takes(backend, value):
+    # to_device(None) gave a 0-d object array on the cpu (and on the cuda
+    # backend would have copied object pointers to the GPU)
+    with pytest.raises(TypeError, match=r"^a has unsupported dtype ") as found:
+        cuatomic.to_device(value, backend=backend)
+    with pytest.raises(TypeError, match=re.escape(str(found.value))):
+        cuatomic.sum(value, backend=backend)  # the same refusal as a call's
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_unsupported_dtype_names_the_argument(backend):
+    bad = np.array(["a", "b"])
+    for call, name in ((lambda: cuatomic.sum(bad, backend=backend), "a"),
+                       (lambda: cuatomic.dot(np.ones(2), bad, backend=backend), "b"),
+                       (lambda: cuatomic.bincount(bad, backend=backend), "x"),
+                       (lambda: cuatomic.histogram(bad, backend=backend), "a"),
+                       (lambda: cuatomic.reduce(bad, "add", backend=backend), "a")):
+        with pytest.raises(TypeError, match=rf"^{name} has unsupported dtype <U1"):
+            call()
+
+
 def test_explain_sum_reads_the_array_by_keyword_too():
     c = cuatomic.explain("sum", a=np.ones(7, np.float32), backend="cpu")
     assert (c.facts["n"], c.facts["dtype"]) == (7, "float32")
