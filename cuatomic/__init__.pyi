@@ -61,7 +61,7 @@ class CudaError(RuntimeError):
 class Choice:
     op: str
     backend: str
-    method: str
+    method: str | None
     reason: str
     facts: dict[str, Any]
     rung: _Rung | None = ...
@@ -254,6 +254,6 @@ class Timer:
 
 def benchmark(fn: Any, *args: Any, repeat: int = 20, warmup: int = 2, stream: Any = None,
               **kwargs: Any) -> BenchmarkResult: ...
-def sweep(op: str, *args: Any, blocks: Sequence[int] | None = None, threads: int | Sequence[int] | None = None,
-          methods: Sequence[str] | None = None, repeat: int = 5, warmup: int = 1, backend: _Backend | None = None,
+def sweep(op: str, *args: Any, blocks: int | Sequence[int] | None = None, threads: int | Sequence[int] | None = None,
+          methods: str | Sequence[str] | None = None, repeat: int = 5, warmup: int = 1, backend: _Backend | None = None,
           progress: bool | None = None, **kwargs: Any) -> list[SweepRow]: ...

@@ -43,7 +43,9 @@ class Choice:
     Attributes
     ----------
     op, backend, method : str
-        The operation, the backend and the rung chosen.
+        The operation, the backend and the rung chosen (`method` None for
+        a call that launches no rung: a histogram of no bins, a bincount of
+        empty input).
     reason : str
         Why, in one sentence: the measured case it came from and what the
         runner-up took, and any faster rung that could not run this call.
@@ -69,18 +71,60 @@ class Choice:
 def rules(backend):
     """The measurements auto reads for `backend`: the file named by
     ``CUATOMIC_AUTO_RULES`` when it was measured on that backend, else the
-    one shipped with cuatomic; {"cases": []} when there is none."""
+    one shipped with cuatomic; {"cases": []} when there is none. A file
+    that cannot be read, is not JSON or is not a measurement file is a
+    ValueError naming the variable and the file (raised again by every
+    call that asks auto, until the variable or the file is mended)."""
     override = os.environ.get(RULES_ENV)
     if override:
-        data = json.loads(pathlib.Path(override).read_text())
-        if data.get("backend") == backend:
+        data = _read_rules(pathlib.Path(override), f"{RULES_ENV}={override!r}")
+        if data["backend"] == backend:
             data["source"] = str(override)
             return data
     path = RULES_DIR / f"{backend}.json"
     if not path.exists():
         return {"backend": backend, "cases": [], "source": None}
-    data = json.loads(path.read_text())
+    data = _read_rules(path, f"the rules shipped with cuatomic, {path}")
     data["source"] = f"cuatomic/rules/{path.name}"
+    return data
+
+
+def _read_rules(path, what):
+    """A measurement file as :func:`rules` reads it, its shape checked: a
+    JSON object with a ``backend`` name and a list of ``cases``, each with
+    its ``op``, size ``n`` and ``ms`` (a time or null per rung), and where
+    given a ``dtype`` NumPy reads and a number of ``bins``. ValueError
+    naming `what` (the variable and the file) otherwise."""
+    redo = "measure one with `python -m cuatomic bench auto --out FILE`, or unset " + RULES_ENV
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as e:  # (json's JSONDecodeError is a ValueError)
+        raise ValueError(f"{what}: cannot read the measurements auto chooses by: {e} ({redo})") from e
+
+    def refuse(problem):
+        raise ValueError(f"{what}: not a measurement file of method='auto': {problem} ({redo})")
+
+    if not isinstance(data, dict) or not isinstance(data.get("backend"), str) or not isinstance(
+            data.get("cases"), list):
+        refuse("expected a JSON object with \"backend\" (a name) and \"cases\" (a list)")
+    for i, case in enumerate(data["cases"]):
+        if not isinstance(case, dict):
+            refuse(f"case {i} is not an object")
+        if not isinstance(case.get("op"), str):
+            refuse(f"case {i} has no \"op\" name")
+        for key, least in (("n", 0), ("bins", 1)):
+            value = case.get(key, least if key == "bins" else None)
+            if type(value) is not int or value < least:
+                refuse(f"case {i} ({case['op']}) has {key}={value!r}: expected an integer of at least {least}")
+        if "dtype" in case:
+            try:
+                np.dtype(case["dtype"])
+            except TypeError:
+                refuse(f"case {i} ({case['op']}) has dtype={case['dtype']!r}, which NumPy does not read")
+        ms = case.get("ms")
+        if not isinstance(ms, dict) or not all(isinstance(k, str) and (t is None or (
+                type(t) in (int, float) and t >= 0)) for k, t in ms.items()):
+            refuse(f"case {i} ({case['op']}) has ms={ms!r}: expected {{rung name: milliseconds or null}}")
     return data
 
 

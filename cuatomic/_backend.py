@@ -45,21 +45,38 @@ def usable():
     return ["cuda", "cpu"] if cuda_built() and cuda_probe()["usable"] else ["cpu"]
 
 
+ENV = "CUATOMIC_BACKEND"
+
+
 def resolve(backend):
     """The backend name to run on: the argument, else CUATOMIC_BACKEND, else
-    the first usable one. Raises if it is unknown or not usable."""
-    name = backend if backend is not None else os.environ.get("CUATOMIC_BACKEND") or None
+    the first usable one. Raises if it is unknown or not usable; an error
+    that comes from CUATOMIC_BACKEND names it. The name is taken exactly,
+    from the variable as from the argument ('CPU' and ' cpu' are refused,
+    with the name they resemble)."""
+    if backend is not None:
+        return _usable_backend(backend, "")
+    name = os.environ.get(ENV) or None
     if name is None:
         return usable()[0]
+    return _usable_backend(name, f"{ENV}={name!r}: ")
+
+
+def _usable_backend(name, source):
+    """`name` if it is a usable backend; `source` starts the message of an
+    error (where the name came from, when not from an argument)."""
     if not isinstance(name, str) or name not in _BACKEND_IDS:
-        raise ValueError(f"unknown backend {name!r}: expected 'cpu' or 'cuda'")
+        near = name.strip().lower() if isinstance(name, str) else None
+        hint = f" (did you mean {near!r}?)" if near in _BACKEND_IDS else ""
+        unset = f"; or unset {ENV} to let cuatomic choose" if source else ""
+        raise ValueError(f"{source}unknown backend {name!r}: expected 'cpu' or 'cuda'{hint}{unset}")
     if name == "cuda":
         if not cuda_built():
-            raise RuntimeError("the cuda backend is not usable: cuatomic was built without CUDA "
+            raise RuntimeError(f"{source}the cuda backend is not usable: cuatomic was built without CUDA "
                                "(reinstall with nvcc available, or CUATOMIC_CUDA=1 to insist)")
         probe = cuda_probe()
         if not probe["usable"]:
-            raise RuntimeError(f"the cuda backend is not usable: {probe['reason']}")
+            raise RuntimeError(f"{source}the cuda backend is not usable: {probe['reason']}")
     return name
 
 

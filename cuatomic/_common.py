@@ -5,7 +5,9 @@ themselves live one family per module: ``_reduce`` (sum, prod, dot),
 ``_histogram``, ``_filter``, ``_counter`` (add_one, mutex_add_one); the
 cache their repeated-call plans live in is here too (BytesLRU)."""
 import collections
+import functools
 import operator
+import os
 import threading
 
 import numpy as np
@@ -24,8 +26,9 @@ SUPPORTED = "bool, int8-int64, uint8-uint64, float32 and float64"
 _ID_OF_DTYPE = {}
 
 
-def dtype_id(dt):
-    """The ABI id of a NumPy dtype; TypeError for what cuatomic cannot take."""
+def dtype_id(dt, name=None):
+    """The ABI id of a NumPy dtype; TypeError for what cuatomic cannot take
+    (naming the argument `name` when given)."""
     found = _ID_OF_DTYPE.get(dt)
     if found is not None:
         return found
@@ -33,7 +36,8 @@ def dtype_id(dt):
     key = (dt.kind, dt.itemsize)
     if key not in _DTYPE_IDS or dt.fields is not None:
         hint = " (cast to float32)" if key == ("f", 2) else ""
-        raise TypeError(f"unsupported dtype {dt}{hint}: cuatomic works on {SUPPORTED} arrays")
+        whose = f"{name} has " if name else ""
+        raise TypeError(f"{whose}unsupported dtype {dt}{hint}: cuatomic works on {SUPPORTED} arrays")
     if dt.isnative:
         _ID_OF_DTYPE[dt] = _DTYPE_IDS[key]
     return _DTYPE_IDS[key]
@@ -47,24 +51,59 @@ def launch_config(blocks, threads):
 def _count(name, value, limit):
     if value is None:
         return -1
+    return integer_arg(name, value, 1, limit)
+
+
+def integer_arg(name, value, low=None, high=None):
+    """`value` as a Python int from `low` to `high` (None: no bound there):
+    TypeError for a bool or a non-integer (2.5, "4", NaN), ValueError out
+    of range, each naming the argument `name`."""
     if isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be an integer, not bool")
     try:
         value = operator.index(value)
     except TypeError:
         raise TypeError(f"{name} must be an integer (got {type(value).__name__})") from None
-    if not 1 <= value <= limit:
-        raise ValueError(f"{name} must be between 1 and {limit} (got {value})")
+    if high is not None and not low <= value <= high:
+        raise ValueError(f"{name} must be between {low} and {high} (got {value})")
+    if low is not None and value < low:
+        raise ValueError(f"{name} must be at least {low} (got {value})")
     return value
 
 
+@functools.lru_cache(maxsize=1)
+def physical_memory():
+    """This machine's memory in bytes, or None where the OS cannot say
+    (asked once: two sysconf calls cost a microsecond per histogram call)."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def check_fits_memory(nbytes, what, most=None):
+    """Refuse work whose memory (`nbytes`) could not fit in this machine's:
+    NumPy would try to allocate it, and where the OS overcommits, fill
+    memory until the process is killed. `what` names what needs the bytes
+    ("bins=2**40: the edges and counts"); ``most(memory)``, when given,
+    says the largest request that fits."""
+    memory = physical_memory()
+    if memory is not None and nbytes > memory:
+        raise ValueError(f"{what} need {nbytes} bytes, more than this machine's memory ({memory} bytes)"
+                         + (f"; {most(memory)}" if most else ""))
+
+
 class Input:
-    """An input as the core reads it: a flat host array or a device pointer."""
+    """An input as the core reads it: a flat host array or a device pointer.
+    ``dtype`` is what the core reads (native byte order), ``given`` the
+    dtype as the caller gave it (a big-endian host array keeps its byte
+    order here: a result of its elements takes it back, as NumPy's does)."""
 
-    __slots__ = ("x", "n", "dtype", "id", "device", "ndim", "owner")
+    __slots__ = ("x", "n", "dtype", "id", "device", "ndim", "owner", "given")
 
-    def __init__(self, x, n, dtype, device, ndim, owner):
+    def __init__(self, x, n, dtype, device, ndim, owner, given=None):
         self.x, self.n, self.dtype, self.device, self.ndim, self.owner = x, n, dtype, device, ndim, owner
+        self.given = dtype if given is None else given
         self.id = dtype_id(dtype)
 
     def cast(self, dt, why):
@@ -81,7 +120,7 @@ def prepare(a, backend, name="a", stream=0):
     array argument of every operation passes through here; a masked array
     is refused (its mask would be dropped)."""
     if type(a) is np.ndarray:  # the common case, without protocol lookups
-        return _host_input(a, a)
+        return _host_input(a, a, name)
     if isinstance(a, DeviceArray):
         if backend != "cuda":
             raise TypeError(f"{name} is a cuatomic.DeviceArray but the backend is {backend!r}: "
@@ -92,9 +131,9 @@ def prepare(a, backend, name="a", stream=0):
         raise TypeError(f"{name} is a CUDA device array but the backend is {backend!r}: use backend='cuda'")
     found = _interop.foreign(a, stream)
     if isinstance(found, _interop.ForeignDevice):
-        dtype_id(found.dtype)
+        dtype_id(found.dtype, name)
         return Input(found.ptr, found.size, found.dtype, True, len(found.shape), found.keep)
-    return _host_input(host_array(a if found is None else found, name), a)
+    return _host_input(host_array(a if found is None else found, name), a, name)
 
 
 def direct_input(a):
@@ -119,13 +158,14 @@ def read_as_is(inp, x, a):
     return (inp.x == x) if inp.device else (inp.x is a)
 
 
-def _host_input(arr, owner):
+def _host_input(arr, owner, name="a"):
     """A host array in C order and native byte order, flattened."""
-    dtype_id(arr.dtype)  # refuse before copying anything
-    if not arr.dtype.isnative:
-        arr = arr.astype(arr.dtype.newbyteorder("="))
+    given = arr.dtype
+    dtype_id(given, name)  # refuse before copying anything
+    if not given.isnative:
+        arr = arr.astype(given.newbyteorder("="))
     flat = arr if arr.ndim == 1 and arr.flags.c_contiguous else np.ascontiguousarray(arr.reshape(-1))
-    return Input(flat, flat.size, flat.dtype, False, arr.ndim, owner)
+    return Input(flat, flat.size, flat.dtype, False, arr.ndim, owner, given)
 
 
 def _acc_of(dt, flags):

@@ -2,12 +2,20 @@
 from . import _C, _backend
 from ._common import auto_rung, launch_config, named_rung, stream_of
 
+def grid(blocks, threads):
+    """(blocks, threads, how many threads run) of a counter call, with the
+    call's errors (:func:`launch_config`'s); :func:`cuatomic.explain`
+    reads the same."""
+    b, t = launch_config(blocks, threads)
+    return b, t, max(b, 1) * max(t, 1)
+
+
 def _counter(op, blocks, threads, method, backend, stream):
     be = _backend.resolve(backend)
     rung = named_rung(op, be, method)
-    b, t = launch_config(blocks, threads)
+    b, t, n = grid(blocks, threads)
     if rung is None:
-        rung = auto_rung(op, be, max(b, 1) * max(t, 1))
+        rung = auto_rung(op, be, n)
     return _C.counter(backend=_backend.backend_id(be), op=_backend.op_id(op), rung=rung.index, blocks=b,
                       threads=t, stream=stream_of(stream))
 

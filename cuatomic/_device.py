@@ -226,6 +226,8 @@ def to_device(a, backend=None, device=None):
     Parameters
     ----------
     a : array_like or DeviceArray
+        An object that offers host memory through ``__dlpack__`` alone is
+        read through it, as every call reads it.
     backend : {"cuda", "cpu"}, optional
         Default: the default backend (see :func:`cuatomic.backends`).
     device : int, optional
@@ -244,8 +246,9 @@ def to_device(a, backend=None, device=None):
     Raises
     ------
     TypeError
-        For a ``numpy.ma.MaskedArray``: its mask would be lost; a `device`
-        that is not an int.
+        For a ``numpy.ma.MaskedArray``: its mask would be lost; an array of
+        a dtype no call takes (strings, objects: ``to_device(None)``); a
+        `device` that is not an int.
     ValueError
         `device` with the cpu backend, or a negative `device`.
     CudaError
@@ -257,6 +260,11 @@ def to_device(a, backend=None, device=None):
             raise TypeError(f"device must be an int GPU ordinal (got {type(device).__name__})")
         if name != "cuda":
             raise ValueError(f"device={device} names a GPU, but the backend is {name!r}")
+    a = _host_dlpack(a)  # read as the calls read it
+    from . import _common, _interop
+    if not isinstance(a, DeviceArray) and not _interop.on_cuda(a):
+        a = host_array(a)
+        _common.dtype_id(a.dtype, "a")  # what no call takes (strings, objects, None) is refused on either backend
     if name == "cuda" and device is not None:
         from ._interop import current_gpu
         with current_gpu(int(device)):
@@ -273,6 +281,18 @@ def to_device(a, backend=None, device=None):
         return DeviceArray.from_host(a)
     a = host_array(a)
     return native_c_order(a)
+
+
+def _host_dlpack(a):
+    """An object that offers its elements in host memory through DLPack
+    alone, as a NumPy array (np.from_dlpack), as every call reads it
+    (_interop.foreign); anything else as it is (np.asarray would make it
+    a 0-d object array)."""
+    from . import _interop
+    if isinstance(a, np.ndarray) or _interop._dlpack_device_type(a) not in (_interop.KDL_CPU,
+                                                                          _interop.KDL_CUDA_HOST):
+        return a
+    return _interop.foreign(a, 0)
 
 
 def pinned_empty(shape, dtype=float):

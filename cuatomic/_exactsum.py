@@ -15,6 +15,7 @@ import math
 import numpy as np
 
 from . import _C
+from ._common import integer_arg
 
 _E0 = _C.XACC_E0
 _TOP = 32 * (_C.XACC_WORDS - 1)
@@ -55,19 +56,36 @@ class ExactSum:
     the same state whatever the order, chunking, backend or launch.
     States pickle (an int and two small ints).
 
+    Parameters
+    ----------
+    value : int, optional
+        The state's integer (see `value` below): an int, exactly; a float
+        is refused, not truncated (``ExactSum(1.5)`` is no state).
+    special : int, optional
+        Flag bits, as `special` below (a non-negative int; the cores set
+        bits of their own beside these three).
+
     Attributes
     ----------
     value : int
         The finite terms' sum is ``value * 2**_C.XACC_E0`` exactly.
     special : int
         Bits of ``_C.XACC_*``: a NaN, +inf or -inf term was seen.
+
+    Raises
+    ------
+    TypeError
+        A `value` or `special` that is not an int (a float, a str, None,
+        a bool), an `other` to :meth:`merge` that is not an ExactSum.
+    ValueError
+        A negative `special`.
     """
 
     __slots__ = ("value", "special")
 
     def __init__(self, value=0, special=0):
-        self.value = int(value)
-        self.special = int(special)
+        self.value = integer_arg("value", value)
+        self.special = integer_arg("special", special, 0)
 
     @classmethod
     def from_words(cls, words, special):
@@ -93,6 +111,9 @@ class ExactSum:
 
     def merge(self, other):
         """Add another state into this one (exactly); returns self."""
+        if not isinstance(other, ExactSum):
+            raise TypeError(f"other must be an ExactSum (got {type(other).__name__}): add an array's terms with "
+                            "add() or add_dot()")
         self.value += other.value
         self.special |= other.special
         return self
@@ -125,9 +146,12 @@ class ExactSum:
         lies beyond the type's range; +0.0 for an exact zero (np.sum's and
         math.fsum's zero, even of -0.0 terms), -0.0 for a negative sum too
         small for the type."""
-        dt = np.dtype(dtype)
+        try:
+            dt = np.dtype(dtype)
+        except TypeError as e:
+            raise TypeError(f"dtype={dtype!r}: {e} (an exact sum rounds to float32 or float64)") from None
         if dt not in _FORMATS:
-            raise TypeError(f"an exact sum rounds to float32 or float64, not {dt}")
+            raise TypeError(f"an exact sum rounds to float32 or float64, not dtype {dt}")
         s = self.special
         if s & _NONFINITE:
             if s & _C.XACC_NAN or (s & _C.XACC_PINF and s & _C.XACC_NINF):

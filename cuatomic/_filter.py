@@ -74,6 +74,15 @@ def _last_true(lo, hi, test):
     return hi
 
 
+def check_op(op):
+    """TypeError for an op that is not a string, ValueError for an unknown
+    one, each naming the valid ones."""
+    if not isinstance(op, str):
+        raise TypeError(f"op must be a string, one of {', '.join(_COMPARE)} (got {type(op).__name__} {op!r})")
+    if op not in _COMPARE:
+        raise ValueError(f"unknown op {op!r}: expected one of {', '.join(_COMPARE)}")
+
+
 def predicate(dt, op, value):
     """``x <op> value`` over elements of dtype dt, under NumPy's comparison
     rules, as (negate, lo, hi): keep x iff (lo <= x <= hi) != negate."""
@@ -88,9 +97,9 @@ def predicate(dt, op, value):
             try:
                 r = cmp(np.array(dom.value(k), dt), value)
             except TypeError as e:
-                raise TypeError(f"cannot compare {dt} elements with {value!r}: {e}") from None
+                raise TypeError(f"value {value!r} cannot be compared with {dt} elements: {e}") from None
         if not isinstance(r, (bool, np.bool_, np.ndarray)):
-            raise TypeError(f"cannot compare {dt} elements with {value!r}")
+            raise TypeError(f"value {value!r} cannot be compared with {dt} elements")
         return bool(r)
 
     is_int = isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
@@ -136,7 +145,8 @@ def filter(a, op, value, *, ordered=True, method="auto", backend=None, blocks=No
     Returns
     -------
     numpy.ndarray or DeviceArray
-        1-D, of a's dtype; a DeviceArray for device input. When at least
+        1-D, of a's dtype (its byte order too, as NumPy's); a DeviceArray
+        for device input. When at least
         1/8 of the elements pass, a DeviceArray result lives in the call's
         output buffer, sized for all of them (never more than the input),
         which is freed with the result; fewer are copied to a buffer of
@@ -198,10 +208,7 @@ def _filter(a, op, value, ordered, method, backend, blocks, threads, stream, pla
     """filter without a plan, on the input's GPU; plan_for (a plan's key,
     and what the core reads) when the call can leave a plan for the next
     one."""
-    if not isinstance(op, str):
-        raise TypeError(f"op must be a string, one of {', '.join(_COMPARE)} (got {type(op).__name__} {op!r})")
-    if op not in _COMPARE:
-        raise ValueError(f"unknown op {op!r}: expected one of {', '.join(_COMPARE)}")
+    check_op(op)
     be = _backend.resolve(backend)
     rung = named_rung("filter", be, method)
     if ordered and rung is not None and not rung.has(_C.F_ORDERED):
@@ -216,6 +223,8 @@ def _filter(a, op, value, ordered, method, backend, blocks, threads, stream, pla
                          require=_C.F_ORDERED if ordered else 0)
     plan = _Plan(_backend.backend_id(be), rung.index, inp.id, negate, lo, hi, inp.device, inp.dtype)
     result = _run(plan, inp.x, inp.n, nb, nt, s)
+    if inp.given != inp.dtype:  # a.ravel()[mask] keeps a's byte order (the core wrote native order)
+        return result.astype(inp.given)
     if plan_for and read_as_is(inp, plan_for[1], a):
         _PLANS.put(plan_for[0], plan, 1)
     return result

@@ -2,7 +2,7 @@
 out on the host, counted by a rung of the histogram ladder -- or, with
 weights, summed by a rung of the weighted_histogram ladder."""
 import collections
-import functools
+import contextlib
 import operator
 import os
 import warnings
@@ -10,7 +10,8 @@ import warnings
 import numpy as np
 
 from . import _C, _auto, _backend, _interop
-from ._common import BytesLRU, auto_rung, direct_input, launch_config, named_rung, prepare, read_as_is, stream_of
+from ._common import (BytesLRU, auto_rung, check_fits_memory, direct_input, launch_config, named_rung, prepare,
+                      read_as_is, stream_of)
 from ._device import DeviceArray, refuse_masked
 from ._interop import on_inputs_gpu
 
@@ -76,7 +77,7 @@ def _fixed_bins(count, bounds, bound_types, sample_dt):
     key = (count, bounds, bound_types, sample_dt)
     plan = _FIXED_BINS.get(key)
     if plan is None:
-        edges = np.histogram_bin_edges(np.empty(0, sample_dt), count, bounds)
+        edges = fixed_edges(count, bounds, sample_dt)
         plan = (edges, *_bin_plan(edges, sample_dt, True))
         kernel_edges = plan[1]  # the same array as edges when no conversion was needed
         _FIXED_BINS.put(key, plan, edges.nbytes + (0 if kernel_edges is edges else kernel_edges.nbytes))
@@ -109,38 +110,93 @@ def _check_range(range):
                             f"{type(v).__name__} is not a real number")
 
 
+_UNSIGNED = {np.byte: np.ubyte, np.short: np.ushort, np.intc: np.uintc, np.int_: np.uint,
+             np.longlong: np.ulonglong}
+
+
+def _check_range_span(bounds):
+    """NumPy's errors for a range whose bins it counts as equal widths
+    (a bin count or an estimator): np.histogram subtracts the bounds in the
+    type they promote to (``_unsigned_subtract``), so a Python int past
+    int64 beside another int is an OverflowError there. Asked once NumPy's
+    edges of the range exist (its own checks came first)."""
+    if bounds is None:
+        return
+    lo, hi = bounds
+    if lo == hi:
+        return  # NumPy widens the range by 0.5 either side: floats
+    dt = np.result_type(lo, hi)
+    unsigned = _UNSIGNED.get(dt.type)
+    try:
+        with np.errstate(all="ignore"):
+            if unsigned is None:
+                np.subtract(hi, lo, dtype=dt)
+            else:
+                np.subtract(np.asarray(hi, dtype=dt), np.asarray(lo, dtype=dt), casting="unsafe", dtype=unsigned)
+    except (OverflowError, TypeError) as e:
+        raise type(e)(f"{e} (NumPy subtracts the bounds as {dt}; pass them as floats)") from None
+
+
+@contextlib.contextmanager
+def _naming_range(range):
+    """NumPy's errors about a range, with the range named where NumPy's own
+    message does not name it ("ufunc 'isfinite' not supported ...")."""
+    try:
+        yield
+    except (TypeError, ValueError, OverflowError) as e:
+        if range is None or "range" in str(e) or "bins" in str(e):
+            raise
+        raise type(e)(f"range={range!r}: {e}") from None
+
+
 def _check_edges(bins):
     """Refuse explicit edges that are not real numbers: NumPy compares
     string edges with the data as strings, and object edges as Python
     objects; cuatomic compares numbers in float32/float64 and would get
-    either wrong."""
+    either wrong. A NaN edge is refused too."""
     refuse_masked(bins, "bins")
-    kind = np.asarray(bins).dtype
+    edges = np.asarray(bins)
+    kind = edges.dtype
     if kind.kind not in "biuf":
         raise TypeError(f"bin edges must be real numbers (got an array of dtype {kind}): pass the edges as "
                         "ints or floats, e.g. np.asarray(bins, dtype=float)")
+    if kind.kind == "f" and np.isnan(edges).any():
+        # NumPy takes them (a NaN is neither above nor below its neighbours)
+        # and counts nonsense: [0, nan, 2] gives [5, -2] for np.arange(5.)
+        raise ValueError(f"`bins` has a NaN edge ({bins!r}): edges must be numbers that increase "
+                         "monotonically")
 
 
-@functools.lru_cache(maxsize=1)
-def _physical_memory():
-    """This machine's memory in bytes, or None where the OS cannot say
-    (asked once: two sysconf calls cost a microsecond per histogram call)."""
-    try:
-        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (AttributeError, ValueError, OSError):
-        return None
-
-
-def _check_bin_count(count):
+def _check_bin_count(count, what=None):
     """Refuse a bin count whose edges and counts (16 bytes a bin) could not
-    fit in this machine's memory: NumPy would try to build the edges, and
-    where the OS overcommits, fill memory until the process is killed."""
-    memory = _physical_memory()
-    if memory is None:
-        return
-    if 16 * (count + 1) > memory:
-        raise ValueError(f"bins={count}: the edges and counts need {16 * (count + 1)} bytes, more than this "
-                         f"machine's memory ({memory} bytes); at most {memory // 16 - 1} bins")
+    fit in this machine's memory (:func:`_common.check_fits_memory`).
+    `what` says where the count comes from (default: ``bins=count``)."""
+    check_fits_memory(16 * (count + 1), f"{what or f'bins={count}'}: the edges and counts",
+                      lambda memory: f"at most {memory // 16 - 1} bins")
+
+
+def bin_count(bins):
+    """`bins` given as a number of bins, as np.histogram takes it: an
+    integer (NumPy's TypeError otherwise: 2.5 is not 2 bins), positive, and
+    few enough for this machine's memory."""
+    try:
+        count = operator.index(bins)
+    except TypeError:
+        raise TypeError("`bins` must be an integer, a string, or an array") from None
+    if count < 1:
+        raise ValueError("`bins` must be positive, when an integer")
+    _check_bin_count(count)
+    return count
+
+
+def fixed_edges(count, range, sample_dt):
+    """NumPy's edges of `count` bins over `range` (a pair of numbers) for
+    data of sample_dt, with NumPy's errors, the range named."""
+    _check_range(range)
+    with _naming_range(range):
+        edges = np.histogram_bin_edges(np.empty(0, sample_dt), count, range)
+        _check_range_span(range)
+    return edges
 
 
 def _bins_for(inp, bins, range, stream):
@@ -176,17 +232,17 @@ def _edges(inp, bins, range, stream):
         if inp.device:
             raise ValueError(f"bins={bins!r} estimates edges from the data: pass host data, or bins as a "
                              "count or an array of edges")
-        return sample_dt, np.histogram_bin_edges(inp.x.view(sample_dt), bins, range), True
+        with _naming_range(range):
+            edges = np.histogram_bin_edges(inp.x.view(sample_dt), bins, range)
+            _check_range_span(range)
+        return sample_dt, edges, True
     if np.ndim(bins) == 0:
-        try:
-            count = operator.index(bins)
-        except TypeError:
-            raise TypeError("`bins` must be an integer, a string, or an array") from None
-        if count < 1:
-            raise ValueError("`bins` must be positive, when an integer")
-        _check_bin_count(count)
+        count = bin_count(bins)
         sample = _sample_for_edges(inp, sample_dt, range is not None, stream)
-        return sample_dt, np.histogram_bin_edges(sample, count, range), True
+        with _naming_range(range):
+            edges = np.histogram_bin_edges(sample, count, range)
+            _check_range_span(range)
+        return sample_dt, edges, True
     _check_edges(bins)
     return sample_dt, np.histogram_bin_edges(np.empty(0, sample_dt), bins, range), False
 
@@ -291,7 +347,8 @@ def histogram(a, bins=10, range=None, *, weights=None, density=False, method="au
     -------
     hist : numpy.ndarray or DeviceArray
         int64 counts, or sums of the weights' dtype (float64 with
-        ``density``); a DeviceArray for device input.
+        ``density``; in native byte order for explicit edges, as NumPy
+        gives them); a DeviceArray for device input.
     bin_edges : numpy.ndarray
         NumPy's edges, of NumPy's dtype.
 
@@ -301,9 +358,13 @@ def histogram(a, bins=10, range=None, *, weights=None, density=False, method="au
         Edges or a range that are not real numbers (strings, objects), a
         masked array, an unsupported dtype; weights that are not real
         numbers, or not where `a` is; an estimator name with weights.
+    OverflowError
+        As NumPy's: a range of integers it cannot subtract in the type
+        they promote to (``range=(2**62, 2**63)``).
     ValueError
         NumPy's errors (edges not increasing, a range that is not finite,
-        weights of another shape), and on the cpu a
+        weights of another shape), a NaN edge (NumPy takes it and counts
+        nonsense), and on the cpu a
         ``warp_private``/``thread_counters`` grid whose private histograms
         (blocks x bins x 8 bytes) would not fit in half of the machine's
         memory.
@@ -458,8 +519,12 @@ def _weighted_histogram(a, bins, range, weights, density, method, backend, block
     sample_dt, edges, kernel_edges, uniform, inv_width, integer = _bins_for(inp, bins, range, s)
     if w.dtype.kind == "b" and np.ndim(bins) == 1 and inp.n:
         raise TypeError(_BOOL_WEIGHTS_WITH_EDGES)  # NumPy's cumulative sum of booleans, cast back to bool
+    # NumPy fills the sums of a bin count in an array of the weights' own
+    # dtype (a big-endian one stays so), and takes those of explicit edges
+    # as differences of a cumulative sum: native byte order.
+    hdt = w.dtype if np.ndim(bins) == 0 else w.dtype.newbyteorder("=")
     if edges.size < 2:
-        hist = np.zeros(0, np.float64 if density else w.dtype)
+        hist = np.zeros(0, np.float64 if density else hdt)
         return (DeviceArray.from_host(hist) if inp.device else hist), edges
     ilo, iwidth = integer or (0, 1)
     sums = _sum_weights(be, rung, inp, w, kernel_edges, uniform, inv_width, integer is not None, ilo, iwidth, nb,
@@ -467,7 +532,7 @@ def _weighted_histogram(a, bins, range, weights, density, method, backend, block
     if inp.device:  # device weights are float64, int64 or uint64: the sums' own bits
         hist = DeviceArray(sums, (kernel_edges.size - 1,), w.dtype)
     else:
-        hist = sums.astype(w.dtype, copy=False)
+        hist = sums.astype(hdt, copy=False)
     if density:
         host = hist.copy_to_host() if inp.device else hist
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -493,12 +558,16 @@ def _sum_weights(be, rung, inp, w, kernel_edges, uniform, inv_width, integer, il
 _INT64_MAX = np.iinfo(np.int64).max
 
 
-def _minlength(minlength):
+def minlength_of(minlength):
+    """bincount's `minlength` as NumPy takes it (its errors, naming it)."""
     if minlength is None:
         raise TypeError("use 0 instead of None for minlength")
     if isinstance(minlength, (bool, np.bool_)):
-        raise TypeError("an integer is required")
-    minlength = operator.index(minlength)
+        raise TypeError("minlength must be an integer, not bool")
+    try:
+        minlength = operator.index(minlength)
+    except TypeError:
+        raise TypeError(f"minlength must be an integer (got {type(minlength).__name__})") from None
     if minlength < 0:
         raise ValueError("'minlength' must not be negative")
     return minlength
@@ -569,7 +638,7 @@ def _unit_bins(nbins, dt):
 def _bincount_plan(x, weights, minlength, backend, stream):
     """(input, weights or None, number of bins) of a bincount call. Empty
     input needs no weights (NumPy answers it before reading them)."""
-    minlength = _minlength(minlength)
+    minlength = minlength_of(minlength)
     inp = _bincount_input(x, backend, stream)
     if inp.n == 0:
         return inp, None, minlength
@@ -578,7 +647,12 @@ def _bincount_plan(x, weights, minlength, backend, stream):
     if lo < 0 or hi > _INT64_MAX:  # uint64 past INT64_MAX is negative as NumPy's intp
         raise ValueError("'list' argument must have no negative elements")
     nbins = max(minlength, hi + 1)
-    _check_bin_count(nbins)
+    if minlength > hi:
+        check_fits_memory(16 * (nbins + 1), f"minlength={minlength} asks for {nbins} bins: they",
+                          lambda memory: f"minlength may be at most {memory // 16 - 1}")
+    else:
+        check_fits_memory(16 * (nbins + 1), f"the largest value of x, {hi}, asks for {nbins} bins, one for each "
+                          "value from 0: they", lambda memory: f"x may hold values up to {memory // 16 - 2}")
     return inp, w, nbins
 
 
@@ -667,19 +741,26 @@ def rung_fits(backend, nbins, dtype_id, blocks, threads, op="histogram"):
 
 
 @on_inputs_gpu
-def explain(backend, a, bins=10, range=None, *, weighted=False, blocks=None, threads=None, stream=0):
+def explain(backend, a, bins=10, range=None, *, weights=None, weighted=False, blocks=None, threads=None, stream=0):
     """The Choice of histogram(method="auto") for these arguments (with
-    weights when `weighted`: only their presence matters to the rule), with
-    the share of a sample of the data in its most common bin."""
+    weights when `weighted`: only their presence matters to the rule, and
+    `weights`, when given, are checked as the call checks them), with the
+    share of a sample of the data in its most common bin."""
     nb, nt = launch_config(blocks, threads)
     inp = prepare(a, backend, stream=stream)
+    w = None if weights is None else _histogram_weights(weights, a, inp, backend, stream)
     if weighted and isinstance(bins, str):
         raise TypeError(_ESTIMATOR_WITH_WEIGHTS)
     _, edges, kernel_edges, _, _, _ = _bins_for(inp, bins, range, stream)
-    nbins = max(kernel_edges.size - 1, 1)
+    if w is not None and w.dtype.kind == "b" and np.ndim(bins) == 1 and inp.n:
+        raise TypeError(_BOOL_WEIGHTS_WITH_EDGES)
+    op = WEIGHTED if weighted else "histogram"
+    if kernel_edges is None:  # no bins: the call returns empty counts and runs nothing
+        return _auto.Choice(op, backend, None, f"no bins (edges {edges.tolist()}): the call returns NumPy's empty "
+                            "result and launches no rung", _facts(inp, 0))
+    nbins = kernel_edges.size - 1
     facts = _facts(inp, nbins)
     facts["top_bin_share"] = round(_auto.top_bin_share(_auto.sample(inp, stream), edges), 4)
-    op = WEIGHTED if weighted else "histogram"
     return _auto.choose(op, backend, facts, fits=rung_fits(backend, nbins, inp.id, nb, nt, op))
 
 
@@ -688,7 +769,10 @@ def explain_bincount(backend, x, weights=None, minlength=0, *, blocks=None, thre
     """The Choice of bincount(method="auto"): a rung of the histogram
     ladder, or with weights of the weighted one, for max(x) + 1 bins."""
     nb, nt = launch_config(blocks, threads)
-    inp, w, nbins = _bincount_plan(x, weights, minlength, backend, stream)
-    op = "histogram" if w is None else WEIGHTED
+    inp, _, nbins = _bincount_plan(x, weights, minlength, backend, stream)
+    op = "histogram" if weights is None else WEIGHTED
+    if inp.n == 0:  # NumPy's int64 zeros, and nothing launched
+        return _auto.Choice(op, backend, None, "empty input: the call returns NumPy's int64 zeros and launches no "
+                            "rung", _facts(inp, nbins))
     facts = _facts(inp, max(nbins, 1))
     return _auto.choose(op, backend, facts, fits=rung_fits(backend, max(nbins, 1), inp.id, nb, nt, op))

@@ -1,11 +1,10 @@
 """What cuatomic can tell about itself: the ladders, the backends, what
 "auto" would run for a call, and what the last call launched."""
-import os
 
 import numpy as np
 
-from . import _C, _auto, _backend, _histogram, _reduce_op
-from ._common import prepare, stream_of
+from . import _C, _auto, _backend, _counter, _filter, _histogram, _reduce, _reduce_op
+from ._common import launch_config, prepare, stream_of
 from ._interop import on_inputs_gpu
 
 
@@ -32,15 +31,19 @@ def explain(op, *args, backend=None, stream=None, **kwargs):
     Choice
         ``method``, ``reason`` and the ``facts`` the rule looked at (size,
         dtype, bins, the measured skew of a sample); ``str()`` reads as a
-        sentence.
+        sentence. ``method`` is None for a histogram of no bins (edges of
+        fewer than two values): that call launches no rung.
 
     Raises
     ------
-    TypeError
-        ``explain("histogram")`` without the array (the rule needs the
-        bins, the report the data), or the op's own argument errors.
-    ValueError
-        An unknown op.
+    TypeError, ValueError, OverflowError
+        Every error the call itself would raise for these arguments (each
+        op's own checks are the ones explain runs: the array and ``dtype``
+        of sum and prod, both vectors of dot, the bins and range of a
+        histogram, the grid of add_one, the op and value of filter, the
+        ``blocks`` and ``threads`` of any), ``explain("histogram")``
+        without the array (the rule needs the bins, the report the data),
+        an unknown op.
 
     Notes
     -----
@@ -55,7 +58,7 @@ def explain(op, *args, backend=None, stream=None, **kwargs):
     >>> cuatomic.explain("histogram", text, bins=128, range=(0, 128), backend="cpu").method
     'thread_counters'
     """
-    if op != "bincount":
+    if not (isinstance(op, str) and op == "bincount"):
         _backend.op_id(op)
     be = _backend.resolve(backend)
     s = stream_of(stream)
@@ -67,9 +70,10 @@ def explain(op, *args, backend=None, stream=None, **kwargs):
         a = args[0] if args else kwargs["a"]
         bins = args[1] if len(args) > 1 else kwargs.get("bins", 10)
         bounds = args[2] if len(args) > 2 else kwargs.get("range")
-        weighted = op == "weighted_histogram" or kwargs.get("weights") is not None
-        return _histogram.explain(be, a, bins, bounds, weighted=weighted, blocks=kwargs.get("blocks"),
-                                  threads=kwargs.get("threads"), stream=s)
+        weights = kwargs.get("weights")
+        return _histogram.explain(be, a, bins, bounds, weights=weights,
+                                  weighted=op == "weighted_histogram" or weights is not None,
+                                  blocks=kwargs.get("blocks"), threads=kwargs.get("threads"), stream=s)
     if op == "bincount":
         if not args and "x" not in kwargs:
             raise TypeError("explain('bincount') needs the array, as the call takes it: "
@@ -86,11 +90,23 @@ def explain(op, *args, backend=None, stream=None, **kwargs):
     if op in ("add_one", "mutex_add_one"):
         blocks = args[0] if args else kwargs.get("blocks", 10)
         threads = args[1] if len(args) > 1 else kwargs.get("threads", 16)
-        return _auto.choose(op, be, {"n": (blocks or 1) * (threads or 1)})
+        return _auto.choose(op, be, {"n": _counter.grid(blocks, threads)[2]})  # the call's checks
+    launch_config(kwargs.get("blocks"), kwargs.get("threads"))  # checked as the call checks them
     facts = {}
     a = args[0] if args else kwargs.get("a")
     if a is not None:
-        inp = prepare(a, be, stream=s)
+        # Each op's own preparation: its errors, and the dtype its rule reads
+        if op == "dot":
+            b = args[1] if len(args) > 1 else kwargs.get("b", a)  # without b: as dot(a, a)
+            inp, _, _ = _reduce.dot_prepared(a, b, be, s)
+        elif op in ("sum", "prod"):
+            inp, _ = _reduce.prepared(op, a, kwargs.get("dtype"), be, s)
+        else:
+            inp = prepare(a, be, stream=s)
+        if op == "filter" and len(args) > 1:  # (explain's own first argument is named op: filter's is positional)
+            _filter.check_op(args[1])
+            if len(args) > 2:
+                _filter.predicate(inp.dtype, args[1], args[2])
         facts = {"n": inp.n, "dtype": str(inp.dtype)}
     require = _C.F_ORDERED if op == "filter" and kwargs.get("ordered", True) else 0
     return _auto.choose(op, be, facts, require=require)
@@ -130,8 +146,22 @@ def methods(op, backend=None):
     Returns
     -------
     list of (name, step, summary)
+
+    Raises
+    ------
+    ValueError
+        An unknown op or backend (a list, or any other unhashable value,
+        included).
+    RuntimeError
+        ``backend="cuda"`` in a build without CUDA.
     """
-    be = _backend.resolve(backend) if backend is None else backend
+    _backend.op_id(op)  # before the cached table lookup: an unhashable op is an unknown op, not a TypeError
+    if backend is None:
+        be = _backend.resolve(None)
+    elif isinstance(backend, str) and backend in ("cpu", "cuda"):
+        be = backend
+    else:
+        raise ValueError(f"unknown backend {backend!r}: expected 'cpu' or 'cuda'")
     return [(r.name, r.step, r.summary) for r in _backend.table(op, be)]
 
 
@@ -150,7 +180,11 @@ def backend_info():
     dict
         The same keys in every build (with or without CUDA) and on every
         machine: ``build`` (``cuda``: bool, ``archs``: list of SM versions),
-        ``backends``, ``default_backend``, ``cpu_threads``, ``numpy``, and
+        ``backends``, ``default_backend`` (what a call without ``backend=``
+        runs on: ``CUATOMIC_BACKEND``, else the first usable backend; None
+        when ``CUATOMIC_BACKEND`` names no usable backend, and then
+        ``default_backend_error`` says why -- the error every such call
+        raises; it is "" otherwise), ``cpu_threads``, ``numpy``, and
         ``cuda``: the probe of the current device (``usable``, ``reason``:
         why it is not, ``name``, ``device``, ``compute_capability``,
         ``sm_count``, ``cooperative_launch``, ``driver_version``,
@@ -160,11 +194,15 @@ def backend_info():
     build = dict(_C.build_info())
     build["archs"] = [a for a in build["archs"].split(",") if a]
     probe = dict(_backend.cuda_probe())
-    usable = _backend.usable()
+    try:
+        default, error = _backend.resolve(None), ""
+    except (ValueError, RuntimeError) as e:  # CUATOMIC_BACKEND names no usable backend
+        default, error = None, str(e)
     return {
         "build": build,
-        "backends": usable,
-        "default_backend": os.environ.get("CUATOMIC_BACKEND") or usable[0],
+        "backends": _backend.usable(),
+        "default_backend": default,
+        "default_backend_error": error,
         "cpu_threads": _C.cpu_threads(),
         "numpy": np.__version__,
         "cuda": probe,

@@ -101,7 +101,21 @@ def _reduce_dtype(op, in_dt, dtype):
         # keepdims: an array even for dtype=object (whose scalar result is a Python int)
         return reference(np.empty(0, in_dt), dtype=dtype, keepdims=True).dtype
     except TypeError as e:
-        raise TypeError(f"cannot {op} {in_dt} as {dtype}: {e}") from None
+        raise TypeError(f"cannot {op} {in_dt} with dtype={dtype!r}: {e}") from None
+
+
+def result_dtype(op, in_dt, dtype):
+    """NumPy's result dtype for `op` ("sum" or "prod") of `in_dt` elements
+    with ``dtype=``, refused (TypeError naming dtype) when NumPy has none or
+    cuatomic cannot compute in it."""
+    try:
+        out_dt = _reduce_dtype(op, in_dt, dtype)
+    except TypeError as e:
+        if "unhashable" not in str(e):
+            raise
+        out_dt = _reduce_dtype.__wrapped__(op, in_dt, dtype)
+    _check_result_dtype(out_dt, op)
+    return out_dt
 
 
 # (op, array type, dtype, method, CUATOMIC_BACKEND, size class) -> what a
@@ -141,24 +155,7 @@ def _reduce_call(op, a, dtype, method, backend, blocks, threads, stream, state, 
     rung = named_rung(op, be, method)
     b, t = launch_config(blocks, threads)
     s = stream_of(stream)
-    inp = prepare(a, be, stream=s)
-    try:
-        out_dt = _reduce_dtype(op, inp.dtype, dtype)
-    except TypeError as e:
-        if "unhashable" not in str(e):
-            raise
-        out_dt = _reduce_dtype.__wrapped__(op, inp.dtype, dtype)
-    _check_result_dtype(out_dt, op)
-    # The kernels convert int -> int64 and float -> float/double themselves;
-    # other conversions happen first, as NumPy does them.
-    if out_dt.kind == "b" and inp.dtype.kind != "b":
-        inp = inp.cast(np.bool_, f"{op}(dtype=bool)")
-    elif out_dt.kind in "iu" and inp.dtype.kind == "f":
-        inp = inp.cast(out_dt, f"{op}(dtype={out_dt})")
-    elif out_dt.kind == "f" and inp.dtype.kind != "f":
-        inp = inp.cast(out_dt, f"{op}(dtype={out_dt})")
-    elif out_dt.kind == "f" and out_dt.itemsize < inp.dtype.itemsize and not inp.device:
-        inp = inp.cast(out_dt, f"{op}(dtype={out_dt})")  # NumPy rounds every element first
+    inp, out_dt = prepared(op, a, dtype, be, s)
     if rung is None:
         rung = auto_rung(op, be, inp.n, inp.dtype)
     # Narrowing device data: the kernels round every element to the result
@@ -179,6 +176,25 @@ def _reduce_call(op, a, dtype, method, backend, blocks, threads, stream, state, 
         if read_as_is(inp, x, a) and (type(a) is np.ndarray or be == "cuda"):
             _PLANS[key] = (call, be_id, rung.index, inp.id, acc, out_dt.num)
     return result
+
+
+def prepared(op, a, dtype, backend, stream):
+    """(the input as the kernels read it, NumPy's result dtype) of ``op(a,
+    dtype=dtype)`` ("sum" or "prod"), with every error the call raises
+    about them; :func:`cuatomic.explain` reads the same."""
+    inp = prepare(a, backend, stream=stream)
+    out_dt = result_dtype(op, inp.dtype, dtype)
+    # The kernels convert int -> int64 and float -> float/double themselves;
+    # other conversions happen first, as NumPy does them.
+    if out_dt.kind == "b" and inp.dtype.kind != "b":
+        inp = inp.cast(np.bool_, f"{op}(dtype=bool)")
+    elif out_dt.kind in "iu" and inp.dtype.kind == "f":
+        inp = inp.cast(out_dt, f"{op}(dtype={out_dt})")
+    elif out_dt.kind == "f" and inp.dtype.kind != "f":
+        inp = inp.cast(out_dt, f"{op}(dtype={out_dt})")
+    elif out_dt.kind == "f" and out_dt.itemsize < inp.dtype.itemsize and not inp.device:
+        inp = inp.cast(out_dt, f"{op}(dtype={out_dt})")  # NumPy rounds every element first
+    return inp, out_dt
 
 
 def _exact_rung(op, rung, inp, out_dt, state):
@@ -257,6 +273,25 @@ def dot(a, b, *, method="auto", backend=None, blocks=None, threads=None, stream=
     return _dot(a, b, method, backend, blocks, threads, stream, plan_for=plan_for)
 
 
+def dot_prepared(a, b, backend, stream):
+    """(a and b as the kernels read them, NumPy's result dtype) of ``dot(a,
+    b)``, with every error the call raises about them;
+    :func:`cuatomic.explain` reads the same."""
+    ia, ib = prepare(a, backend, "a", stream), prepare(b, backend, "b", stream)
+    if ia.ndim != 1 or ib.ndim != 1:
+        raise ValueError(f"dot takes two 1-D vectors (got a of {ia.ndim}-D and b of {ib.ndim}-D)")
+    if ia.n != ib.n:
+        raise ValueError(f"shapes ({ia.n},) and ({ib.n},) not aligned: {ia.n} (dim 0) != {ib.n} (dim 0): a and b "
+                         "must have one length")
+    out_dt = np.asarray(np.dot(np.empty(0, ia.dtype), np.empty(0, ib.dtype))).dtype
+    _check_result_dtype(out_dt, "dot")
+    if ia.dtype != out_dt:
+        ia = ia.cast(out_dt, f"dot of {ia.dtype} and {ib.dtype}")
+    if ib.dtype != out_dt:
+        ib = ib.cast(out_dt, f"dot of {ia.dtype} and {ib.dtype}")
+    return ia, ib, out_dt
+
+
 # dot's plans, as sum's (_PLANS): (array types, dtypes, method,
 # CUATOMIC_BACKEND, size class) -> what the call resolved to.
 _DOT_PLANS = {}
@@ -268,17 +303,7 @@ def _dot(a, b, method, backend, blocks, threads, stream, state=False, plan_for=N
     rung = named_rung("dot", be, method)
     nb, nt = launch_config(blocks, threads)
     s = stream_of(stream)
-    ia, ib = prepare(a, be, "a", s), prepare(b, be, "b", s)
-    if ia.ndim != 1 or ib.ndim != 1:
-        raise ValueError(f"dot takes two 1-D vectors (got {ia.ndim}-D and {ib.ndim}-D)")
-    if ia.n != ib.n:
-        raise ValueError(f"shapes ({ia.n},) and ({ib.n},) not aligned: {ia.n} (dim 0) != {ib.n} (dim 0)")
-    out_dt = np.asarray(np.dot(np.empty(0, ia.dtype), np.empty(0, ib.dtype))).dtype
-    _check_result_dtype(out_dt, "dot")
-    if ia.dtype != out_dt:
-        ia = ia.cast(out_dt, f"dot of {ia.dtype} and {ib.dtype}")
-    if ib.dtype != out_dt:
-        ib = ib.cast(out_dt, f"dot of {ia.dtype} and {ib.dtype}")
+    ia, ib, out_dt = dot_prepared(a, b, be, s)
     if rung is None:
         rung = auto_rung("dot", be, ia.n, out_dt)
     exact = _exact_rung("dot", rung, ia, out_dt, state)

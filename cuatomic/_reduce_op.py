@@ -164,18 +164,26 @@ def _prepared(a, name, dtype, backend, stream):
     TypeError and ValueError NumPy would raise, raised before anything
     runs."""
     inp = prepare(a, backend, stream=stream)
-    try:
-        out_dt = _result_dtype(name, inp.dtype, dtype)
-    except TypeError as e:
-        if "unhashable" not in str(e):
-            raise
-        out_dt = _result_dtype.__wrapped__(name, inp.dtype, dtype)
-    _check_result_dtype(out_dt, f"{name}.reduce")
+    out_dt = result_dtype(name, inp.dtype, dtype)
     if not _folds_unconverted(name, inp.dtype, out_dt):
         inp = inp.cast(out_dt, f"{name}.reduce(dtype={out_dt})")
     if inp.n == 0 and name in _NO_IDENTITY:
         raise ValueError(f"zero-size array to reduction operation {name} which has no identity")
     return inp, out_dt
+
+
+def result_dtype(name, in_dt, dtype):
+    """NumPy's result dtype of ``<name>.reduce`` of `in_dt` elements with
+    ``dtype=``, refused (TypeError) when NumPy has none or cuatomic cannot
+    compute in it: the in-memory call's check, and cuatomic.dask's."""
+    try:
+        out_dt = _result_dtype(name, in_dt, dtype)
+    except TypeError as e:
+        if "unhashable" not in str(e):
+            raise
+        out_dt = _result_dtype.__wrapped__(name, in_dt, dtype)
+    _check_result_dtype(out_dt, f"{name}.reduce")
+    return out_dt
 
 
 @functools.lru_cache(maxsize=512)
@@ -186,7 +194,7 @@ def _result_dtype(name, in_dt, dtype):
         # keepdims: an array even for dtype=object (whose scalar result is a Python object)
         return getattr(np, name).reduce(np.zeros(1, in_dt), dtype=dtype, keepdims=True).dtype
     except TypeError as e:
-        raise TypeError(f"cannot {name}.reduce {in_dt}" + ("" if dtype is None else f" as {dtype!r}")
+        raise TypeError(f"cannot {name}.reduce {in_dt}" + ("" if dtype is None else f" with dtype={dtype!r}")
                         + f": {e}") from None
 
 

@@ -23,10 +23,13 @@ in-memory call gives on the concatenated data, NumPy's dtypes included:
 * histograms and bincounts: the chunks' counts added (float weights: the
   chunks' sums added in float64, then cast to the weights' dtype).
 
-Arguments are checked when the graph is built: a dask array whose chunks do
-not match its partner's (``weights``, ``b``), an unsupported dtype, an
-unknown method or op, and ``histogram`` bins given as a count without a
-``range`` (as ``dask.array.histogram``) raise there, before anything runs.
+Arguments are checked when the graph is built, by the in-memory calls' own
+checks where there is one: a dask array whose chunks do not match its
+partner's (``weights``, ``b``), an unsupported dtype or result dtype, an
+unknown method, backend name or op, a filter value the elements do not
+compare with, bins and a range NumPy refuses, and ``histogram`` bins given
+as a count without a ``range`` (as ``dask.array.histogram``) raise there,
+before anything runs.
 
 The chunk tasks are this module's functions, so a worker process needs only
 ``import cuatomic``.
@@ -36,6 +39,7 @@ import functools
 import numpy as np
 
 import cuatomic
+from cuatomic import _filter, _histogram, _reduce, _reduce_op
 
 __all__ = ["sum", "dot", "histogram", "bincount", "filter", "reduce", "min", "max"]
 
@@ -57,7 +61,7 @@ _DTYPES = frozenset(np.dtype(t) for t in (np.bool_, np.int8, np.uint8, np.int16,
 
 
 def _supported(dt, what):
-    if np.dtype(dt) not in _DTYPES:
+    if np.dtype(dt).newbyteorder("=") not in _DTYPES:  # either byte order, as the in-memory calls take them
         raise TypeError(f"cuatomic.dask: {what} has dtype {np.dtype(dt)}; cuatomic takes bool, 8- to 64-bit "
                         f"integers, float32 and float64")
 
@@ -70,7 +74,15 @@ def _as_dask(x, name="x"):
     return x
 
 
-def _check_method(op, method):
+def _check_backend(backend):
+    """A backend named as the in-memory calls name them (whether it is
+    usable is the workers' question, asked when the chunks run)."""
+    if backend is not None and not (isinstance(backend, str) and backend in ("cpu", "cuda")):
+        raise ValueError(f"unknown backend {backend!r}: expected 'cpu' or 'cuda'")
+
+
+def _check_method(op, method, backend=None):
+    _check_backend(backend)
     if not isinstance(method, str):
         raise TypeError(f"method must be a str, not {type(method).__name__}")
     names = [n for n, _, _ in cuatomic.methods(op, "cpu")]  # the ladders have the same names on both backends
@@ -233,9 +245,8 @@ def sum(a, *, dtype=None, method="auto", backend=None):
     """
     dask, _ = _dask()
     a = _as_dask(a, "a")
-    _check_method("sum", method)
-    rdt = np.sum(np.zeros(1, a.dtype), dtype=dtype).dtype
-    _supported(rdt, "the result")
+    _check_method("sum", method, backend)
+    rdt = _reduce.result_dtype("sum", a.dtype, dtype)  # the in-memory sum's result dtype, and its errors
     if method in _EXACT and rdt.kind == "f":
         parts = [dask.delayed(_chunk_exact_sum)(c, rdt, method, backend) for c in _blocks(a)]
         return _scalar(dask.delayed(_combine_exact)(parts, rdt), rdt)
@@ -265,7 +276,7 @@ def dot(a, b, *, method="auto", backend=None):
     if a.ndim != 1 or b.ndim != 1:
         raise ValueError(f"cuatomic.dask.dot takes two 1-D arrays, not shapes {a.shape} and {b.shape}")
     _same_chunks(a, b, "b")
-    _check_method("dot", method)
+    _check_method("dot", method, backend)
     rdt = np.dot(np.zeros(1, a.dtype), np.zeros(1, b.dtype)).dtype
     pairs = list(zip(_blocks(a), _blocks(b)))
     if method in _EXACT and rdt.kind == "f":
@@ -298,12 +309,9 @@ def reduce(a, op, *, dtype=None, method="auto", backend=None):
     """
     dask, _ = _dask()
     a = _as_dask(a, "a")
-    _check_method("reduce", method)
-    name = getattr(op, "__name__", op)
-    if name not in ("add", "multiply", "minimum", "maximum", "bitwise_and", "bitwise_or", "bitwise_xor"):
-        raise ValueError(f"unknown reduce op {op!r}; valid: add, multiply, minimum, maximum, bitwise_and, "
-                         f"bitwise_or, bitwise_xor")
-    rdt = np.asarray(getattr(np, name).reduce(np.ones(1, a.dtype), dtype=dtype)).dtype  # NumPy's TypeError too
+    _check_method("reduce", method, backend)
+    name = _reduce_op._op_name(op)  # the in-memory reduce's check
+    rdt = _reduce_op.result_dtype(name, a.dtype, dtype)  # the in-memory reduce's result dtype, and its errors
     if a.size == 0 and name in ("minimum", "maximum"):
         raise ValueError(f"zero-size array to reduction operation {name} which has no identity")
     parts = [dask.delayed(_chunk_reduce)(c, name, dtype, method, backend) for c in _blocks(a)]
@@ -343,22 +351,37 @@ def histogram(a, bins, range=None, *, weights=None, density=False, method="auto"
     hist : dask.array.Array
         int64 counts, or sums of the weights' dtype (float64 with density).
     bin_edges : numpy.ndarray
+
+    Raises
+    ------
+    TypeError, ValueError, OverflowError
+        When the graph is built, as the in-memory :func:`cuatomic.histogram`
+        raises them: a bin count that is not a positive integer (``2.5``),
+        a range NumPy refuses, edges that are not increasing numbers (or
+        hold a NaN); and a ValueError for an estimator name (``"auto"``
+        reads the data) or a bin count without a `range`.
     """
     dask, da = _dask()
     a = _as_dask(a, "a")
+    if isinstance(bins, str):
+        raise ValueError(f"cuatomic.dask.histogram needs the bins without reading the data: bins={bins!r} "
+                         "estimates them from the data; pass a number of bins and a range=(lo, hi), or explicit "
+                         "edges (as dask.array.histogram)")
     if np.ndim(bins) == 0:
+        count = _histogram.bin_count(bins)  # the in-memory call's checks: an integer, positive, that fits
         if range is None:
             raise ValueError("cuatomic.dask.histogram needs the bins without reading the data: a number of bins "
                              "and a range=(lo, hi), or explicit edges (as dask.array.histogram)")
-        edges = np.histogram_bin_edges(np.zeros(0, a.dtype), int(bins), range)  # NumPy's edges, of its dtype
+        edges = _histogram.fixed_edges(count, range, a.dtype)  # NumPy's edges, of its dtype, and its errors
     else:
+        _histogram._check_edges(bins)  # real numbers, no NaN: as the in-memory call refuses them
         edges = np.asarray(bins)
         if edges.ndim != 1 or edges.size < 2 or np.any(np.diff(edges) < 0):
             raise ValueError("bins must increase monotonically, when an array")
-    _check_method("histogram" if weights is None else "weighted_histogram", method)
+    _check_method("histogram" if weights is None else "weighted_histogram", method, backend)
     # Every chunk is binned as the caller asked -- a count and the range, or the edges -- so each
     # takes the whole array's bins and NumPy's path for them.
-    form = (int(bins), range) if np.ndim(bins) == 0 else (edges, None)
+    form = (count, range) if np.ndim(bins) == 0 else (edges, None)
     if weights is None:
         wparts, hdt = [None] * a.npartitions, np.dtype(np.int64)
     else:
@@ -390,7 +413,8 @@ def bincount(x, weights=None, minlength=0, *, method="auto", backend=None):
     -------
     dask.array.Array
         1-D, of a length known after computing (``max(x) + 1`` or
-        `minlength`); int64 counts, or float64 sums of the weights.
+        `minlength`); int64 counts, or float64 sums of the weights (int64
+        zeros for empty `x`, as NumPy's).
     """
     dask, da = _dask()
     x = _as_dask(x, "x")
@@ -399,17 +423,15 @@ def bincount(x, weights=None, minlength=0, *, method="auto", backend=None):
     if x.dtype.kind not in "biu" or x.dtype == np.uint64:
         raise TypeError(f"Cannot cast array data from dtype('{x.dtype}') to dtype('int64') according to the rule "
                         f"'safe'")
-    if not isinstance(minlength, (int, np.integer)) or isinstance(minlength, bool):
-        raise TypeError(f"minlength must be an integer, not {type(minlength).__name__}")
-    if minlength < 0:
-        raise ValueError("'minlength' must not be negative")
-    _check_method("histogram" if weights is None else "weighted_histogram", method)
+    minlength = _histogram.minlength_of(minlength)  # the in-memory call's checks and messages
+    _check_method("histogram" if weights is None else "weighted_histogram", method, backend)
     if weights is None:
         wparts, dt = [None] * x.npartitions, np.dtype(np.int64)
     else:
         weights = _as_dask(weights, "weights")
         _same_chunks(x, weights, "weights")
-        wparts, dt = _blocks(weights), np.dtype(np.float64)
+        # NumPy answers empty input with int64 zeros, whatever the weights (it never reads them)
+        wparts, dt = _blocks(weights), np.dtype(np.int64 if x.size == 0 else np.float64)
     parts = [dask.delayed(_chunk_bincount)(c, w, minlength, method, backend) for c, w in zip(_blocks(x), wparts)]
     return da.from_delayed(dask.delayed(_combine_bincount)(parts, minlength, dt), shape=(np.nan,), dtype=dt)
 
@@ -433,9 +455,9 @@ def filter(a, op, value, *, method="auto", backend=None):
     """
     dask, da = _dask()
     a = _as_dask(a, "a")
-    if op not in ("<", "<=", ">", ">=", "==", "!="):
-        raise ValueError(f"unknown comparison {op!r}; valid: <, <=, >, >=, ==, !=")
-    _check_method("filter", method)
+    _filter.check_op(op)  # the in-memory call's checks: the op, and a value its elements compare with
+    _filter.predicate(a.dtype.newbyteorder("="), op, value)
+    _check_method("filter", method, backend)
     from . import _C, _backend
     if method != "auto" and not _backend.rung("filter", "cpu", method).has(_C.F_ORDERED):
         raise ValueError(f"method {method!r} does not keep order; a dask filter keeps it: 'auto' or a rung that "

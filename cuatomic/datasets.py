@@ -7,6 +7,8 @@ or -- offline with nothing cached -- a generated stand-in;
 :func:`text_to_array` turns a string into the uint8 array the tutorial feeds
 to its histogram kernels.
 """
+import math
+import numbers
 import os
 import pathlib
 import tempfile
@@ -14,6 +16,8 @@ import urllib.request
 import warnings
 
 import numpy as np
+
+from ._common import check_fits_memory, integer_arg
 
 #: Project Gutenberg's plain-text complete works, as the tutorial downloads it.
 SHAKESPEARE_URL = "https://www.gutenberg.org/files/100/100-0.txt"
@@ -40,16 +44,30 @@ def english_like_text(nbytes, seed=0):
     ----------
     nbytes : int
     seed : int, optional
+        Anything ``numpy.random.default_rng`` takes.
 
     Returns
     -------
     str
         Words drawn with Zipf-like frequencies, capitalized sentences,
         punctuation and line breaks.
+
+    Raises
+    ------
+    TypeError, ValueError
+        An `nbytes` that is not a non-negative integer, or so large that
+        building the text (about 4 bytes for each of its characters) could
+        not fit in this machine's memory; a `seed` NumPy refuses.
     """
-    if nbytes < 0:
-        raise ValueError("nbytes must be >= 0")
-    rng = np.random.default_rng(seed)
+    nbytes = integer_arg("nbytes", nbytes, 0)
+    # The sentences (a str object each), the joined text and its cut are
+    # alive together at the end: about four times the text.
+    check_fits_memory(4 * nbytes, f"english_like_text(nbytes={nbytes}): the text and the sentences it is made of",
+                      lambda memory: f"nbytes may be at most {memory // 4}")
+    try:
+        rng = np.random.default_rng(seed)
+    except (TypeError, ValueError) as e:
+        raise type(e)(f"seed={seed!r}: {e}") from None
     weights = 1.0 / np.arange(1, len(_WORDS) + 1)
     weights /= weights.sum()
     pieces, size = [], 0
@@ -78,7 +96,15 @@ def text_to_array(s):
     Returns
     -------
     numpy.ndarray of uint8
+
+    Raises
+    ------
+    TypeError
+        If `s` is not a str (bytes are already codes: ``np.frombuffer(b,
+        np.uint8)``).
     """
+    if not isinstance(s, str):
+        raise TypeError(f"s must be a str (got {type(s).__name__}); for bytes use np.frombuffer(s, np.uint8)")
     return np.frombuffer(s.encode("ascii", errors="replace"), dtype=np.uint8).copy()
 
 
@@ -107,8 +133,9 @@ def shakespeare(*, timeout=30.0, url=SHAKESPEARE_URL):
 
     Parameters
     ----------
-    timeout : float, optional
-        Seconds to wait for the download.
+    timeout : float or None, optional
+        Seconds to wait for the download (a positive number; None: no
+        limit).
     url : str, optional
 
     Returns
@@ -120,7 +147,20 @@ def shakespeare(*, timeout=30.0, url=SHAKESPEARE_URL):
     -----
     RuntimeWarning
         When the generated stand-in is returned.
+
+    Raises
+    ------
+    TypeError, ValueError
+        A `timeout` that is not a positive number of seconds (or None), a
+        `url` that is not a str: checked first, wherever the text comes from.
     """
+    if timeout is not None:
+        if isinstance(timeout, (bool, np.bool_)) or not isinstance(timeout, numbers.Real):
+            raise TypeError(f"timeout must be a number of seconds or None (got {type(timeout).__name__})")
+        if not (math.isfinite(timeout) and timeout > 0):
+            raise ValueError(f"timeout must be a positive number of seconds (got {timeout!r})")
+    if not isinstance(url, str):
+        raise TypeError(f"url must be a str (got {type(url).__name__})")
     local = os.environ.get("CUATOMIC_TEXT")
     if local:
         return text_to_array(_read_text(local))

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import _C, _backend, _interop
+from ._common import check_fits_memory, integer_arg, launch_config
 from ._interop import stream_handle as _stream_handle
 
 
@@ -43,6 +44,7 @@ class Timer:
         self.stream = _stream_handle(stream)
         self.elapsed = None
         self._events = None
+        self._entered = False
         if self.backend == "cuda":
             self._events = (_C.event_create(), _C.event_create())
 
@@ -52,9 +54,13 @@ class Timer:
             _C.event_record(self._events[0], self.stream)
         else:
             self._t0 = time.perf_counter()
+        self._entered = True
         return self
 
     def __exit__(self, *exc):
+        if not self._entered:  # no start to measure from (nor, on cuda, a start event recorded)
+            raise RuntimeError("Timer.__exit__ without __enter__: time a block with `with cuatomic.Timer() as t:`")
+        self._entered = False
         if self._events:
             _C.event_record(self._events[1], self.stream)
             self.elapsed = _C.event_elapsed(*self._events)  # waits for the stop event
@@ -129,9 +135,17 @@ def benchmark(fn, *args, repeat=20, warmup=2, stream=None, **kwargs):
     Returns
     -------
     BenchmarkResult
+
+    Raises
+    ------
+    TypeError, ValueError
+        A `fn` that is not callable; a `repeat` that is not an integer of
+        at least 1, or more times than this machine's memory holds; a
+        `warmup` that is not an integer of at least 0.
     """
-    if repeat < 1 or warmup < 0:
-        raise ValueError("repeat must be >= 1 and warmup >= 0")
+    if not callable(fn):
+        raise TypeError(f"fn must be callable (got {type(fn).__name__})")
+    repeat, warmup = _repeats(repeat, warmup)
     timer = Timer(stream=stream, backend=kwargs.get("backend"))
     value = None
     for _ in range(warmup):
@@ -146,6 +160,15 @@ def benchmark(fn, *args, repeat=20, warmup=2, stream=None, **kwargs):
                 _C.synchronize()  # device work finished before the time is read
         times[i] = timer.elapsed
     return BenchmarkResult(times, value)
+
+
+def _repeats(repeat, warmup):
+    """(repeat, warmup) as ints, checked as :func:`benchmark` and
+    :func:`sweep` take them: at least one timed call, whose time (8 bytes)
+    fits in memory, and no negative warm-up."""
+    repeat, warmup = integer_arg("repeat", repeat, 1), integer_arg("warmup", warmup, 0)
+    check_fits_memory(8 * repeat, f"repeat={repeat}: the times", lambda memory: f"repeat may be at most {memory // 8}")
+    return repeat, warmup
 
 
 @dataclass(frozen=True)
@@ -237,6 +260,21 @@ def _same(got, ref, scale, ordered=True):
     return bool(abs(float(got) - float(ref)) <= np.sqrt(np.finfo(got.dtype).eps) * scale)
 
 
+def _settings(name, given, default):
+    """The settings a sweep runs over: `default` for None, a list of one
+    for a single one (anything not iterable, a str, a 0-d array), else the
+    sequence as a list (TypeError naming `name` when it cannot be read)."""
+    if given is None:
+        return list(default)
+    if not hasattr(given, "__iter__") or isinstance(given, (str, bytes)) or (
+            isinstance(given, np.ndarray) and given.ndim == 0):
+        return [given]
+    try:
+        return list(given)
+    except TypeError:
+        raise TypeError(f"{name} must be one setting or a sequence of them (got {type(given).__name__})") from None
+
+
 def sweep(op, *args, blocks=None, threads=None, methods=None, repeat=5, warmup=1, backend=None, progress=None,
           **kwargs):
     """Time an operation over block counts (and thread counts and methods).
@@ -247,11 +285,11 @@ def sweep(op, *args, blocks=None, threads=None, methods=None, repeat=5, warmup=1
         The cuatomic function to time.
     *args, **kwargs
         Passed to the function (e.g. ``bins=128, range=(0, 128)``).
-    blocks : sequence of int, optional
+    blocks : int or sequence of int, optional
         Default: the tutorial's ``32*i for i in range(10, 1000, 5)`` on a GPU.
     threads : int or sequence of int, optional
         Default: each method's default.
-    methods : sequence of str, optional
+    methods : str or sequence of str, optional
         Default: every method of the op.
     repeat, warmup : int, optional
         Timed and untimed calls per configuration.
@@ -265,7 +303,8 @@ def sweep(op, *args, blocks=None, threads=None, methods=None, repeat=5, warmup=1
     list of SweepRow
         (method, blocks, threads, median_ms, gbps), where GB/s counts the
         input bytes read once. Configurations a method refuses (barrier rungs
-        past the co-resident limit) are left out.
+        past the co-resident limit, a grid a rung cannot count the bins
+        with) are left out.
 
     Raises
     ------
@@ -274,26 +313,43 @@ def sweep(op, *args, blocks=None, threads=None, methods=None, repeat=5, warmup=1
         ``np.dot``, ``np.histogram``, a boolean mask) on a host copy of the
         input: every method is checked before it is timed. Integers must
         match exactly, floats within sqrt(eps) of the data's scale.
-    ValueError
-        For an op that is not one of the array operations.
+    TypeError, ValueError
+        Before anything runs: an op that is not one of the array
+        operations; a block or thread count no call takes (``blocks=[0]``:
+        the error names it, where it used to leave the setting out); an
+        unknown method; `repeat`, `warmup` as :func:`benchmark` checks
+        them; and any error of the call itself (made once with
+        ``method="auto"`` and the default launch).
     """
     import cuatomic
     be = _backend.resolve(backend)
-    if op not in ARRAY_OPS:
+    if not isinstance(op, str) or op not in ARRAY_OPS:
         raise ValueError(f"unknown op {op!r} for sweep: it times the array operations ({', '.join(ARRAY_OPS)}); "
                          "time add_one and mutex_add_one with benchmark()")
     fn = getattr(cuatomic, op)
-    methods = list(methods) if methods is not None else [m for m, _, _ in cuatomic.methods(op, be)]
+    methods = _settings("methods", methods, [m for m, _, _ in cuatomic.methods(op, be)])
     for m in methods:  # an unknown method is an error, not skipped
-        _backend.check_method(op, be, m)
+        if not isinstance(m, str):
+            raise TypeError(f"methods must be names of {op}'s methods (got {type(m).__name__} {m!r})")
+        if m != "auto":
+            try:
+                _backend.rung(op, be, m)
+            except ValueError as e:
+                raise ValueError(f"methods: {e}") from None
     # "auto" honours what a call asks (ordered=True picks a rung that keeps order): every flag
     flags = {m: ~0 if m == "auto" else _backend.rung(op, be, m).flags for m in methods}
-    blocks = list(blocks) if blocks is not None else default_blocks(be)
-    threads = [None] if threads is None else ([threads] if np.ndim(threads) == 0 else list(threads))
+    blocks = _settings("blocks", blocks, default_blocks(be))
+    threads = _settings("threads", threads, [None])
+    for b in blocks:  # checked as every call checks them: a setting no call takes is an error, not left out
+        launch_config(b, None)
+    for t in threads:
+        launch_config(None, t)
+    repeat, warmup = _repeats(repeat, warmup)
     nbytes = sum(int(a.nbytes) for a in args if hasattr(a, "nbytes"))
     if op == "filter":
         kwargs.setdefault("ordered", False)
     reference, scale = _numpy_reference(fn, args, kwargs)
+    fn(*args, **dict(kwargs, backend=be))  # the call's own errors, raised: below, a refusal is a launch limit
     configs = [(m, b, t) for m in methods for t in threads for b in blocks]
     rows, checked = [], set()
     for m, b, t in _progress(configs, len(configs), progress):
@@ -303,7 +359,7 @@ def sweep(op, *args, blocks=None, threads=None, methods=None, repeat=5, warmup=1
         try:
             first = fn(*args, **call)
         except ValueError:
-            continue  # e.g. a barrier rung past the co-resident limit
+            continue  # a limit of this rung's launch: a barrier rung past the co-resident limit
         if m not in checked:
             if not _same(first, reference, scale, ordered=op != "filter" or call.get("ordered", True)):
                 raise RuntimeError(f"{op} method {m!r} disagrees with NumPy: not timing it")

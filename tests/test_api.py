@@ -34,7 +34,7 @@ def test_backends_and_info():
 
 # backend_info()'s keys as its docstring lists them: the same in a CPU-only
 # build, a CUDA build without a GPU and one with a GPU.
-INFO_KEYS = {"build", "backends", "default_backend", "cpu_threads", "numpy", "cuda"}
+INFO_KEYS = {"build", "backends", "default_backend", "default_backend_error", "cpu_threads", "numpy", "cuda"}
 BUILD_KEYS = {"cuda", "archs"}
 CUDA_KEYS = {"usable", "reason", "name", "device", "compute_capability", "sm_count", "cooperative_launch",
              "driver_version", "runtime_version", "total_memory", "shared_per_block_optin"}
@@ -111,6 +111,36 @@ def test_backend_selection(monkeypatch):
             cuatomic.sum(np.ones(3), backend="cuda")
         with pytest.raises(RuntimeError, match="not usable"):
             cuatomic.to_device(np.ones(3), backend="cuda")
+
+
+@pytest.mark.parametrize("value", ["gpu", "CPU", " cpu", "cpu ", "Cuda", "fpga"] + ([] if CUDA else ["cuda"]))
+def test_a_backend_variable_naming_no_usable_backend_is_said_at_once(monkeypatch, value):
+    # backend_info() used to report such a value as the default while every
+    # call raised an error that did not name the variable.
+    monkeypatch.setenv("CUATOMIC_BACKEND", value)
+    info = cuatomic.backend_info()
+    assert info["default_backend"] is None and info["backends"] == BACKENDS
+    assert info["default_backend_error"].startswith(f"CUATOMIC_BACKEND={value!r}: ")
+    kind = RuntimeError if value == "cuda" else ValueError
+    for call in (lambda: cuatomic.sum(np.ones(3)), lambda: cuatomic.histogram(np.ones(3)),
+                 lambda: cuatomic.add_one(), lambda: cuatomic.to_device(np.ones(3)), lambda: cuatomic.methods("sum"),
+                 lambda: cuatomic.explain("sum"), lambda: cuatomic.Timer()):
+        with pytest.raises(kind, match=rf"^CUATOMIC_BACKEND={re.escape(repr(value))}: ") as found:
+            call()
+        assert str(found.value) == info["default_backend_error"]
+    near = value.strip().lower()
+    if near in ("cpu", "cuda") and near != value:  # taken exactly, as backend= takes it; the message says which
+        assert f"did you mean {near!r}?" in info["default_backend_error"]
+    # an argument still chooses; the variable is not read then
+    assert cuatomic.sum(np.ones(3), backend="cpu") == 3.0
+
+
+def test_a_valid_backend_variable_is_the_default(monkeypatch):
+    monkeypatch.setenv("CUATOMIC_BACKEND", "cpu")
+    info = cuatomic.backend_info()
+    assert info["default_backend"] == "cpu" and info["default_backend_error"] == ""
+    monkeypatch.setenv("CUATOMIC_BACKEND", "")  # empty: unset
+    assert cuatomic.backend_info()["default_backend"] == BACKENDS[0]
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -225,6 +225,86 @@ def test_errors_at_graph_build_time():
         compute(cd.bincount(da.from_array(np.array([1, -1, 2]), chunks=2)))
 
 
+@pytest.mark.parametrize("wdt", [np.float64, np.float32, np.int32, np.int64, np.uint64, np.bool_, ">f8"])
+@pytest.mark.parametrize("minlength", [0, 3])
+def test_bincount_of_empty_input_is_numpy_s_whatever_the_weights(wdt, minlength):
+    # NumPy answers empty input with int64 zeros before it reads the weights;
+    # the dask graph used to promise (and return) float64.
+    want = np.bincount(np.zeros(0, np.int64), weights=np.zeros(0, wdt), minlength=minlength)
+    for chunks in ((0,), (0, 0)):
+        x = da.from_array(np.zeros(0, np.int64), chunks=(chunks,))
+        w = da.from_array(np.zeros(0, wdt), chunks=(chunks,))
+        lazy = cd.bincount(x, w, minlength, backend="cpu")
+        assert lazy.dtype == want.dtype
+        same(compute(lazy), want)
+    # the in-memory call agrees
+    same(cuatomic.bincount(np.zeros(0, np.int64), np.zeros(0, wdt), minlength, backend="cpu"), want)
+
+
+@pytest.mark.parametrize("bins,bounds,kind,says", [
+    (2.5, (0, 10), TypeError, "`bins` must be an integer"),         # np.histogram's error: 2.5 is not 2 bins
+    (np.float64(3.0), (0, 10), TypeError, "`bins` must be an integer"),
+    (0, (0, 10), ValueError, "`bins` must be positive"),
+    ("auto", (0, 10), ValueError, "bins='auto' estimates them from the data"),
+    ("sturges", None, ValueError, "bins='sturges' estimates them from the data"),
+    (4, (2**62, 2**63), OverflowError, r"range=\(4611686018427387904, 9223372036854775808\)"),
+    (4, (0, "10"), TypeError, "range must be a"),
+    (4, (0, np.nan), ValueError, "range"),
+], ids=repr)
+def test_histogram_bins_and_range_are_checked_as_numpy_checks_them(bins, bounds, kind, says):
+    # cuatomic.dask.histogram(x, 2.5, (0, 10)) made 2 bins; 'auto' ended in
+    # "invalid literal for int()": the in-memory call's checks, when the graph is built.
+    x = da.from_array(np.arange(10.0), chunks=4)
+    if not isinstance(bins, str):
+        with pytest.raises(kind):
+            np.histogram(np.arange(10.0), bins, bounds)
+    with pytest.raises(kind, match=says) as info:
+        cd.histogram(x, bins, bounds, backend="cpu")
+    assert type(info.value) is kind
+
+
+@pytest.mark.parametrize("dtype,says", [(object, "result dtype object is not supported"),
+                                        ("nonsense", r"dtype='nonsense'.*not understood"),
+                                        (np.complex128, "result dtype complex128")])
+def test_sum_dtype_is_checked_as_the_in_memory_sum_checks_it(dtype, says):
+    # dtype=object used to end in "'int' object has no attribute 'dtype'"
+    x = da.from_array(np.arange(10), chunks=4)
+    for call in (lambda: cd.sum(x, dtype=dtype, backend="cpu"), lambda: cuatomic.sum(np.arange(10), dtype=dtype)):
+        with pytest.raises(TypeError, match=says):
+            call()
+
+
+@pytest.mark.parametrize("minlength,kind,says", [(None, TypeError, "use 0 instead of None for minlength"),
+                                                 (2.5, TypeError, "minlength must be an integer"),
+                                                 (True, TypeError, "minlength must be an integer"),
+                                                 (-1, ValueError, "'minlength' must not be negative")])
+def test_bincount_minlength_is_checked_as_numpy_checks_it(minlength, kind, says):
+    with pytest.raises(kind):
+        np.bincount([1], minlength=minlength)
+    for call in (lambda: cd.bincount(da.arange(4, chunks=2), minlength=minlength, backend="cpu"),
+                 lambda: cuatomic.bincount(np.arange(4), minlength=minlength, backend="cpu")):
+        with pytest.raises(kind, match=says):
+            call()
+
+
+@pytest.mark.parametrize("build,kind,says", [
+    # each used to build a graph that failed only when the chunks ran
+    (lambda x: cd.sum(x, backend="gpu"), ValueError, r"^unknown backend 'gpu'"),
+    (lambda x: cd.histogram(x, 3, (0, 10), backend=["cpu"]), ValueError, r"^unknown backend \['cpu'\]"),
+    (lambda x: cd.filter(x, "<", "a"), TypeError, r"^value 'a' cannot be compared with int64 elements"),
+    (lambda x: cd.filter(x, "<", [1, 2]), ValueError, r"^value must be a scalar"),
+    (lambda x: cd.filter(x, ["<"], 1), TypeError, r"^op must be a string"),
+    (lambda x: cd.reduce(x, "add", dtype=object), TypeError, r"result dtype object is not supported"),
+    (lambda x: cd.reduce(x, np.maximum, dtype="nonsense"), TypeError, r"dtype='nonsense'"),
+    (lambda x: cd.reduce(x, np.subtract), ValueError, r"^unknown reduce op"),
+], ids=lambda v: v if isinstance(v, str) else "")
+def test_arguments_the_chunks_would_refuse_are_refused_when_the_graph_is_built(build, kind, says):
+    x = da.from_array(np.arange(10), chunks=4)
+    with pytest.raises(kind, match=says) as found:
+        build(x)
+    assert type(found.value) is kind
+
+
 # ------------------------------------------------------------ dask.distributed
 
 @pytest.fixture(scope="module")

@@ -246,6 +246,34 @@ def test_exact_state_errors(backend):
         ExactSum().result(np.int64)
 
 
+@pytest.mark.parametrize("call,kind,says", [
+    # the arguments were converted with int(): 1.5 and '12' were taken (as 1 and 12), None and NaN
+    # ended in int()'s own messages, merge(5) in an AttributeError
+    (lambda: ExactSum(1.5), TypeError, r"^value must be an integer \(got float\)$"),
+    (lambda: ExactSum("12"), TypeError, r"^value must be an integer \(got str\)$"),
+    (lambda: ExactSum(None), TypeError, r"^value must be an integer \(got NoneType\)$"),
+    (lambda: ExactSum(float("nan")), TypeError, r"^value must be an integer \(got float\)$"),
+    (lambda: ExactSum(True), TypeError, r"^value must be an integer, not bool$"),
+    (lambda: ExactSum(0, 1.5), TypeError, r"^special must be an integer \(got float\)$"),
+    (lambda: ExactSum(0, -1), ValueError, r"^special must be at least 0 \(got -1\)$"),
+    (lambda: ExactSum().merge(5), TypeError, r"^other must be an ExactSum \(got int\)"),
+    (lambda: ExactSum().merge(1.0), TypeError, r"^other must be an ExactSum \(got float\)"),
+    (lambda: ExactSum().result("nonsense"), TypeError, r"^dtype='nonsense': .*float32 or float64"),
+    (lambda: ExactSum().result(np.int32), TypeError, r"float32 or float64, not dtype int32$"),
+], ids=lambda v: v if isinstance(v, str) else "")
+def test_exact_state_arguments_are_checked_and_named(call, kind, says):
+    with pytest.raises(kind, match=says) as found:
+        call()
+    assert type(found.value) is kind
+
+
+def test_exact_states_of_every_valid_argument():
+    assert ExactSum(np.int64(12)).value == 12 and ExactSum(-(2**200)).value == -(2**200)
+    for bits in (0, _C.XACC_NAN, _C.XACC_PINF | _C.XACC_NINF):
+        assert ExactSum(0, bits).special == bits
+    assert ExactSum(3).merge(ExactSum(4)) == ExactSum(7) and ExactSum().result(None) == 0.0
+
+
 def test_auto_never_picks_an_exact_rung():
     for be in BACKENDS:
         for op in ("sum", "dot"):

@@ -19,7 +19,7 @@ def reference(a, op, value):
 def check_filter(got, a, op, value, ordered):
     got = host(got)
     ref = reference(a, op, value)
-    assert got.dtype == ref.dtype.newbyteorder("=") and got.ndim == 1  # results are in native byte order
+    assert got.dtype == ref.dtype and got.ndim == 1  # NumPy's dtype, byte order included
     if ordered:
         np.testing.assert_array_equal(got, ref)
     else:  # the same multiset, in any order
@@ -230,6 +230,19 @@ def test_filter_layouts(backend):
     for a in (m, np.asfortranarray(m), m[::2, 1::3], m.astype(m.dtype.newbyteorder()), m.T):
         check_filter(cuatomic.filter(a, ">", 0.0, backend=backend), a, ">", 0.0, True)
     check_filter(cuatomic.filter([1, 5, 2, 8], ">", 2, backend=backend), np.array([1, 5, 2, 8]), ">", 2, True)
+
+
+@pytest.mark.parametrize("backend", cuatomic.backends())
+@pytest.mark.parametrize("dtype", [">i2", ">i4", ">u8", ">f4", ">f8", "<f8"])
+def test_filter_keeps_the_byte_order(backend, dtype):
+    # a.ravel()[mask] keeps a's dtype, byte order included: the result used to
+    # come back native ('<i4' for a '>i4' array).
+    a = np.arange(12, dtype=dtype).reshape(3, 4)
+    for method, _, _ in cuatomic.methods("filter", backend):
+        got = cuatomic.filter(a, ">", 2, ordered=False, method=method, backend=backend)
+        assert got.dtype == a.ravel()[a.ravel() > 2].dtype == np.dtype(dtype), method
+        assert sorted(got.tolist()) == list(range(3, 12)), method
+    assert cuatomic.filter(a, ">", 100, backend=backend).dtype == np.dtype(dtype)  # nothing kept
 
 
 @pytest.mark.parametrize("backend", cuatomic.backends())

@@ -41,6 +41,19 @@ def test_host_dlpack_input_is_read_as_numpy():
     assert cuatomic.sum(DLOnly(a)) == np.sum(a)
 
 
+@pytest.mark.parametrize("backend", cuatomic.backends())
+@pytest.mark.parametrize("legacy", [False, True], ids=["versioned", "legacy"])
+def test_to_device_reads_host_dlpack_as_the_calls_do(backend, legacy):
+    # to_device of an object with only a host __dlpack__ used to give a 0-d
+    # object array (np.asarray of the object) where sum read its elements.
+    a = make(np.float32, 1001).reshape(7, 143)
+    d = cuatomic.to_device(DLOnly(a, legacy=legacy), backend=backend)
+    got = d.copy_to_host() if isinstance(d, cuatomic.DeviceArray) else d
+    assert got.shape == a.shape and got.dtype == a.dtype and np.array_equal(got, a)
+    assert cuatomic.sum(d, backend=backend) == cuatomic.sum(DLOnly(a), backend=backend) == cuatomic.sum(a,
+                                                                                                   backend=backend)
+
+
 def test_pinned_needs_cuda():
     if not CUDA:
         with pytest.raises(RuntimeError, match="not usable"):

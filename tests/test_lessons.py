@@ -1,6 +1,10 @@
 """Issue 3's tools: prod (multiply from CAS), Timer, benchmark, sweep, the
 datasets and the plots."""
+import math
 import pathlib
+import subprocess
+import sys
+import textwrap
 import time
 
 import numpy as np
@@ -87,6 +91,68 @@ def test_sweep_rows_and_validation(backend):
         cuatomic.sweep("add_one", blocks=[1])
     with pytest.raises(ValueError, match="unknown method 'fastest'"):  # not silently left out
         cuatomic.sweep("sum", np.arange(10), methods=["atomic", "fastest"], blocks=[1], backend=backend)
+
+
+X = np.arange(100.0)
+SWEEP = dict(repeat=1, warmup=0, backend="cpu", progress=False)
+
+
+@pytest.mark.parametrize("call,kind,says", [
+    # settings no call takes: refused, naming the setting (blocks=[0] returned [] and dropped it)
+    (lambda: cuatomic.sweep("sum", X, blocks=[0], **SWEEP), ValueError, r"^blocks must be between 1 and \d+ \(got 0\)$"),
+    (lambda: cuatomic.sweep("sum", X, blocks=[4, -3], **SWEEP), ValueError, r"^blocks must be between .*\(got -3\)$"),
+    (lambda: cuatomic.sweep("sum", X, blocks=[2**31], **SWEEP), ValueError, r"^blocks must be between"),
+    (lambda: cuatomic.sweep("sum", X, blocks=[1], threads=0, **SWEEP), ValueError,
+     r"^threads must be between 1 and 1024 \(got 0\)$"),
+    (lambda: cuatomic.sweep("sum", X, blocks=[1], threads=[32, 2000], **SWEEP), ValueError, r"^threads must be between"),
+    (lambda: cuatomic.sweep("sum", X, blocks=2.5, **SWEEP), TypeError, r"^blocks must be an integer \(got float\)$"),
+    (lambda: cuatomic.sweep("sum", X, blocks=[True], **SWEEP), TypeError, r"^blocks must be an integer, not bool$"),
+    (lambda: cuatomic.sweep("sum", X, blocks="8", **SWEEP), TypeError, r"^blocks must be an integer \(got str\)$"),
+    (lambda: cuatomic.sweep("sum", X, blocks=[1], methods=5, **SWEEP), TypeError,
+     r"^methods must be names of sum's methods \(got int 5\)$"),
+    (lambda: cuatomic.sweep("sum", X, blocks=[1], methods="fastest", **SWEEP), ValueError,
+     r"^methods: unknown method 'fastest' for sum on cpu"),
+    (lambda: cuatomic.sweep("sum", X, blocks=[1], methods=[None], **SWEEP), TypeError, r"^methods must be names"),
+    (lambda: cuatomic.sweep("sum", X, blocks=[1], **dict(SWEEP, repeat=None)), TypeError,
+     r"^repeat must be an integer \(got NoneType\)$"),
+    (lambda: cuatomic.sweep("sum", X, blocks=[1], **dict(SWEEP, warmup=-1)), ValueError,
+     r"^warmup must be at least 0 \(got -1\)$"),
+    (lambda: cuatomic.sweep(["sum"], X, blocks=[1], **SWEEP), ValueError, r"^unknown op \['sum'\] for sweep"),
+    # the call's own errors, which every configuration would refuse: raised, not an empty list
+    (lambda: cuatomic.sweep("histogram", X, bins=[0, np.nan, 2], blocks=[1], **SWEEP), ValueError,
+     r"`bins` has a NaN edge"),
+    (lambda: cuatomic.benchmark(cuatomic.sum, X, repeat=None), TypeError, r"^repeat must be an integer \(got NoneType\)$"),
+    (lambda: cuatomic.benchmark(cuatomic.sum, X, repeat=0), ValueError, r"^repeat must be at least 1 \(got 0\)$"),
+    (lambda: cuatomic.benchmark(cuatomic.sum, X, repeat=2.0), TypeError, r"^repeat must be an integer \(got float\)$"),
+    (lambda: cuatomic.benchmark(cuatomic.sum, X, repeat=2**70), ValueError,
+     r"^repeat=1180591620717411303424: the times need \d+ bytes, more than this machine's memory"),
+    (lambda: cuatomic.benchmark(cuatomic.sum, X, warmup="2"), TypeError, r"^warmup must be an integer \(got str\)$"),
+    (lambda: cuatomic.benchmark(cuatomic.sum, X, warmup=-1), ValueError, r"^warmup must be at least 0 \(got -1\)$"),
+    (lambda: cuatomic.benchmark("sum", X), TypeError, r"^fn must be callable \(got str\)$"),
+    (lambda: cuatomic.Timer(backend="cpu").__exit__(None, None, None), RuntimeError, r"^Timer.__exit__ without __enter__"),
+], ids=lambda v: v if isinstance(v, str) else "")
+def test_timing_arguments_are_checked_and_named(call, kind, says):
+    with pytest.raises(kind, match=says) as found:
+        call()
+    assert type(found.value) is kind
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_sweep_takes_one_setting_as_a_list_of_one(backend):
+    # blocks=5 ended in "'int' object is not iterable"; threads already took one int
+    rows = cuatomic.sweep("sum", X, blocks=5, threads=np.int64(32), methods="block_tree", repeat=1, warmup=0,
+                          backend=backend)
+    assert [(r.method, r.blocks, r.threads) for r in rows] == [("block_tree", 5, 32)]
+
+
+def test_a_timer_is_reused_and_a_second_exit_is_refused():
+    t = cuatomic.Timer(backend="cpu")
+    for _ in range(2):
+        with t:
+            pass
+        assert t.elapsed >= 0
+    with pytest.raises(RuntimeError, match="without __enter__"):
+        t.__exit__(None, None, None)
 
 
 def _sweep_cases(rng):
@@ -205,6 +271,59 @@ def test_text_to_array_and_generated_text():
     assert a == b and len(a) == 10_000 and a != datasets.english_like_text(10_000, seed=4)
     counts = np.bincount(datasets.text_to_array(a), minlength=128)
     assert counts[ord(" ")] > counts[ord("e")] > counts[ord("q")]  # English-like letter frequencies
+
+
+def test_generated_text_past_memory_is_refused_at_once():
+    # english_like_text(2**40) ran until it was killed; now it is refused as
+    # histogram refuses bins past memory. In a child process under a 2 GiB
+    # address-space limit, with a deadline: a regression fails, not the machine.
+    code = textwrap.dedent("""
+        import resource, time
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+        from cuatomic import datasets
+        t = time.monotonic()
+        try:
+            datasets.english_like_text(2**40)
+        except ValueError as e:
+            print(type(e).__name__, round(time.monotonic() - t, 3), e)
+    """)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr[-2000:]
+    name, seconds, message = r.stdout.split(" ", 2)
+    assert name == "ValueError" and float(seconds) < 1.0, r.stdout
+    assert message.startswith("english_like_text(nbytes=1099511627776): the text and the sentences it is made of "
+                              "need 4398046511104 bytes, more than this machine's memory"), message
+    assert "nbytes may be at most" in message
+
+
+@pytest.mark.parametrize("call,kind,says", [
+    (lambda: datasets.english_like_text(None), TypeError, r"^nbytes must be an integer \(got NoneType\)$"),
+    (lambda: datasets.english_like_text("12"), TypeError, r"^nbytes must be an integer \(got str\)$"),
+    (lambda: datasets.english_like_text(2.5), TypeError, r"^nbytes must be an integer \(got float\)$"),
+    (lambda: datasets.english_like_text(True), TypeError, r"^nbytes must be an integer, not bool$"),
+    (lambda: datasets.english_like_text(-1), ValueError, r"^nbytes must be at least 0 \(got -1\)$"),
+    (lambda: datasets.english_like_text(10, seed="x"), TypeError, r"^seed='x': "),
+    (lambda: datasets.english_like_text(10, seed=-1), ValueError, r"^seed=-1: "),
+    (lambda: datasets.text_to_array(None), TypeError, r"^s must be a str \(got NoneType\)"),
+    (lambda: datasets.text_to_array(b"abc"), TypeError, r"^s must be a str \(got bytes\).*np.frombuffer"),
+    (lambda: datasets.text_to_array(65), TypeError, r"^s must be a str \(got int\)"),
+    (lambda: datasets.shakespeare(timeout="x"), TypeError, r"^timeout must be a number of seconds or None"),
+    (lambda: datasets.shakespeare(timeout=True), TypeError, r"^timeout must be a number of seconds or None"),
+    (lambda: datasets.shakespeare(timeout=0), ValueError, r"^timeout must be a positive number of seconds \(got 0\)"),
+    (lambda: datasets.shakespeare(timeout=-1.0), ValueError, r"^timeout must be a positive number"),
+    (lambda: datasets.shakespeare(timeout=math.nan), ValueError, r"^timeout must be a positive number"),
+    (lambda: datasets.shakespeare(url=None), TypeError, r"^url must be a str \(got NoneType\)$"),
+], ids=lambda v: v if isinstance(v, str) else "")
+def test_dataset_arguments_are_checked_and_named(monkeypatch, tmp_path, call, kind, says):
+    # text_to_array(None) ended in "'NoneType' object has no attribute
+    # 'encode'", english_like_text("12") in a comparison of str and int, and
+    # shakespeare() read its local text whatever timeout and url it was given.
+    path = tmp_path / "t.txt"
+    path.write_text("First Citizen:")
+    monkeypatch.setenv("CUATOMIC_TEXT", str(path))
+    with pytest.raises(kind, match=says) as found:
+        call()
+    assert type(found.value) is kind
 
 
 def test_shakespeare_from_a_local_file(monkeypatch, tmp_path):

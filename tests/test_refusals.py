@@ -1,6 +1,9 @@
 """No silent wrong answers: what cuatomic cannot honour is refused, with the
 exception type NumPy uses and a message that says what to do instead."""
 
+import json
+import re
+
 import numpy as np
 import pytest
 from conftest import BACKENDS
@@ -69,6 +72,27 @@ def test_histogram_refuses_edges_that_are_not_numbers(backend, bins):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("bins", [[0, np.nan, 2], [np.nan, 1.0], [0.0, 1.0, np.nan], np.array([0, np.nan], np.float32)],
+                         ids=["middle", "first", "last", "float32"])
+def test_histogram_refuses_nan_edges(backend, bins):
+    # NumPy takes them and counts nonsense ([5, -2] for [0, nan, 2]); cuatomic
+    # used to answer [3, 0] in silence.
+    x = np.arange(5.0)
+    for call in (lambda: cuatomic.histogram(x, bins=bins, backend=backend),
+                 lambda: cuatomic.histogram(x, bins=bins, weights=np.ones(5), backend=backend),
+                 lambda: cuatomic.explain("histogram", x, bins, backend=backend)):
+        with pytest.raises(ValueError, match=r"`bins` has a NaN edge"):
+            call()
+
+
+def test_dask_histogram_refuses_nan_edges_when_the_graph_is_built():
+    da = pytest.importorskip("dask.array")
+    import cuatomic.dask
+    with pytest.raises(ValueError, match=r"`bins` has a NaN edge"):
+        cuatomic.dask.histogram(da.arange(5.0, chunks=2), bins=[0, np.nan, 2], backend="cpu")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("bins", [4, "auto"], ids=["count", "estimator"])
 @pytest.mark.parametrize("bounds", [("0", "1"), (b"0", 1), (0, None), (0, 1j)], ids=["str", "bytes", "None", "complex"])
 def test_histogram_refuses_a_range_that_is_not_numbers(backend, bins, bounds):
@@ -79,6 +103,34 @@ def test_histogram_refuses_a_range_that_is_not_numbers(backend, bins, bounds):
     # With explicit edges NumPy ignores the range, whatever it holds; so does cuatomic.
     got, _ = cuatomic.histogram(np.arange(10.0), bins=[0.0, 1.0, 5.0], range=bounds, backend=backend)
     assert np.array_equal(got, np.histogram(np.arange(10.0), bins=[0.0, 1.0, 5.0], range=bounds)[0])
+
+
+RANGES_NUMPY_SUBTRACTS = [(2**62, 2**63), (0, 2**63), (np.int64(0), 2**63), (np.int32(0), 2**40), (np.int8(0), 300),
+                          (-1, np.uint64(2**63)), (False, True), (-(2**63), 0), (0.0, 2**63),
+                          (2**63, 2**63), (-(2**63) - 1, 0)]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("bins,bounds", [(10, b) for b in RANGES_NUMPY_SUBTRACTS] +
+                         [("auto", b) for b in [(2**62, 2**63), (0, 2**63), (np.int8(0), 300), (False, True)]],
+                         ids=repr)
+def test_histogram_range_numpy_cannot_subtract(backend, bins, bounds):
+    # np.histogram subtracts the bounds of an equal-width range in the type
+    # they promote to: (2**62, 2**63) is an OverflowError there, where
+    # cuatomic used to count zeros. Whatever NumPy does, cuatomic does.
+    x = np.arange(5)
+    try:
+        expected = np.histogram(x, bins=bins, range=bounds)
+    except (TypeError, ValueError, OverflowError) as e:
+        with pytest.raises(type(e)) as info:
+            cuatomic.histogram(x, bins=bins, range=bounds, backend=backend)
+        assert type(info.value) is type(e) and "range" in str(info.value), info.value
+        if bins == 10:
+            with pytest.raises(type(e)):
+                cuatomic.histogram(x, bins=bins, range=bounds, weights=np.ones(5), backend=backend)
+    else:
+        got = cuatomic.histogram(x, bins=bins, range=bounds, backend=backend)
+        assert np.array_equal(got[0], expected[0]) and np.array_equal(got[1], expected[1])
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -118,6 +170,153 @@ def test_explain_histogram_without_the_array():
     # the array by keyword is the array
     c = cuatomic.explain("histogram", a=np.arange(100, dtype=np.uint8), bins=8, range=(0, 128), backend="cpu")
     assert c.facts["n"] == 100 and c.facts["bins"] == 8
+
+
+V = np.arange(1, 9, dtype=np.float64)
+M = np.ones((2, 2))
+
+
+def _outcome(call):
+    try:
+        return "answers", call()
+    except (TypeError, ValueError, OverflowError, RuntimeError) as e:
+        return type(e), str(e)
+
+
+# (op, args, kwargs): calls whose arguments the call refuses, or answers without launching anything
+EXPLAINED_AS_CALLED = [
+    ("add_one", (-1, 16), {}), ("add_one", (2.5, 16), {}), ("add_one", (True, 16), {}), ("add_one", ("4", 16), {}),
+    ("add_one", (2**40, 16), {}), ("add_one", (10, 0), {}), ("mutex_add_one", (), {"threads": 2000}),
+    ("mutex_add_one", (), {"blocks": None, "threads": 1.5}),
+    ("dot", (M, M), {}), ("dot", (V, V[:3]), {}), ("dot", (V, np.array(["a"] * 8)), {}), ("dot", (V, 3.0), {}),
+    ("sum", (V,), {"dtype": "nonsense"}), ("sum", (V,), {"dtype": object}), ("prod", (V,), {"dtype": np.complex64}),
+    ("sum", (np.array(["x"]),), {}), ("sum", (V,), {"blocks": 0}), ("prod", (V,), {"threads": "8"}),
+    ("filter", (V, "=~", 3), {}), ("filter", (V, ["<"], 3), {}), ("filter", (V, "<", "three"), {}),
+    ("filter", (V, "<", [1, 2]), {}),
+    ("histogram", (V, []), {}), ("histogram", (V, [3.0]), {}), ("histogram", (V, 2.5), {}), ("histogram", (V, -1), {}),
+    ("histogram", (V, [0, np.nan, 2]), {}), ("histogram", (V, 4, (2**62, 2**63)), {}), ("histogram", (V, "nope"), {}),
+    ("histogram", (V, [], None), {"weights": np.ones(8)}), ("histogram", (V, 4, (0, 1)), {"weights": np.ones(3)}),
+    ("bincount", (np.array([-1, 2]),), {}), ("bincount", (np.array([2**40]),), {}), ("bincount", ([],), {}),
+    ("bincount", (np.arange(3),), {"minlength": None}), ("reduce", (V, "subtract"), {}),
+    ("reduce", (V, "bitwise_and"), {}),
+]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("op,args,kwargs", EXPLAINED_AS_CALLED, ids=lambda v: repr(v)[:40])
+def test_explain_checks_the_arguments_as_the_call_does(backend, op, args, kwargs):
+    # explain('add_one', -1, 16) answered though add_one(-1, 16) raises (so
+    # did 2.5, True, '4', 2**40), explain('dot', 2-D, 2-D) answered though dot
+    # refuses, explain('histogram', a, []) ended in an AttributeError where
+    # the call answers: each op's own checks are now the ones explain runs.
+    call = _outcome(lambda: getattr(cuatomic, op)(*args, backend=backend, **kwargs))
+    said = _outcome(lambda: cuatomic.explain(op, *args, backend=backend, **kwargs))
+    if call[0] == "answers":
+        assert said[0] == "answers", (call, said)
+        last = cuatomic.last_launch()
+        cuatomic.sum(np.ones(3), method="atomic", backend="cpu")  # a known launch, to see whether the call launches
+        before = cuatomic.last_launch()
+        getattr(cuatomic, op)(*args, backend=backend, **kwargs)
+        launched = cuatomic.last_launch() != before
+        choice = said[1]
+        if not launched:  # nothing ran: explain says so rather than name a rung
+            assert choice.method is None and "launches no rung" in choice.reason, choice
+        else:
+            assert choice.method == cuatomic.last_launch()["method"], (choice, last)
+    else:
+        assert said == call, f"the call raises {call}, explain {said}"
+
+
+def test_methods_refuses_what_is_no_op_or_backend_by_name():
+    # methods(['sum']) ended in "unhashable type: 'list'"
+    for bad in (["sum"], {"op": "sum"}, np.array(["sum"]), None, "product"):
+        with pytest.raises(ValueError, match=r"^unknown op "):
+            cuatomic.methods(bad)
+    for bad in (["cpu"], {}, "CPU", 0):
+        with pytest.raises(ValueError, match=r"^unknown backend "):
+            cuatomic.methods("sum", bad)
+
+
+@pytest.fixture
+def fresh_rules():
+    """auto's cached rules forgotten before and after the test."""
+    from cuatomic import _auto
+
+    def forget():
+        for cached in (_auto.rules, _auto._ranking, _auto._candidates):
+            cached.cache_clear()
+    forget()
+    yield
+    forget()
+
+
+GOOD_CASE = {"op": "sum", "dtype": "float64", "n": 4096, "ms": {"vector": 0.1}}
+BAD_RULES = {
+    "missing file": None,
+    "not JSON": "{'backend': 'cpu'",
+    "a JSON list": "[1, 2]",
+    "no backend": json.dumps({"cases": []}),
+    "cases not a list": json.dumps({"backend": "cpu", "cases": {}}),
+    "a case without n": json.dumps({"backend": "cpu", "cases": [{"op": "sum", "ms": {}}]}),
+    "n of a string": json.dumps({"backend": "cpu", "cases": [dict(GOOD_CASE, n="4096")]}),
+    "no op": json.dumps({"backend": "cpu", "cases": [{"n": 1, "ms": {}}]}),
+    "ms a list": json.dumps({"backend": "cpu", "cases": [dict(GOOD_CASE, ms=[0.1])]}),
+    "a negative time": json.dumps({"backend": "cpu", "cases": [dict(GOOD_CASE, ms={"vector": -1})]}),
+    "bins of 0": json.dumps({"backend": "cpu", "cases": [dict(GOOD_CASE, op="histogram", bins=0)]}),
+    "a dtype NumPy does not read": json.dumps({"backend": "cpu", "cases": [dict(GOOD_CASE, dtype="nonsense")]}),
+}
+
+
+@pytest.mark.parametrize("what", list(BAD_RULES))
+def test_a_bad_auto_rules_file_is_named_with_its_variable(monkeypatch, tmp_path, fresh_rules, what):
+    # A bad CUATOMIC_AUTO_RULES file ended every auto call in a
+    # JSONDecodeError or KeyError 'n' that named neither the variable nor the file.
+    path = tmp_path / "rules.json"
+    if BAD_RULES[what] is not None:
+        path.write_text(BAD_RULES[what])
+    monkeypatch.setenv("CUATOMIC_AUTO_RULES", str(path))
+    start = rf"^CUATOMIC_AUTO_RULES={re.escape(repr(str(path)))}: "
+    for call in (lambda: cuatomic.sum(np.ones(10), backend="cpu"), lambda: cuatomic.explain("sum", backend="cpu"),
+                 lambda: cuatomic.histogram(np.ones(10), 4, (0, 2), backend="cpu")):
+        with pytest.raises(ValueError, match=start) as found:
+            call()
+        assert "python -m cuatomic bench auto" in str(found.value)
+    # a named method reads no rules
+    assert cuatomic.sum(np.ones(10), method="vector", backend="cpu") == 10.0
+
+
+def test_a_good_auto_rules_file_is_read(monkeypatch, tmp_path, fresh_rules):
+    path = tmp_path / "rules.json"
+    path.write_text(json.dumps({"backend": "cpu", "cases": [dict(GOOD_CASE, ms={"block_tree": 0.1, "vector": None,
+                                                                                  "atomic": 0.01})]}))
+    monkeypatch.setenv("CUATOMIC_AUTO_RULES", str(path))
+    choice = cuatomic.explain("sum", np.ones(4096, np.int64), backend="cpu")
+    assert choice.method == "atomic"  # the measured fastest (integers: no accuracy flag required)
+    assert cuatomic._auto.rules("cpu")["source"] == str(path)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("value", [None, "x", np.array(["a", "b"]), object(), np.ones(3, np.float16), 1j],
+                         ids=["None", "str", "str-array", "object", "float16", "complex"])
+def test_to_device_refuses_what_no_call_takes(backend, value):
+    # to_device(None) gave a 0-d object array on the cpu (and on the cuda
+    # backend would have copied object pointers to the GPU)
+    with pytest.raises(TypeError, match=r"^a has unsupported dtype ") as found:
+        cuatomic.to_device(value, backend=backend)
+    with pytest.raises(TypeError, match=re.escape(str(found.value))):
+        cuatomic.sum(value, backend=backend)  # the same refusal as a call's
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_unsupported_dtype_names_the_argument(backend):
+    bad = np.array(["a", "b"])
+    for call, name in ((lambda: cuatomic.sum(bad, backend=backend), "a"),
+                       (lambda: cuatomic.dot(np.ones(2), bad, backend=backend), "b"),
+                       (lambda: cuatomic.bincount(bad, backend=backend), "x"),
+                       (lambda: cuatomic.histogram(bad, backend=backend), "a"),
+                       (lambda: cuatomic.reduce(bad, "add", backend=backend), "a")):
+        with pytest.raises(TypeError, match=rf"^{name} has unsupported dtype <U1"):
+            call()
 
 
 def test_explain_sum_reads_the_array_by_keyword_too():

@@ -59,6 +59,22 @@ def test_weighted_histogram_matches_numpy(backend, method, where, dt):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("wdt", [">f8", ">f4", ">i2", ">i8", ">u4", "<f8", "u1"])
+@pytest.mark.parametrize("bins", [3, np.int64(3), [0, 1, 3], [0.5], np.array([0.0, 2.0, 4.0], ">f8")],
+                         ids=["count", "numpy-count", "edges", "one-edge", "big-endian-edges"])
+def test_weighted_result_dtype_is_numpy_s_byte_order_included(backend, wdt, bins):
+    # NumPy keeps big-endian weights' dtype for a bin count and gives native
+    # sums for explicit edges (a cumulative sum): '>f8' edges used to stay '>f8'.
+    x, w = np.arange(5.0), np.arange(5, dtype=wdt)
+    for density in (False, True):
+        want, want_edges = np.histogram(x, bins, weights=w, density=density)
+        for method, _, _ in cuatomic.methods("weighted_histogram", backend):
+            got, edges = cuatomic.histogram(x, bins, weights=w, density=density, method=method, backend=backend)
+            assert got.dtype == want.dtype and edges.dtype == want_edges.dtype, (method, density, got.dtype)
+            assert np.array_equal(got, want) and np.array_equal(edges, want_edges), (method, density)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_integer_weights_are_exact_and_keep_numpy_dtype(backend):
     rng = np.random.default_rng(3)
     x = rng.integers(0, 64, 50_000).astype(np.int32)
@@ -171,6 +187,22 @@ def test_bincount_refusals(backend):
         cuatomic.bincount(np.arange(3), minlength=-1, backend=backend)
     with pytest.raises(ValueError):
         cuatomic.bincount(np.arange(3), weights=np.ones(4), backend=backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_bincount_past_memory_says_what_bincount_needs(backend):
+    # It spoke of "bins=...: the edges and counts" (a histogram's words);
+    # bincount's are the largest value, or minlength, and one bin per value.
+    for kwargs in ({}, {"weights": [1.0]}):
+        with pytest.raises(ValueError, match=r"^the largest value of x, 1099511627776, asks for 1099511627777 bins, "
+                                             r"one for each value from 0: they need \d+ bytes, more than this "
+                                             r"machine's memory .*; x may hold values up to \d+$"):
+            cuatomic.bincount(np.array([2**40]), backend=backend, **kwargs)
+    with pytest.raises(ValueError, match=r"^minlength=1099511627776 asks for 1099511627776 bins: they need \d+ "
+                                         r"bytes.*; minlength may be at most \d+$"):
+        cuatomic.bincount(np.array([2]), minlength=2**40, backend=backend)
+    with pytest.raises(ValueError, match=r"largest value of x, 1099511627776"):
+        cuatomic.explain("bincount", np.array([2**40]), backend=backend)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
