@@ -90,11 +90,16 @@ CUDA_HOME, NVCC = (None, None) if MODE == "0" else find_cuda()
 if MODE == "1" and not NVCC:
     raise SystemExit("cuatomic setup: CUATOMIC_CUDA=1 but nvcc was not found (set CUDA_HOME)")
 ARCHS = cuda_archs(NVCC) if NVCC else []
+# Why a build has no CUDA, as the module says it (backend_info()["cuda"]["reason"]).
+if MODE == "0":
+    WHY = "CUATOMIC_CUDA=0 asked for a CPU-only build: reinstall without it to build the CUDA backend"
+else:
+    WHY = ("nvcc was not found at install time (not under CUDA_HOME or CUDA_PATH, on PATH, or in "
+           "/usr/local/cuda): install the CUDA toolkit, or set CUDA_HOME, and reinstall")
 if NVCC:
     log(f"building the CUDA backend with {NVCC} for sm_{', sm_'.join(ARCHS)} (+PTX compute_{ARCHS[-1]})")
 else:
-    log("nvcc not found or CUATOMIC_CUDA=0: building the CPU backend only -- the cuda backend will not be "
-        "available; install the CUDA toolkit (nvcc) or set CUDA_HOME, then reinstall")
+    log(f"building the CPU backend only -- the cuda backend will not be available: {WHY}")
 
 define_macros = [
     ("NPY_NO_DEPRECATED_API", "NPY_1_25_API_VERSION"),
@@ -108,6 +113,8 @@ if NVCC:
     # (libcuda is loaded on first use), and never links -lcuda.
     libraries += ["cudart_static", "stdc++", "dl", "pthread", "rt"]
     cu_sources = sorted(glob("cuda/*.cu"))
+else:
+    define_macros.append(("CUATOMIC_NO_CUDA_WHY", '"' + WHY.replace('"', "'") + '"'))
 
 
 class BuildExt(build_ext):

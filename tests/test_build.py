@@ -7,11 +7,15 @@ PyTorch or Numba loaded into the same process: a crash that shows only on a
 GPU machine. The symbol table is read from the ELF file itself, so the test
 needs neither a GPU nor binutils.
 
-Also: a wheel carries every subpackage (pyproject lists them by name).
+Also: a wheel carries every subpackage (pyproject lists them by name), and a
+build without CUDA says why.
 """
+import os
 import pathlib
 import re
 import struct
+import subprocess
+import sys
 
 import pytest
 
@@ -88,3 +92,31 @@ def test_pyproject_lists_every_subpackage():
     data = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
     for name in set(listed) - found:
         assert (root / name.replace(".", "/")).is_dir() and name in data, name
+
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def checkout_or_skip():
+    """The source tree these tests sit in (not the copy beside an installed wheel, which lacks cuatomic/)."""
+    if not (ROOT / "setup.py").exists() or not (ROOT / "cuatomic").is_dir():
+        pytest.skip("not in a source checkout")
+    return ROOT
+
+
+def test_a_build_without_cuda_says_why():
+    """The reason names what happened at install time: CUATOMIC_CUDA=0 asked for it, or nvcc was
+    not found (CI installs with nvcc on PATH and CUATOMIC_CUDA=0: 'no nvcc' would be false)."""
+    if cuatomic._C.build_info()["cuda"]:
+        pytest.skip("built with CUDA")
+    reason = cuatomic._C.cuda_probe()["reason"]
+    assert reason.startswith("cuatomic was built without CUDA: "), reason
+    assert "CUATOMIC_CUDA=0 asked for a CPU-only build" in reason or "nvcc was not found" in reason, reason
+
+
+def test_setup_gives_cuatomic_cuda_0_as_the_reason():
+    root = checkout_or_skip()
+    run = subprocess.run([sys.executable, "setup.py", "--name"], cwd=root, capture_output=True, text=True,
+                         env=dict(os.environ, CUATOMIC_CUDA="0"), timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert "CUATOMIC_CUDA=0 asked for a CPU-only build" in run.stderr and "not found" not in run.stderr, run.stderr
