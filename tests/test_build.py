@@ -8,8 +8,8 @@ GPU machine. The symbol table is read from the ELF file itself, so the test
 needs neither a GPU nor binutils.
 
 Also: a wheel carries every subpackage (pyproject lists them by name), a
-build without CUDA says why, and setup.py's object cache serves an object
-only to the same compilation.
+build without CUDA says why, setup.py's object cache serves an object only
+to the same compilation, and the C files compile without a warning.
 """
 import os
 import pathlib
@@ -306,6 +306,32 @@ def test_progress_reaches_the_terminal_while_pip_hides_the_output(fake_cuda, tmp
         assert line in run.stderr, run.stderr  # pip -v and CI logs have them
         assert line in screen, screen
     assert compiled() == ["a.cu", "b.cu"]
+
+
+def test_c_sources_compile_without_warnings(tmp_path):
+    """Every C file, compiled with the build's own flags (CPU-only configuration), warns about
+    nothing: a warning at every build (vector.c's -Wpsabi was one) hides the one that matters."""
+    setup = load_setup()
+    import sysconfig
+    from concurrent.futures import ThreadPoolExecutor
+    import numpy as np
+    cc = sysconfig.get_config_var("CC") or "gcc"
+    if shutil.which(cc.split()[0]) is None:
+        pytest.skip(f"{cc} is not installed")
+    includes = [f"-I{np.get_include()}", f"-I{sysconfig.get_paths()['include']}"]
+    macros = ["-DNPY_NO_DEPRECATED_API=NPY_1_25_API_VERSION", "-DNPY_TARGET_VERSION=NPY_1_25_API_VERSION"]
+    sources = sorted((ROOT / "csrc").glob("*.c")) + sorted((ROOT / "csrc" / "cpu").glob("*.c"))
+
+    def warnings_of(src):
+        cmd = [*cc.split(), "-fPIC", *macros, *includes, *setup.c_flags(False), "-c", str(src), "-o",
+               str(tmp_path / f"{src.parent.name}_{src.stem}.o")]
+        run = subprocess.run(cmd, capture_output=True, text=True)
+        assert run.returncode == 0, run.stderr
+        return run.stderr.strip()
+
+    with ThreadPoolExecutor(max_workers=setup.cpu_count()) as pool:
+        found = {src.relative_to(ROOT).as_posix(): w for src, w in zip(sources, pool.map(warnings_of, sources)) if w}
+    assert not found, "\n".join(found.values())
 
 
 def test_a_build_without_cuda_says_why():
