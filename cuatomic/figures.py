@@ -12,6 +12,7 @@ holds figures committed to git (the repository's ``docs/figures``) is only
 written when ``--out`` names it.
 """
 import argparse
+import importlib
 import json
 import os
 import pathlib
@@ -331,6 +332,12 @@ def main(argv=None):
     parser.add_argument("--repeat", type=int, default=10)
     parser.add_argument("--replot", metavar="JSON", help="only redraw the PNGs from a figures.json of a run")
     args = parser.parse_args(argv)
+    # The PNGs need matplotlib: say so before the experiments run, not after them.
+    try:
+        importlib.import_module("matplotlib")
+    except ImportError:
+        parser.exit(2, "python -m cuatomic.figures: error: drawing the figures needs matplotlib, from the plot "
+                       "extra: python -m pip install \"cuatomic[plot]\" (or: python -m pip install matplotlib)\n")
     out = pathlib.Path(args.out or DEFAULT_OUT)
     committed = [] if args.out else committed_files(out)
     if committed:  # a run on another machine must not replace the recorded ones by accident
