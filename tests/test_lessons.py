@@ -260,7 +260,10 @@ def test_plots(tmp_path):
     rows = [cuatomic.SweepRow(m, b, None, t, 1.0) for m, b, t in
             [("global", 320, 3.0), ("global", 480, 2.0), ("shared", 320, 1.0), ("shared", 480, 1.5)]]
     fig = plots.sweep_plot(rows)
-    assert len(fig.axes) == 2  # one y axis per method
+    # one time axis for both methods, from 0: the gap between the curves is drawn as it is
+    assert len(fig.axes) == 1 and fig.axes[0].get_yscale() == "linear" and fig.axes[0].get_ylim()[0] == 0
     dashed = [line.get_xdata()[0] for ax in fig.axes for line in ax.get_lines() if line.get_linestyle() == "--"]
     assert sorted(dashed) == [320, 480]
+    far = [cuatomic.SweepRow(m, b, None, t, 1.0) for m, b, t in [("global", 320, 3.5), ("shared", 320, 0.2)]]
+    assert plots.sweep_plot(far).axes[0].get_yscale() == "log"  # 17x apart: both curves' shapes stay visible
     fig.savefig(tmp_path / "sweep.png")
