@@ -14,12 +14,10 @@ written when ``--out`` names it.
 import argparse
 import importlib
 import json
-import os
 import pathlib
 import platform
 import subprocess
 import time
-import warnings
 
 import numpy as np
 
@@ -353,10 +351,7 @@ def main(argv=None):
     be = resolve(args.backend)
     out.mkdir(parents=True, exist_ok=True)
     n = 1 << (16 if args.small else 24)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        text = datasets.shakespeare()
-    source = "generated stand-in" if caught else (os.environ.get("CUATOMIC_TEXT") or "Project Gutenberg")
+    text, source = datasets.shakespeare(with_source=True)
     if args.small:
         text = text[: 1 << 18]
     blocks = [32 * i for i in range(10, 1000, 5)] if be == "cuda" and not args.small else None

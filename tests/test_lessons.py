@@ -225,9 +225,15 @@ def test_shakespeare_cache_and_offline_fallback(monkeypatch, tmp_path):
     with pytest.warns(RuntimeWarning, match="generated English-like text"):
         text = datasets.shakespeare(url="http://127.0.0.1:9/pg100.txt", timeout=2)
     assert text.size == datasets.SHAKESPEARE_NBYTES
+    with pytest.warns(RuntimeWarning):  # and it says so wherever it is titled
+        again, source = datasets.shakespeare(url="http://127.0.0.1:9/pg100.txt", timeout=2, with_source=True)
+    assert np.array_equal(again, text) and "stand-in" in source and source == datasets.STAND_IN
     # a cached copy is used without any download
     (tmp_path / "shakespeare.txt").write_text("To be, or not to be")
     assert bytes(datasets.shakespeare(url="http://127.0.0.1:9/never")) == b"To be, or not to be"
+    assert datasets.shakespeare(url="http://127.0.0.1:9/never", with_source=True)[1] == datasets.GUTENBERG
+    monkeypatch.setenv("CUATOMIC_TEXT", str(tmp_path / "shakespeare.txt"))
+    assert datasets.shakespeare(with_source=True)[1] == "shakespeare.txt (CUATOMIC_TEXT)"
 
 
 # --------------------------------------------------------------------- plots
