@@ -7,9 +7,10 @@ PyTorch or Numba loaded into the same process: a crash that shows only on a
 GPU machine. The symbol table is read from the ELF file itself, so the test
 needs neither a GPU nor binutils.
 
-Also: a wheel carries every subpackage (pyproject lists them by name), a
-build without CUDA says why, setup.py's object cache serves an object only
-to the same compilation, and the C files compile without a warning.
+Also: a wheel carries every subpackage (pyproject lists them by name), an
+sdist every file the README links to, a build without CUDA says why,
+setup.py's object cache serves an object only to the same compilation, and
+the C files compile without a warning.
 """
 import os
 import pathlib
@@ -18,6 +19,7 @@ import shutil
 import struct
 import subprocess
 import sys
+import tarfile
 
 import pytest
 
@@ -104,6 +106,31 @@ def checkout_or_skip():
     if not (ROOT / "setup.py").exists() or not (ROOT / "cuatomic").is_dir():
         pytest.skip("not in a source checkout")
     return ROOT
+
+
+def test_sdist_holds_what_the_readme_links_to(tmp_path):
+    """Outside the repository (PyPI's page, an unpacked sdist) the README's links must resolve."""
+    root = checkout_or_skip()
+    pytest.importorskip("setuptools")
+    tree = tmp_path / "tree"
+    shutil.copytree(root, tree, ignore=shutil.ignore_patterns(
+        ".git", ".venv", "build", "dist", "wheelhouse", "*.egg-info", "__pycache__", ".pytest_cache", "*.so", "*.o"))
+    env = dict(os.environ, CUATOMIC_CUDA="0")  # an sdist compiles nothing: no need to look for nvcc
+    run = subprocess.run([sys.executable, "-c", "from setuptools.build_meta import build_sdist; "
+                          "print(build_sdist('dist'))"], cwd=tree, env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    sdist = tree / "dist" / run.stdout.strip().splitlines()[-1]
+    with tarfile.open(sdist) as tar:
+        top = tar.getnames()[0].split("/")[0]
+        names = {name.split("/", 1)[1] for name in tar.getnames() if "/" in name}
+        readme = tar.extractfile(f"{top}/README.md").read().decode()
+    links = {m.split("#")[0] for m in re.findall(r"\]\(([^)\s]+)\)", readme)}
+    local = sorted(link for link in links if link and "://" not in link and not link.startswith("mailto:"))
+    assert any(link.startswith("docs/") for link in local), local
+    missing = [link for link in local if link not in names and not any(n.startswith(link.rstrip("/") + "/")
+                                                                       for n in names)]
+    assert not missing, f"{sdist.name} lacks what the README links to: {missing} (MANIFEST.in)"
 
 
 # ---------------------------------------------------------------- setup.py's object cache
