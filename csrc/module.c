@@ -10,6 +10,10 @@
 #ifndef CUATOMIC_CUDA_ARCHS
 #define CUATOMIC_CUDA_ARCHS ""
 #endif
+/* setup.py says why a build has no CUDA: CUATOMIC_CUDA=0, or no nvcc. */
+#ifndef CUATOMIC_NO_CUDA_WHY
+#define CUATOMIC_NO_CUDA_WHY "its build did not say why"
+#endif
 
 static PyObject *build_info(PyObject *self, PyObject *noargs)
 {
@@ -34,9 +38,7 @@ static PyObject *cuda_probe(PyObject *self, PyObject *noargs)
     cua_cuda_probe(&d);
     Py_END_ALLOW_THREADS
 #else
-    snprintf(d.reason, sizeof d.reason,
-             "cuatomic was built without CUDA (no nvcc at install time): install the CUDA toolkit, or set "
-             "CUDA_HOME, and reinstall");
+    snprintf(d.reason, sizeof d.reason, "cuatomic was built without CUDA: %s", CUATOMIC_NO_CUDA_WHY);
 #endif
     return Py_BuildValue("{s:O,s:s,s:s,s:i,s:(ii),s:i,s:i,s:i,s:i,s:L,s:L}", "usable", d.usable ? Py_True : Py_False,
                          "reason", d.reason, "name", d.name, "device", d.device, "compute_capability", d.cc_major,

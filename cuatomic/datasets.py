@@ -122,7 +122,12 @@ def _read_text(path):
     return pathlib.Path(path).read_text(encoding="utf-8", errors="replace")
 
 
-def shakespeare(*, timeout=30.0, url=SHAKESPEARE_URL):
+#: What :func:`shakespeare` says its text is, by where it came from.
+STAND_IN = "a generated stand-in for Shakespeare (offline)"
+GUTENBERG = "Shakespeare (Project Gutenberg)"
+
+
+def shakespeare(*, timeout=30.0, url=SHAKESPEARE_URL, with_source=False):
     """The complete works of Shakespeare as a uint8 array, as in the tutorial.
 
     Looked up in order: the file named by ``CUATOMIC_TEXT`` (any local text);
@@ -137,11 +142,17 @@ def shakespeare(*, timeout=30.0, url=SHAKESPEARE_URL):
         Seconds to wait for the download (a positive number; None: no
         limit).
     url : str, optional
+    with_source : bool, optional
+        Also return what the text is, for a title or a caption.
 
     Returns
     -------
     numpy.ndarray of uint8
         ASCII codes (other characters become ``?``).
+    source : str
+        Only with `with_source`: :data:`GUTENBERG` (downloaded, or the
+        cached download), :data:`STAND_IN`, or ``"<file name>
+        (CUATOMIC_TEXT)"``.
 
     Warns
     -----
@@ -161,19 +172,23 @@ def shakespeare(*, timeout=30.0, url=SHAKESPEARE_URL):
             raise ValueError(f"timeout must be a positive number of seconds (got {timeout!r})")
     if not isinstance(url, str):
         raise TypeError(f"url must be a str (got {type(url).__name__})")
+
+    def result(text, source):
+        return (text, source) if with_source else text
+
     local = os.environ.get("CUATOMIC_TEXT")
     if local:
-        return text_to_array(_read_text(local))
+        return result(text_to_array(_read_text(local)), f"{pathlib.Path(local).name} (CUATOMIC_TEXT)")
     cached = cache_dir() / "shakespeare.txt"
     if cached.exists():
-        return text_to_array(_read_text(cached))
+        return result(text_to_array(_read_text(cached)), GUTENBERG)
     try:
         with urllib.request.urlopen(url, timeout=timeout) as response:
             data = response.read()
     except (OSError, ValueError) as e:  # URLError, timeouts and refused connections are OSErrors
         warnings.warn(f"could not download {url} ({e}); using a generated English-like text of "
                       f"{SHAKESPEARE_NBYTES:,} bytes instead", RuntimeWarning, stacklevel=2)
-        return text_to_array(english_like_text(SHAKESPEARE_NBYTES))
+        return result(text_to_array(english_like_text(SHAKESPEARE_NBYTES)), STAND_IN)
     try:  # cache it, atomically: a reader never sees half a file
         cached.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=cached.parent, delete=False) as tmp:
@@ -181,4 +196,4 @@ def shakespeare(*, timeout=30.0, url=SHAKESPEARE_URL):
         os.replace(tmp.name, cached)
     except OSError as e:
         warnings.warn(f"could not cache the text in {cached.parent} ({e})", RuntimeWarning, stacklevel=2)
-    return text_to_array(data.decode("utf-8", errors="replace"))
+    return result(text_to_array(data.decode("utf-8", errors="replace")), GUTENBERG)

@@ -12,13 +12,12 @@ holds figures committed to git (the repository's ``docs/figures``) is only
 written when ``--out`` names it.
 """
 import argparse
+import importlib
 import json
-import os
 import pathlib
 import platform
 import subprocess
 import time
-import warnings
 
 import numpy as np
 
@@ -331,6 +330,12 @@ def main(argv=None):
     parser.add_argument("--repeat", type=int, default=10)
     parser.add_argument("--replot", metavar="JSON", help="only redraw the PNGs from a figures.json of a run")
     args = parser.parse_args(argv)
+    # The PNGs need matplotlib: say so before the experiments run, not after them.
+    try:
+        importlib.import_module("matplotlib")
+    except ImportError:
+        parser.exit(2, "python -m cuatomic.figures: error: drawing the figures needs matplotlib, from the plot "
+                       "extra: python -m pip install \"cuatomic[plot]\" (or: python -m pip install matplotlib)\n")
     out = pathlib.Path(args.out or DEFAULT_OUT)
     committed = [] if args.out else committed_files(out)
     if committed:  # a run on another machine must not replace the recorded ones by accident
@@ -346,10 +351,7 @@ def main(argv=None):
     be = resolve(args.backend)
     out.mkdir(parents=True, exist_ok=True)
     n = 1 << (16 if args.small else 24)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        text = datasets.shakespeare()
-    source = "generated stand-in" if caught else (os.environ.get("CUATOMIC_TEXT") or "Project Gutenberg")
+    text, source = datasets.shakespeare(with_source=True)
     if args.small:
         text = text[: 1 << 18]
     blocks = [32 * i for i in range(10, 1000, 5)] if be == "cuda" and not args.small else None

@@ -91,8 +91,13 @@ def speedup_chart(times_ms, reference, *, title=None):
 
 
 def sweep_plot(rows, *, title="Time vs blocks per grid"):
-    """The block-count sweep: time against blocks, one y axis per method
-    (two at most), a dashed vertical line at each method's fastest count.
+    """The block-count sweep: time against blocks, every method on one time
+    axis, a dashed vertical line at each method's fastest count.
+
+    One axis shows the gap between the methods as it is (two axes with
+    scales of their own would draw curves 5x apart on top of each other):
+    linear from 0 when the times are within a factor of 10 of each other,
+    logarithmic when they span more.
 
     Parameters
     ----------
@@ -106,25 +111,34 @@ def sweep_plot(rows, *, title="Time vs blocks per grid"):
     """
     plt = _pyplot()
     methods = list(dict.fromkeys(r.method for r in rows))
-    if not 1 <= len(methods) <= 2:
-        raise ValueError(f"sweep_plot draws one or two methods (got {methods})")
+    if not methods:
+        raise ValueError("sweep_plot needs at least one row")
     fig, ax = plt.subplots(figsize=(10, 4))
-    axes = [ax, ax.twinx()] if len(methods) == 2 else [ax]
-    colors = ["tab:blue", "tab:orange"]
-    for axis, method, color in zip(axes, methods, colors):
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for i, method in enumerate(methods):
+        color = colors[i % len(colors)]
         mine = sorted((r for r in rows if r.method == method), key=lambda r: r.blocks)
         blocks = [r.blocks for r in mine]
         ms = [r.median_ms for r in mine]
-        axis.plot(blocks, ms, color=color, marker="o", markersize=3, label=method)
-        axis.set_ylabel(f"{method} time (ms)", color=color)
-        axis.tick_params(axis="y", colors=color)
+        ax.plot(blocks, ms, color=color, marker="o", markersize=3, label=method)
         best = mine[int(np.argmin(ms))]
-        axis.axvline(best.blocks, color=color, linestyle="--", alpha=0.7)
-        axis.annotate(f"{best.blocks}", (best.blocks, best.median_ms), color=color, xytext=(4, 4),
-                      textcoords="offset points")
-    all_blocks = [r.blocks for r in rows]
-    if max(all_blocks) >= 8 * min(all_blocks):  # counts by doubling (the cpu sweep): even steps on a log axis
-        ax.set_xscale("log", base=2)
+        ax.axvline(best.blocks, color=color, linestyle="--", alpha=0.7)
+        ax.annotate(f"{best.blocks}", (best.blocks, best.median_ms), color=color, xytext=(4, 4),
+                    textcoords="offset points")
+    times = [r.median_ms for r in rows]
+    if max(times) > 10 * min(times):
+        from matplotlib.ticker import FormatStrFormatter, LogLocator
+        ax.set_yscale("log")
+        ax.yaxis.set_minor_locator(LogLocator(subs=(2, 3, 5)))
+        for which in ("major", "minor"):  # 0.3, 3 rather than 3 x 10^-1, 3 x 10^0
+            getattr(ax.yaxis, f"set_{which}_formatter")(FormatStrFormatter("%g"))
+    else:
+        ax.set_ylim(0, 1.1 * max(times))
+    ax.set_ylabel("Time (ms)")
+    ax.legend()
+    counts = sorted({r.blocks for r in rows})
+    if len(counts) > 2 and all(b >= 1.5 * a for a, b in zip(counts, counts[1:])):
+        ax.set_xscale("log", base=2)  # counts by doubling (the cpu sweep): even steps on a log axis
     ax.set_xlabel("Blocks per grid")
     ax.set_title(title)
     fig.tight_layout()

@@ -7,11 +7,19 @@ PyTorch or Numba loaded into the same process: a crash that shows only on a
 GPU machine. The symbol table is read from the ELF file itself, so the test
 needs neither a GPU nor binutils.
 
-Also: a wheel carries every subpackage (pyproject lists them by name).
+Also: a wheel carries every subpackage (pyproject lists them by name), an
+sdist every file the README links to, a build without CUDA says why,
+setup.py's object cache serves an object only to the same compilation, and
+the C files compile without a warning.
 """
+import os
 import pathlib
 import re
+import shutil
 import struct
+import subprocess
+import sys
+import tarfile
 
 import pytest
 
@@ -88,3 +96,284 @@ def test_pyproject_lists_every_subpackage():
     data = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
     for name in set(listed) - found:
         assert (root / name.replace(".", "/")).is_dir() and name in data, name
+
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def checkout_or_skip():
+    """The source tree these tests sit in (not the copy beside an installed wheel, which lacks cuatomic/)."""
+    if not (ROOT / "setup.py").exists() or not (ROOT / "cuatomic").is_dir():
+        pytest.skip("not in a source checkout")
+    return ROOT
+
+
+def test_sdist_holds_what_the_readme_links_to(tmp_path):
+    """Outside the repository (PyPI's page, an unpacked sdist) the README's links must resolve."""
+    root = checkout_or_skip()
+    pytest.importorskip("setuptools")
+    tree = tmp_path / "tree"
+    shutil.copytree(root, tree, ignore=shutil.ignore_patterns(
+        ".git", ".venv", "build", "dist", "wheelhouse", "*.egg-info", "__pycache__", ".pytest_cache", "*.so", "*.o"))
+    env = dict(os.environ, CUATOMIC_CUDA="0")  # an sdist compiles nothing: no need to look for nvcc
+    run = subprocess.run([sys.executable, "-c", "from setuptools.build_meta import build_sdist; "
+                          "print(build_sdist('dist'))"], cwd=tree, env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    sdist = tree / "dist" / run.stdout.strip().splitlines()[-1]
+    with tarfile.open(sdist) as tar:
+        top = tar.getnames()[0].split("/")[0]
+        names = {name.split("/", 1)[1] for name in tar.getnames() if "/" in name}
+        readme = tar.extractfile(f"{top}/README.md").read().decode()
+    links = {m.split("#")[0] for m in re.findall(r"\]\(([^)\s]+)\)", readme)}
+    local = sorted(link for link in links if link and "://" not in link and not link.startswith("mailto:"))
+    assert any(link.startswith("docs/") for link in local), local
+    missing = [link for link in local if link not in names and not any(n.startswith(link.rstrip("/") + "/")
+                                                                       for n in names)]
+    assert not missing, f"{sdist.name} lacks what the README links to: {missing} (MANIFEST.in)"
+
+
+# ---------------------------------------------------------------- setup.py's object cache
+#
+# pip builds each install in a new temporary directory, so setup.py keeps compiled objects in a
+# per-user cache. These tests prove that an object is reused only for the same compilation: the
+# same compiler, flags and input bytes. nvcc is played by a script that writes its arguments and
+# its source into the object, so every object says what it was compiled from.
+
+FAKE_NVCC = """\
+import os, sys
+args = sys.argv[1:]
+if "--version" in args:
+    print(os.environ.get("FAKE_NVCC_VERSION", "Cuda compilation tools, release 13.0, V13.0.88"))
+    sys.exit(0)
+src, obj = args[args.index("-c") + 1], args[args.index("-o") + 1]
+with open(os.environ["FAKE_NVCC_LOG"], "a") as f:
+    f.write(os.path.basename(src) + "\\n")
+flags = [a for a in args if a not in (src, obj, "-c", "-o")]
+with open(src) as s, open(obj, "w") as o:
+    o.write(repr(flags) + os.environ.get("NVCC_APPEND_FLAGS", "") + s.read())
+"""
+
+
+def load_setup():
+    """setup.py as a module: its helpers, without running the build (that runs only as __main__)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("cuatomic_setup", checkout_or_skip() / "setup.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module._terminal[:] = [None]  # its progress lines to stderr only, not to the terminal running pytest
+    return module
+
+
+@pytest.fixture
+def fake_cuda(tmp_path, monkeypatch):
+    """A fake nvcc, two .cu files and a header; compiled() returns (and forgets) what nvcc compiled."""
+    nvcc = tmp_path / "bin" / "nvcc"
+    nvcc.parent.mkdir()
+    nvcc.write_text(f"#!{sys.executable}\n{FAKE_NVCC}")
+    nvcc.chmod(0o755)
+    log = tmp_path / "nvcc.log"
+    monkeypatch.setenv("FAKE_NVCC_LOG", str(log))
+    for name in ("NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS", "NVCC_CCBIN", "FAKE_NVCC_VERSION"):
+        monkeypatch.delenv(name, raising=False)
+    src = tmp_path / "cuda"
+    src.mkdir()
+    (src / "a.cu").write_text('#include "common.cuh"\n// a\n')
+    (src / "b.cu").write_text('#include "common.cuh"\n// b\n')
+    (src / "common.cuh").write_text("// common\n")
+
+    def compiled():
+        names = sorted(log.read_text().split()) if log.exists() else []
+        log.unlink(missing_ok=True)
+        return names
+
+    return str(nvcc), src, compiled
+
+
+def test_object_cache_serves_only_the_same_compilation(fake_cuda, tmp_path, monkeypatch):
+    setup = load_setup()
+    nvcc, src, compiled = fake_cuda
+    cache = setup.ObjectCache(str(tmp_path / "cache"))
+    sources, headers = [str(src / "a.cu"), str(src / "b.cu")], [str(src / "common.cuh")]
+    release_90 = setup.cuda_flags(["90"], False, 13)
+    builds = iter(range(100))
+
+    def build(flags=release_90, use=cache):
+        """A build as pip makes it: in a new directory; returns {source name: object text}."""
+        objects = setup.compile_cuda(nvcc, flags, sources, headers, str(tmp_path / f"build{next(builds)}"),
+                                     use, jobs=2, threads=1)
+        return {pathlib.Path(s).name: pathlib.Path(o).read_text() for s, o in zip(sources, objects)}
+
+    first = build()
+    assert compiled() == ["a.cu", "b.cu"]
+    assert build() == first and compiled() == [], "an unchanged tree built elsewhere compiles again"
+
+    # Every configuration setup.py makes gets its own objects: other archs, a debug build, an older nvcc.
+    configs = {"90": release_90, "80;90": setup.cuda_flags(["80", "90"], False, 13),
+               "debug": setup.cuda_flags(["90"], True, 13), "nvcc 12": setup.cuda_flags(["90"], False, 12)}
+    assert len({repr(f) for f in configs.values()}) == len(configs)
+    for name, flags in configs.items():
+        if name != "90":
+            got = build(flags)
+            assert compiled() == ["a.cu", "b.cu"], name
+            assert all(text.startswith(repr([*flags, "--threads", "1"])) for text in got.values()), name
+            assert build(flags) == got and compiled() == [], name
+    assert build() == first and compiled() == []
+
+    # A changed source compiles that source only; a changed header, every source.
+    (src / "a.cu").write_text('#include "common.cuh"\n// a, changed\n')
+    assert "changed" in build()["a.cu"] and compiled() == ["a.cu"]
+    (src / "common.cuh").write_text("// common, changed\n")
+    build()
+    assert compiled() == ["a.cu", "b.cu"]
+
+    # Another compiler (its version), or flags nvcc takes from the environment: compiled again.
+    monkeypatch.setenv("FAKE_NVCC_VERSION", "Cuda compilation tools, release 13.1, V13.1.0")
+    build()
+    assert compiled() == ["a.cu", "b.cu"]
+    monkeypatch.setenv("NVCC_APPEND_FLAGS", "-G")
+    assert all("]-G#include" in text for text in build().values())
+    assert compiled() == ["a.cu", "b.cu"]
+
+    # No cache: always compiled.
+    build(use=None)
+    build(use=None)
+    assert compiled() == ["a.cu", "a.cu", "b.cu", "b.cu"]
+
+
+def test_object_cache_is_bounded(tmp_path):
+    setup = load_setup()
+    cache = setup.ObjectCache(str(tmp_path / "cache"), max_bytes=3000)
+    obj = tmp_path / "x.o"
+    for i in range(10):
+        obj.write_bytes(bytes(1000))
+        cache.store(f"{i:02d}" + "0" * 62, str(obj))
+        os.utime(cache.path(f"{i:02d}" + "0" * 62), (i, i))  # stored in order, oldest first
+    kept = sorted(p.name[:2] for p in (tmp_path / "cache").rglob("*.o"))
+    assert kept == ["07", "08", "09"]  # the most recently used
+    assert cache.fetch("09" + "0" * 62, str(tmp_path / "y.o")) and not cache.fetch("00" + "0" * 62, str(obj))
+
+
+def test_c_objects_are_keyed_by_what_the_preprocessor_reads(tmp_path):
+    """C objects are keyed by the preprocessed source, so the same headers at another path (pip's
+    isolated NumPy) reuse them and a changed header, macro or flag does not."""
+    setup = load_setup()
+    if shutil.which("gcc") is None:
+        pytest.skip("gcc is not installed")
+
+    class Compiler:  # the part of a distutils compiler that setup.py's wrapper uses
+        compiler_so = ["gcc", "-fPIC"]
+        calls = 0
+
+        def _compile(self, obj, src, ext, cc_args, extra_postargs, pp_opts):
+            Compiler.calls += 1
+            subprocess.run(self.compiler_so + cc_args + [src, "-o", obj] + extra_postargs, check=True)
+
+    (tmp_path / "a.c").write_text('#include "h.h"\nint f(void) { return H + X; }\n')
+    for inc in ("inc1", "inc2"):
+        (tmp_path / inc).mkdir()
+        (tmp_path / inc / "h.h").write_text("#define H 1\n")
+    cache = setup.ObjectCache(str(tmp_path / "cache"))
+    compile_one = setup.cached_c_compile(Compiler(), cache, debug=False)
+
+    def build(inc="inc1", macro="-DX=2", flags=("-O2",)):
+        before = Compiler.calls
+        obj = tmp_path / f"o{len(list(tmp_path.glob('o*.o')))}.o"
+        pp = [f"-I{tmp_path / inc}", macro]
+        compile_one(str(obj), str(tmp_path / "a.c"), ".c", pp + ["-c"], list(flags), pp)
+        return Compiler.calls - before
+
+    assert build() == 1
+    assert build() == 0
+    assert build(inc="inc2") == 0  # the same header elsewhere
+    assert build(macro="-DX=3") == 1
+    assert build(flags=("-O3",)) == 1
+    (tmp_path / "inc2" / "h.h").write_text("#define H 2\n")
+    assert build(inc="inc2") == 1
+    assert build(inc="inc1") == 0
+
+
+def test_progress_reaches_the_terminal_while_pip_hides_the_output(fake_cuda, tmp_path):
+    """pip captures a build's output (shown with -v); the CUDA files' progress lines go to the
+    terminal too: here a pseudo-terminal is the build's controlling terminal, stderr a pipe."""
+    pty = pytest.importorskip("pty")
+    import termios
+    root = checkout_or_skip()
+    nvcc, src, compiled = fake_cuda
+    code = ("import importlib.util, sys\n"
+            f"spec = importlib.util.spec_from_file_location('s', {str(root / 'setup.py')!r})\n"
+            "s = importlib.util.module_from_spec(spec); spec.loader.exec_module(s)\n"
+            f"s.compile_cuda({nvcc!r}, ['-O3'], [{str(src / 'a.cu')!r}, {str(src / 'b.cu')!r}], [], "
+            f"{str(tmp_path / 'build')!r}, None, jobs=1, threads=1)\n")
+    master, slave = pty.openpty()
+
+    def controlling_terminal():  # in the child: a new session whose terminal is the pty (stdin)
+        os.setsid()
+        import fcntl
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+    try:
+        run = subprocess.run([sys.executable, "-c", code], stdin=slave, capture_output=True, text=True,
+                             preexec_fn=controlling_terminal, timeout=120)
+    finally:
+        os.close(slave)
+    screen = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: every writer has closed the pty
+            break
+        if not chunk:
+            break
+        screen += chunk
+    os.close(master)
+    assert run.returncode == 0, run.stderr
+    screen = screen.decode(errors="replace")
+    for line in ("[1/2] ", "[2/2] ", "compiling 2 CUDA files"):
+        assert line in run.stderr, run.stderr  # pip -v and CI logs have them
+        assert line in screen, screen
+    assert compiled() == ["a.cu", "b.cu"]
+
+
+def test_c_sources_compile_without_warnings(tmp_path):
+    """Every C file, compiled with the build's own flags (CPU-only configuration), warns about
+    nothing: a warning at every build (vector.c's -Wpsabi was one) hides the one that matters."""
+    setup = load_setup()
+    import sysconfig
+    from concurrent.futures import ThreadPoolExecutor
+    import numpy as np
+    cc = sysconfig.get_config_var("CC") or "gcc"
+    if shutil.which(cc.split()[0]) is None:
+        pytest.skip(f"{cc} is not installed")
+    includes = [f"-I{np.get_include()}", f"-I{sysconfig.get_paths()['include']}"]
+    macros = ["-DNPY_NO_DEPRECATED_API=NPY_1_25_API_VERSION", "-DNPY_TARGET_VERSION=NPY_1_25_API_VERSION"]
+    sources = sorted((ROOT / "csrc").glob("*.c")) + sorted((ROOT / "csrc" / "cpu").glob("*.c"))
+
+    def warnings_of(src):
+        cmd = [*cc.split(), "-fPIC", *macros, *includes, *setup.c_flags(False), "-c", str(src), "-o",
+               str(tmp_path / f"{src.parent.name}_{src.stem}.o")]
+        run = subprocess.run(cmd, capture_output=True, text=True)
+        assert run.returncode == 0, run.stderr
+        return run.stderr.strip()
+
+    with ThreadPoolExecutor(max_workers=setup.cpu_count()) as pool:
+        found = {src.relative_to(ROOT).as_posix(): w for src, w in zip(sources, pool.map(warnings_of, sources)) if w}
+    assert not found, "\n".join(found.values())
+
+
+def test_a_build_without_cuda_says_why():
+    """The reason names what happened at install time: CUATOMIC_CUDA=0 asked for it, or nvcc was
+    not found (CI installs with nvcc on PATH and CUATOMIC_CUDA=0: 'no nvcc' would be false)."""
+    if cuatomic._C.build_info()["cuda"]:
+        pytest.skip("built with CUDA")
+    reason = cuatomic._C.cuda_probe()["reason"]
+    assert reason.startswith("cuatomic was built without CUDA: "), reason
+    assert "CUATOMIC_CUDA=0 asked for a CPU-only build" in reason or "nvcc was not found" in reason, reason
+
+
+def test_setup_gives_cuatomic_cuda_0_as_the_reason():
+    root = checkout_or_skip()
+    run = subprocess.run([sys.executable, "setup.py", "--name"], cwd=root, capture_output=True, text=True,
+                         env=dict(os.environ, CUATOMIC_CUDA="0"), timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert "CUATOMIC_CUDA=0 asked for a CPU-only build" in run.stderr and "not found" not in run.stderr, run.stderr

@@ -1,8 +1,10 @@
 """python -m cuatomic.figures writes into ./cuatomic-figures, and never over
 figures committed to git unless --out names them."""
 import json
+import os
 import shutil
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -58,3 +60,16 @@ def test_committed_figures_are_overwritten_when_named(checkout, run_json):
     pytest.importorskip("matplotlib")
     assert figures.main(["--replot", str(run_json), "--out", figures.DEFAULT_OUT]) == 0
     assert (checkout / figures.DEFAULT_OUT / "sweep.png").exists()
+
+
+def test_without_matplotlib_it_says_so_before_running_anything(tmp_path):
+    """The experiments take a while at full size: a missing matplotlib is reported first."""
+    code = ("import sys, runpy; sys.modules['matplotlib'] = None; sys.argv = ['figures', '--small']; "
+            "runpy.run_module('cuatomic.figures', run_name='__main__')")
+    env = {**os.environ, "CUATOMIC_BACKEND": "cpu"}
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, env=env,
+                         timeout=120)
+    assert run.returncode == 2, (run.stdout, run.stderr)
+    assert "needs matplotlib" in run.stderr and "cuatomic[plot]" in run.stderr, run.stderr
+    assert "Traceback" not in run.stderr and "figures: backend" not in run.stdout, (run.stdout, run.stderr)
+    assert not (tmp_path / figures.DEFAULT_OUT).exists()

@@ -344,9 +344,15 @@ def test_shakespeare_cache_and_offline_fallback(monkeypatch, tmp_path):
     with pytest.warns(RuntimeWarning, match="generated English-like text"):
         text = datasets.shakespeare(url="http://127.0.0.1:9/pg100.txt", timeout=2)
     assert text.size == datasets.SHAKESPEARE_NBYTES
+    with pytest.warns(RuntimeWarning):  # and it says so wherever it is titled
+        again, source = datasets.shakespeare(url="http://127.0.0.1:9/pg100.txt", timeout=2, with_source=True)
+    assert np.array_equal(again, text) and "stand-in" in source and source == datasets.STAND_IN
     # a cached copy is used without any download
     (tmp_path / "shakespeare.txt").write_text("To be, or not to be")
     assert bytes(datasets.shakespeare(url="http://127.0.0.1:9/never")) == b"To be, or not to be"
+    assert datasets.shakespeare(url="http://127.0.0.1:9/never", with_source=True)[1] == datasets.GUTENBERG
+    monkeypatch.setenv("CUATOMIC_TEXT", str(tmp_path / "shakespeare.txt"))
+    assert datasets.shakespeare(with_source=True)[1] == "shakespeare.txt (CUATOMIC_TEXT)"
 
 
 # --------------------------------------------------------------------- plots
@@ -379,7 +385,10 @@ def test_plots(tmp_path):
     rows = [cuatomic.SweepRow(m, b, None, t, 1.0) for m, b, t in
             [("global", 320, 3.0), ("global", 480, 2.0), ("shared", 320, 1.0), ("shared", 480, 1.5)]]
     fig = plots.sweep_plot(rows)
-    assert len(fig.axes) == 2  # one y axis per method
+    # one time axis for both methods, from 0: the gap between the curves is drawn as it is
+    assert len(fig.axes) == 1 and fig.axes[0].get_yscale() == "linear" and fig.axes[0].get_ylim()[0] == 0
     dashed = [line.get_xdata()[0] for ax in fig.axes for line in ax.get_lines() if line.get_linestyle() == "--"]
     assert sorted(dashed) == [320, 480]
+    far = [cuatomic.SweepRow(m, b, None, t, 1.0) for m, b, t in [("global", 320, 3.5), ("shared", 320, 0.2)]]
+    assert plots.sweep_plot(far).axes[0].get_yscale() == "log"  # 17x apart: both curves' shapes stay visible
     fig.savefig(tmp_path / "sweep.png")

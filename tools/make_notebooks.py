@@ -3,12 +3,22 @@
 The notebooks narrate; the experiments live in cuatomic.figures, so a cell
 is a call and a print or a plot. Run: python tools/make_notebooks.py
 """
+import importlib.util
 import pathlib
 
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-HERE = pathlib.Path(__file__).resolve().parents[1] / "notebooks"
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+HERE = ROOT / "notebooks"
+# The checkout's datasets.py, read without importing cuatomic (which needs the built extension).
+_spec = importlib.util.spec_from_file_location("datasets", ROOT / "cuatomic" / "datasets.py")
+datasets = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(datasets)
+SHAKESPEARE_NBYTES = datasets.SHAKESPEARE_NBYTES
+#: Copies of the text notebook 6 histograms (its text and its code say the same number).
+TILES = 64
+TEXT_MB = SHAKESPEARE_NBYTES / 1e6
 
 SETUP = """\
 import os
@@ -29,15 +39,18 @@ OPTIONAL_GPU = ("a GPU is optional: without one every cell runs on the cpu backe
                 "prints which backend and device ran)")
 NEEDS = {
     "1_races_and_atomics.ipynb": ("matplotlib", "the race on 64 x 256 threads, the sum ladder on 2^24 int32", 36),
-    "2_histogram.ipynb": ("matplotlib", "Shakespeare (1.1 MB, downloaded once or a generated stand-in offline), "
-                          "the block sweep over 2 to 256 blocks on a CPU, 320 to 31,840 on a GPU", 7),
+    "2_histogram.ipynb": ("matplotlib", f"the complete works of Shakespeare (about {TEXT_MB:.1f} MB: downloaded "
+                          "once, or the file `CUATOMIC_TEXT` names; offline, a generated stand-in of that size, "
+                          "titled as one), the block sweep over 2 to 256 blocks on a CPU, 320 to 31,840 on a GPU",
+                          7),
     "3_mutex_and_dot.ipynb": ("matplotlib", "mutex_add_one on 10 x 16 and 40 x 128 threads, the dot ladder on 2^24 float32", 28),
     "4_custom_atomics_and_barriers.ipynb": ("matplotlib", "CAS atomics on 2^20 elements, the barriers on 2^24",
                                             20),
     "5_atomics_beyond_add.ipynb": ("matplotlib", "the atomic family and a 1,000-bin weighted histogram on 2^24 "
                                    "elements, float32 errors up to 2^24, exact sums of 2^22", 35),
     "6_scaling_out.ipynb": ("dask[array] and distributed (`pip install \"cuatomic[dask]\"`)",
-                            "a local cluster of two worker processes, Shakespeare tiled 64 times (71 MB), 2^24 float64", 30),
+                            f"a local cluster of two worker processes, the text of notebook 2 tiled {TILES} times "
+                            f"(about {TILES * TEXT_MB:.0f} MB from the {TEXT_MB:.1f} MB text), 2^24 float64", 30),
 }
 
 
@@ -90,11 +103,11 @@ NOTEBOOKS = {
                  "hist, edges = cuatomic.histogram(text, bins=128, range=(0, 128))\n"
                  "assert np.array_equal(hist, np.histogram(text, bins=128, range=(0, 128))[0])\n"
                  "plots.letter_histogram(hist, kind=\"count\", title=\"The tutorial's string\");"),
-        ("code", "works = shakespeare()\n"
+        ("code", "works, source = shakespeare(with_source=True)  # source: what the text is, for the title\n"
                  "if SMALL:\n    works = works[: 1 << 18]\n"
-                 "print(f\"{works.nbytes:,} bytes\")\n"
+                 "print(f\"{works.nbytes:,} bytes of {source}\")\n"
                  "hist, _ = cuatomic.histogram(works, bins=128, range=(0, 128))\n"
-                 "plots.letter_histogram(hist, kind=\"percent\", title=\"Shakespeare\");"),
+                 "plots.letter_histogram(hist, kind=\"percent\", title=source);"),
         ("md", "## NumPy, a naive CPU loop, and the two kernels"),
         ("code", "cmp = figures.histogram_comparison(works, repeat=3 if SMALL else 10)\n"
                  "for name, ms in cmp['times_ms'].items():\n"
@@ -205,24 +218,30 @@ NOTEBOOKS = {
                  "                       dashboard_address=None if SMALL else \":0\", silence_logs=40)\n"
                  "client = Client(cluster)\n"
                  "print(\"workers:\", len(client.scheduler_info()[\"workers\"]), \"| dashboard:\", client.dashboard_link)"),
-        ("md", "## A histogram of text\n\nShakespeare tiled into a chunked array of bytes; `cd.histogram` needs "
-               "the bins before reading the data, as `dask.array.histogram` does: a count and a range."),
-        ("code", "base = shakespeare()\n"
-                 "reps = 4 if SMALL else 64\n"
-                 "text = da.from_array(np.tile(base, reps), chunks=len(base) // 2)\n"
+        ("md", "## A histogram of text\n\nThe text of notebook 2, tiled into a chunked array of bytes. The text "
+               "goes to the cluster once (`client.scatter`) and every chunk refers to it: `da.from_array` of an "
+               "array in this process would carry the data inside each task graph it is part of, which dask warns "
+               "about (\"Sending large graph\") and sends again with every computation. `cd.histogram` needs the "
+               "bins before reading the data, as `dask.array.histogram` does: a count and a range."),
+        ("code", "base, source = shakespeare(with_source=True)\n"
+                 f"reps = 4 if SMALL else {TILES}\n"
+                 "one = da.from_delayed(client.scatter(base), shape=base.shape, dtype=base.dtype)  # on a worker, once\n"
+                 "text = da.concatenate([one] * reps)  # reps chunks, each that one copy\n"
                  "hist, edges = cd.histogram(text, bins=128, range=(0, 128))\n"
                  "counts = hist.compute()\n"
                  "want = np.histogram(base, 128, (0, 128))[0] * reps\n"
-                 "print(f\"{text.nbytes / 1e6:.0f} MB in {text.npartitions} chunks; matches NumPy: \"\n"
-                 "      f\"{np.array_equal(counts, want)}; most common: {[chr(c) for c in np.argsort(counts)[::-1][:5]]}\")"),
+                 "print(f\"{text.nbytes / 1e6:.0f} MB ({reps} x {base.nbytes / 1e6:.1f} MB of {source}) in \"\n"
+                 "      f\"{text.npartitions} chunks; matches NumPy: {np.array_equal(counts, want)}; \"\n"
+                 "      f\"most common: {[chr(c) for c in np.argsort(counts)[::-1][:5]]}\")"),
         ("md", "## An exact sum, for any chunking\n\nValues over sixty decades with cancellation. dask's own sum "
                "depends on the chunking; `method=\"exact\"` gives `math.fsum`'s answer for every one."),
         ("code", "rng = np.random.default_rng(0)\n"
                  "n = 1 << (18 if SMALL else 24)\n"
                  "v = rng.standard_normal(n) * 10.0 ** rng.integers(-30, 30, n)\n"
                  "exact = math.fsum(v)\n"
+                 "whole = da.from_delayed(client.scatter(v), shape=v.shape, dtype=v.dtype)  # sent once, as the text\n"
                  "for chunks in (n // 4, n // 7, 100_000):\n"
-                 "    x = da.from_array(v, chunks=chunks)\n"
+                 "    x = whole.rechunk(chunks)\n"
                  "    ours = cd.sum(x, method=\"exact\").compute()\n"
                  "    theirs = x.sum().compute()\n"
                  "    print(f\"{x.npartitions:4d} chunks: cuatomic exact {ours!r:>26}  dask {theirs!r:>26}  \"\n"
@@ -238,7 +257,7 @@ NOTEBOOKS = {
                  "        t0 = time.perf_counter(); fn(); ts.append(time.perf_counter() - t0)\n"
                  "    return sorted(ts)[len(ts) // 2]\n\n"
                  "def on(workers):\n"
-                 "    xs, ts = client.persist([da.from_array(v, chunks=n // 8), text], workers=workers)\n"
+                 "    xs, ts = client.persist([whole.rechunk(n // 8), text], workers=workers)\n"
                  "    wait([xs, ts])\n"
                  "    run = lambda c: client.compute(c, workers=workers).result()\n"
                  "    return (timed(lambda: run(cd.sum(xs, method=\"exact\"))),\n"

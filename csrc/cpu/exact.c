@@ -185,8 +185,11 @@ int cua_cpu_exact_shared(const void *a, const void *b, int64_t n, int dtype, voi
 #define WIDE_CLONES
 #endif
 #define D4 4
-/* Helpers the clone calls are inlined into it: a vector passed by value to
- * a function compiled without AVX would go by another calling convention. */
+/* Helpers the clone calls are inlined into it, and take vectors by
+ * pointer or are macros: a function that takes or returns a 32-byte vector
+ * by value is compiled for the default (SSE2) clone too, where the vector
+ * would travel by another calling convention than in the AVX2 clone (GCC's
+ * -Wpsabi warning, though no such call is ever made). */
 #define LANE_FN static inline __attribute__((always_inline))
 typedef double d4 __attribute__((vector_size(D4 * sizeof(double))));
 typedef float f4 __attribute__((vector_size(D4 * sizeof(float))));
@@ -202,10 +205,8 @@ typedef int64_t i4 __attribute__((vector_size(D4 * sizeof(int64_t))));
         (s) = t_;                                        \
     } while (0)
 
-LANE_FN int any_lane(i4 m)
-{
-    return (m[0] | m[1] | m[2] | m[3]) != 0;
-}
+/* Whether any lane of the i4 mask m is set. */
+#define ANY_LANE(m) ({ const i4 m_ = (m); (m_[0] | m_[1] | m_[2] | m_[3]) != 0; })
 
 /* The lanes of v (D4 doubles, in memory) that are nonzero, each into acc
  * exactly. */
@@ -228,20 +229,20 @@ typedef struct {
     d4 s[DD_U], c[DD_U], e[DD_U], ce[DD_U];
 } lanes;
 
-LANE_FN void lanes_add(lanes *L, int u, d4 x, cua_xacc *acc)
+LANE_FN void lanes_add(lanes *L, int u, const d4 *x, cua_xacc *acc)
 {
     d4 err, res;
-    TWO_SUM(L->s[u], x, err);
+    TWO_SUM(L->s[u], *x, err);
     TWO_SUM(L->c[u], err, res);
-    if (any_lane(res != 0)) flush_lanes(acc, (const double *)&res);
+    if (ANY_LANE(res != 0)) flush_lanes(acc, (const double *)&res);
 }
 
-LANE_FN void lanes_add_error(lanes *L, int u, d4 e, cua_xacc *acc)
+LANE_FN void lanes_add_error(lanes *L, int u, const d4 *e, cua_xacc *acc)
 {
     d4 err, res;
-    TWO_SUM(L->e[u], e, err);
+    TWO_SUM(L->e[u], *e, err);
     TWO_SUM(L->ce[u], err, res);
-    if (any_lane(res != 0)) flush_lanes(acc, (const double *)&res);
+    if (ANY_LANE(res != 0)) flush_lanes(acc, (const double *)&res);
 }
 
 /* Smallest |a*b| whose TwoProduct error is exact: at or above 2^-968 the
@@ -270,19 +271,8 @@ static void lanes_into(cua_xacc *acc, const lanes *L)
     }
 }
 
-LANE_FN d4 load_d4(const double *p)
-{
-    d4 v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-LANE_FN d4 load_f4(const float *p)
-{
-    f4 v;
-    memcpy(&v, p, sizeof v);
-    return __builtin_convertvector(v, d4);
-}
+#define LOAD_D4(p) ({ d4 v_; memcpy(&v_, (p), sizeof v_); v_; })
+#define LOAD_F4(p) ({ f4 v_; memcpy(&v_, (p), sizeof v_); __builtin_convertvector(v_, d4); })
 
 /* Elements [lo, hi) into acc through the lanes; returns 0 when a lane
  * went non-finite (the caller then sums the range term by term). Flushed
@@ -298,20 +288,20 @@ static int lanes_range(cua_xacc *acc, const void *a, const void *b, int dtype, i
         const float *p = a, *q = b;
         for (; i + STEP <= hi; i += STEP)
             for (int u = 0; u < DD_U; u++) {
-                d4 x = load_f4(p + i + D4 * u);
-                if (q) x *= load_f4(q + i + D4 * u); /* exact: 24 x 24 bits */
-                lanes_add(&L, u, x, acc);
+                d4 x = LOAD_F4(p + i + D4 * u);
+                if (q) x *= LOAD_F4(q + i + D4 * u); /* exact: 24 x 24 bits */
+                lanes_add(&L, u, &x, acc);
             }
     } else {
         const double *p = a, *q = b;
         for (; i + STEP <= hi; i += STEP)
             for (int u = 0; u < DD_U; u++) {
-                d4 x = load_d4(p + i + D4 * u);
+                d4 x = LOAD_D4(p + i + D4 * u);
                 if (!q) {
-                    lanes_add(&L, u, x, acc);
+                    lanes_add(&L, u, &x, acc);
                     continue;
                 }
-                const d4 y = load_d4(q + i + D4 * u);
+                const d4 y = LOAD_D4(q + i + D4 * u);
                 d4 xy = x * y, e;
                 for (int l = 0; l < D4; l++) e[l] = __builtin_fma(x[l], y[l], -xy[l]);
                 /* Lanes whose product is tiny (TwoProduct's error would
@@ -319,7 +309,7 @@ static int lanes_range(cua_xacc *acc, const void *a, const void *b, int dtype, i
                  * exact product goes to acc, and the lane adds zero. */
                 const d4 mag = (d4)((i4)xy & INT64_MAX); /* |xy|, bit by bit */
                 const i4 odd = ((mag < TWO_PRODUCT_MIN) & (x != 0) & (y != 0)) | (mag > DBL_MAX) | (mag != mag);
-                if (any_lane(odd))
+                if (ANY_LANE(odd))
                     for (int l = 0; l < D4; l++)
                         if (odd[l]) {
                             const cua_xacc_term t = cua_xacc_product_of(x[l], y[l]);
@@ -327,8 +317,8 @@ static int lanes_range(cua_xacc *acc, const void *a, const void *b, int dtype, i
                             xy[l] = 0;
                             e[l] = 0;
                         }
-                lanes_add(&L, u, xy, acc);
-                lanes_add_error(&L, u, e, acc);
+                lanes_add(&L, u, &xy, acc);
+                lanes_add_error(&L, u, &e, acc);
             }
     }
     if (!lanes_finite(&L)) return 0;

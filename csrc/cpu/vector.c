@@ -78,26 +78,22 @@ typedef float f4 __attribute__((vector_size(D4_LANES * sizeof(float))));
 #define DD_U 4 /* accumulators */
 #define DD_STEP (D4_LANES * DD_U)
 
-static inline d4 load_d4(const double *p)
-{
-    d4 v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-static inline d4 load_f4(const float *p)
-{
-    f4 v;
-    memcpy(&v, p, sizeof v);
-    return __builtin_convertvector(v, d4);
-}
+/* Loads and the product error are macros, not functions: a function that
+ * takes or returns a 32-byte vector is compiled for the default (SSE2)
+ * clone too, where such a vector travels by another calling convention than
+ * in the AVX2 clone (GCC's -Wpsabi warning). These are only ever inlined;
+ * as macros there is no call to have a convention at all. */
+#define LOAD_D4(p) ({ d4 v_; memcpy(&v_, (p), sizeof v_); v_; })
+#define LOAD_F4(p) ({ f4 v_; memcpy(&v_, (p), sizeof v_); __builtin_convertvector(v_, d4); })
 /* a * b - fl(a * b), exactly: lane by lane FMAs (vector FMAs where the
  * clone has them). */
-static inline d4 product_error(d4 a, d4 b, d4 p)
-{
-    d4 e;
-    for (int l = 0; l < D4_LANES; l++) e[l] = __builtin_fma(a[l], b[l], -p[l]);
-    return e;
-}
+#define PRODUCT_ERROR(a, b, p)                                  \
+    ({                                                          \
+        d4 e_;                                                  \
+        for (int l_ = 0; l_ < D4_LANES; l_++)                   \
+            e_[l_] = __builtin_fma((a)[l_], (b)[l_], -(p)[l_]); \
+        e_;                                                     \
+    })
 
 WIDE_CLONES
 static cua_dd wide_dd(const void *a, const void *b, int dtype, int64_t lo, int64_t hi)
@@ -109,13 +105,13 @@ static cua_dd wide_dd(const void *a, const void *b, int dtype, int64_t lo, int64
         if (q)
             for (; i + DD_STEP <= hi; i += DD_STEP)
                 for (int u = 0; u < DD_U; u++) {
-                    const d4 xy = load_f4(p + i + D4_LANES * u) * load_f4(q + i + D4_LANES * u);
+                    const d4 xy = LOAD_F4(p + i + D4_LANES * u) * LOAD_F4(q + i + D4_LANES * u);
                     TWO_SUM(s[u], c[u], xy);
                 }
         else
             for (; i + DD_STEP <= hi; i += DD_STEP)
                 for (int u = 0; u < DD_U; u++) {
-                    const d4 x = load_f4(p + i + D4_LANES * u);
+                    const d4 x = LOAD_F4(p + i + D4_LANES * u);
                     TWO_SUM(s[u], c[u], x);
                 }
         for (; i < hi; i++) {
@@ -127,14 +123,14 @@ static cua_dd wide_dd(const void *a, const void *b, int dtype, int64_t lo, int64
         if (q)
             for (; i + DD_STEP <= hi; i += DD_STEP)
                 for (int u = 0; u < DD_U; u++) {
-                    const d4 x = load_d4(p + i + D4_LANES * u), y = load_d4(q + i + D4_LANES * u), xy = x * y;
-                    c[u] += product_error(x, y, xy);
+                    const d4 x = LOAD_D4(p + i + D4_LANES * u), y = LOAD_D4(q + i + D4_LANES * u), xy = x * y;
+                    c[u] += PRODUCT_ERROR(x, y, xy);
                     TWO_SUM(s[u], c[u], xy);
                 }
         else
             for (; i + DD_STEP <= hi; i += DD_STEP)
                 for (int u = 0; u < DD_U; u++) {
-                    const d4 x = load_d4(p + i + D4_LANES * u);
+                    const d4 x = LOAD_D4(p + i + D4_LANES * u);
                     TWO_SUM(s[u], c[u], x);
                 }
         for (; i < hi; i++) {
