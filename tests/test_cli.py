@@ -21,7 +21,7 @@ def test_help_names_every_command_flag_and_example():
         assert word in out, word
     bench = cli("bench", "--help").stdout
     for flag in ("--quick", "--backend", "--ops", "--out", "--repeat", "--no-plots", "--entropies", "--sizes",
-                 "--targets", "--toolkit", "--only", "examples:", "what it writes"):
+                 "--targets", "--toolkit", "--small", "--only", "examples:", "what it writes"):
         assert flag in bench, flag
     # every flag has help text: after the flag on its line, or on the next (argparse moves a long flag's help)
     lines = [line for line in bench.split("options:")[1].split("what it writes")[0].splitlines() if line.strip()]
@@ -31,7 +31,7 @@ def test_help_names_every_command_flag_and_example():
             entries.append([line.strip()])
         else:
             entries[-1].append(line.strip())
-    assert len(entries) == 12, entries  # -h and the eleven flags
+    assert len(entries) == 13, entries  # -h and the twelve flags
     assert all(len("  ".join(e).split("  ", 1)) == 2 for e in entries), entries
     assert "default: bench_results" in bench and "writes it to --out." in bench
     auto = cli("bench", "auto", "--help").stdout
