@@ -92,18 +92,23 @@ static void warp_lock_block(counter_call *c, int64_t threads)
 
 /* ------------------------------------------------------------- the launch */
 
-/* Every logical block of the grid run by `block`. Each OpenMP thread runs a
- * contiguous range of blocks and leaves it as soon as the call is to stop:
- * a grid of 2^41 increments can take hours, and Ctrl-C must end it in well
- * under a second. */
-static int run_grid(void (*block)(counter_call *, int64_t), counter_call *c, cua_launch *cfg)
+/* The tutorial's grid where none is given. */
+static void counter_config(cua_launch *cfg)
 {
     if (cfg->blocks <= 0) cfg->blocks = TUTORIAL_BLOCKS;
     if (cfg->threads <= 0) cfg->threads = TUTORIAL_THREADS;
     cfg->used_blocks = cfg->blocks;
     cfg->used_threads = cfg->threads;
+}
+
+/* Every logical block of the grid run by `block` on `team` OS threads. Each
+ * runs a contiguous range of blocks and leaves it as soon as the call is to
+ * stop: a grid of 2^41 increments can take hours, and Ctrl-C must end it in
+ * well under a second. */
+static int run_grid(void (*block)(counter_call *, int64_t), counter_call *c, cua_launch *cfg, int team)
+{
     atomic_int ready = 0;
-#pragma omp parallel
+#pragma omp parallel num_threads(team)
     {
         /* A start line: the team's threads wake up one after another, tens
          * of microseconds apart, which is longer than a small grid takes.
@@ -119,10 +124,19 @@ static int run_grid(void (*block)(counter_call *, int64_t), counter_call *c, cua
     return CUA_CPU_DONE(cfg);
 }
 
+/* The OS threads for the grid's blocks*threads increments (cua_cpu_team:
+ * an increment counts as an element of work). */
+static int increments_team(cua_launch *cfg)
+{
+    counter_config(cfg);
+    return cua_cpu_team(cfg, cfg->blocks * cfg->threads, cfg->blocks);
+}
+
 static int add_one_racy(int64_t *result, cua_launch *cfg)
 {
     counter_call c = {0};
-    const int st = run_grid(racy_block, &c, cfg);
+    counter_config(cfg);
+    const int st = run_grid(racy_block, &c, cfg, cua_cpu_team(cfg, INT64_MAX, cfg->blocks));
     *result = atomic_load(&c.counter);
     return st;
 }
@@ -130,7 +144,7 @@ static int add_one_racy(int64_t *result, cua_launch *cfg)
 static int add_one_atomic(int64_t *result, cua_launch *cfg)
 {
     counter_call c = {0};
-    const int st = run_grid(atomic_block, &c, cfg);
+    const int st = run_grid(atomic_block, &c, cfg, increments_team(cfg));
     *result = atomic_load(&c.counter);
     return st;
 }
@@ -138,7 +152,7 @@ static int add_one_atomic(int64_t *result, cua_launch *cfg)
 static int add_one_mutex(int64_t *result, cua_launch *cfg)
 {
     counter_call c = {0};
-    const int st = run_grid(mutex_block, &c, cfg);
+    const int st = run_grid(mutex_block, &c, cfg, increments_team(cfg));
     *result = c.guarded;
     return st;
 }
@@ -146,7 +160,7 @@ static int add_one_mutex(int64_t *result, cua_launch *cfg)
 static int mutex_add_one_warp_lock(int64_t *result, cua_launch *cfg)
 {
     counter_call c = {0};
-    const int st = run_grid(warp_lock_block, &c, cfg);
+    const int st = run_grid(warp_lock_block, &c, cfg, increments_team(cfg));
     *result = c.guarded;
     return st;
 }
