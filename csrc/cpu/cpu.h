@@ -216,9 +216,11 @@ int64_t cua_cpu_chunk_stage(const void *x, int dtype, const cua_pred *pred, int6
 
 /* ---- spin.c: spin waits and the spin lock ---- */
 
-/* One step of a spin wait: a CPU pause, and after a while a yield, so that
- * spinning threads give their core to the thread they wait for when the
- * team has more threads than the machine has free cores. */
+/* One step of a spin wait: a CPU pause; after a few microseconds a yield;
+ * after a few more a short sleep (passive waiting), so that a spinning
+ * thread never holds a core the thread it waits for needs -- when the team
+ * has more threads than the machine has free cores, that thread may be
+ * waiting for one. *spins starts at 0 and counts the steps. */
 void cua_cpu_relax(unsigned *spins);
 
 /* The CAS spin lock of the tutorial, on a C11 atomic int. */

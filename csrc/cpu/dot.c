@@ -9,8 +9,8 @@
  *              the host and adds them there). No atomics, deterministic.
  *  2. mutex    each block's value added to the total under the CAS spin
  *              lock, with its fences (spin.c). Blocks queue for the lock;
- *              a waiter pauses, then yields its core (the GPU's lock spins
- *              bare).
+ *              a waiter pauses, yields its core, then sleeps (the GPU's
+ *              lock spins bare).
  *  3. atomic   each block's value added atomically: fetch_add for integers;
  *              floats have no atomic add on the CPU, so the CAS loop of
  *              rung 4 (the GPU has a native atomicAdd for both).

@@ -20,7 +20,7 @@
  *              publishes its own, and copies the buffer out. Reads the input
  *              once; keeps order. Tiles are numbered in the order threads
  *              take them, so a thread only waits for threads that are
- *              running; the waiter pauses, then yields its core.
+ *              running; the waiter pauses, yields its core, then sleeps.
  *  4. warp_aggregated  atomic's push_back with one fetch_add per warp of
  *              CUA_CPU_WARP elements instead of one per kept element: a
  *              logical thread counts the keepers of its next 32 elements,

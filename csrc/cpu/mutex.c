@@ -15,7 +15,7 @@
  *  2. atomic  fetch_add: one indivisible read-modify-write; nothing lost.
  *  3. mutex   the same plain increment inside the CAS spin lock (spin.c):
  *             correct, the threads pass one at a time, and a waiter pauses,
- *             then yields its core (the GPU's lock spins bare).
+ *             yields its core, then sleeps (the GPU's lock spins bare).
  * mutex_add_one:
  *  1. spin       the lock by itself, as in the tutorial: CAS 0 -> 1 until it
  *                succeeds, then a fence; increment; a fence, then an

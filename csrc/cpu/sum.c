@@ -23,7 +23,7 @@
  *                  team on one atomic counter; thread 0 adds the partials in
  *                  block order. The barrier is between OS threads, not
  *                  logical blocks (those run a few at a time on each thread);
- *                  waiters pause, then yield their core.
+ *                  waiters pause, then yield their core, then sleep.
  *  6. grid_flags   the same barrier without a contended counter: each OpenMP
  *                  thread raises its own arrive flag, thread 0 gathers them
  *                  and raises one release flag per thread (per block on the
