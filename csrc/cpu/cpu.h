@@ -32,11 +32,13 @@ int cua_cpu_threads(void);
 
 /* Elements of work an OS thread must have before a launch wakes one more:
  * waking a teammate and joining it costs microseconds on an idle machine,
- * and up to a scheduler tick (4 ms on a 250 Hz kernel) when the machine is
- * busy and the teammate waits for a core; 2^15 elements take a thread tens
- * of microseconds even on the cheapest rung. The counters count an
- * increment as an element. */
-#define CUA_CPU_GRAIN ((int64_t)1 << 15)
+ * and a scheduler tick or more (4 ms on a 250 Hz kernel) when no core is
+ * free: the teammate waits for one while libgomp's barrier spins. 2^16
+ * elements take one thread 15 us on the cheapest rung (sum `vector`) and
+ * 0.3 ms on the per-element atomics, so a second thread gains little below
+ * 2^17 even on an idle machine. The counters count an increment as an
+ * element. */
+#define CUA_CPU_GRAIN ((int64_t)1 << 16)
 /* The OS threads to run a launch with: at most the team (cua_cpu_threads),
  * at most `units` (the pieces a thread takes whole: logical blocks, chunks,
  * tiles), and at most one per CUA_CPU_GRAIN elements of `work`; at least
