@@ -141,9 +141,11 @@ def main(argv=None):
     total = blocks * threads
     for m, _, _ in cuatomic.methods("add_one", be):
         got = cuatomic.add_one(blocks, threads, method=m, backend=be)
-        ok = 1 <= got <= total if rung("add_one", be, m).flags & _C.F_RACY else got == total
+        racy = rung("add_one", be, m).flags & _C.F_RACY
+        ok = 1 <= got <= total if racy else got == total
         ms = best_ms(lambda: cuatomic.add_one(blocks, threads, method=m, backend=be), args.repeat)
-        emit(f"add_one {blocks}x{threads} -> {got}", m, "yes" if ok else "NO", ms, float("nan"))
+        lost = f" ({total - got} of {total} lost)" if racy else ""  # the lesson: what the race lost
+        emit(f"add_one {blocks}x{threads} -> {got}{lost}", m, "yes" if ok else "NO", ms, float("nan"))
     for m in [name for name, _, _ in cuatomic.methods("mutex_add_one", be)] + ["auto"]:
         got = cuatomic.mutex_add_one(blocks, threads, method=m, backend=be)
         label = m if m != "auto" else f"auto: {cuatomic.last_launch()['method']}"

@@ -218,6 +218,14 @@ int64_t cua_cpu_chunk_stage(const void *x, int dtype, const cua_pred *pred, int6
 
 /* ---- spin.c: spin waits and the spin lock ---- */
 
+/* A CPU pause: the spin-wait hint, nothing more. */
+static inline void cua_cpu_pause(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
 /* One step of a spin wait: a CPU pause; after a few microseconds a yield;
  * after a few more a short sleep (passive waiting), so that a spinning
  * thread never holds a core the thread it waits for needs -- when the team

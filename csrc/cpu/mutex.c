@@ -7,11 +7,17 @@
  * add_one:
  *  1. racy    a relaxed load, a widened window, then a relaxed store:
  *             workers that read the same old value overwrite each other's
- *             increment (a defined race in C11). The window between load and
- *             store is widened with pauses on purpose: a GPU runs thousands
- *             of threads through the two instructions at once, a CPU a
- *             handful, a few nanoseconds apart, and without help the lesson
- *             would rarely show a lost update.
+ *             increment (a defined race in C11: the same loads and stores as
+ *             a plain counter's, which would be undefined behaviour). The
+ *             window is widened on purpose: a GPU runs thousands of threads
+ *             through the two instructions at once, a CPU a handful, a few
+ *             nanoseconds apart. The whole team runs it (however small the
+ *             grid: a race needs two threads), starts together, and each
+ *             thread spins in its windows for RACE_SPAN_NS in all, so that
+ *             the threads overlap -- on free cores side by side, and on a
+ *             busy machine, where two of them share a core, because the OS
+ *             preempts one in the middle of a window while the other goes
+ *             on: its store then undoes the other's increments.
  *  2. atomic  fetch_add: one indivisible read-modify-write; nothing lost.
  *  3. mutex   the same plain increment inside the CAS spin lock (spin.c):
  *             correct, the threads pass one at a time, and a waiter pauses,
@@ -29,6 +35,8 @@
  *                one after another by one OS thread, where a GPU warp passes
  *                the value through register shuffles.
  */
+#include <time.h>
+
 #include "cpu.h"
 
 #ifdef _OPENMP
@@ -38,8 +46,16 @@ static int omp_get_thread_num(void) { return 0; }
 static int omp_get_num_threads(void) { return 1; }
 #endif
 
-/* Pauses between the racy rung's load and its store: the widened window. */
-#define RACE_WINDOW 16
+/* The racy rung's window between a load and its store: at least
+ * RACE_WINDOW_NS, and long enough that each OS thread's increments take
+ * RACE_SPAN_NS in all -- two ticks of a 250 Hz scheduler, longer than the
+ * OS lets one thread run while another waits for its core, so that even the
+ * tutorial's 10 x 16 races on a busy machine. (Measured on a loaded 2-core
+ * machine, 8 processes each: a 2 ms span lost updates in 1 to 3 of 8 at
+ * 10 x 16 and 64 x 256, 4 ms in 7 or 8 of 8 but at 10 x 16 only 1 to 3 of
+ * 160, 8 ms in 8 of 8 with tens of updates lost.) */
+#define RACE_WINDOW_NS 250
+#define RACE_SPAN_NS 8000000
 
 /* The tutorial's launch, add_one_kernel[10, 16]: the default grid. */
 #define TUTORIAL_BLOCKS 10
@@ -50,7 +66,15 @@ typedef struct {
     _Atomic int64_t counter; /* racy and atomic */
     int64_t guarded;         /* the locking rungs': only touched inside the critical section */
     atomic_int mutex;
+    int64_t window_ns;       /* racy: the window between a load and its store */
 } counter_call;
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
 
 /* ---------------------------------------------- one logical block per rung */
 
@@ -58,8 +82,8 @@ static void racy_block(counter_call *c, int64_t threads)
 {
     for (int64_t t = 0; t < threads; t++) {
         int64_t seen = atomic_load_explicit(&c->counter, memory_order_relaxed);
-        unsigned spins = 0;
-        for (int k = 0; k < RACE_WINDOW; k++) cua_cpu_relax(&spins); /* the widened window */
+        const int64_t until = now_ns() + c->window_ns;
+        while (now_ns() < until) cua_cpu_pause(); /* the widened window: the core kept, the counter stale */
         atomic_store_explicit(&c->counter, seen + 1, memory_order_relaxed);
     }
 }
@@ -132,11 +156,17 @@ static int increments_team(cua_launch *cfg)
     return cua_cpu_team(cfg, cfg->blocks * cfg->threads, cfg->blocks);
 }
 
+/* The racy rung takes the whole team whatever the grid (at most a thread
+ * per block): the race needs two threads. */
 static int add_one_racy(int64_t *result, cua_launch *cfg)
 {
     counter_call c = {0};
     counter_config(cfg);
-    const int st = run_grid(racy_block, &c, cfg, cua_cpu_team(cfg, INT64_MAX, cfg->blocks));
+    const int team = cua_cpu_team(cfg, INT64_MAX, cfg->blocks);
+    const int64_t mine = (cfg->blocks + team - 1) / team * cfg->threads; /* increments of the busiest thread */
+    const int64_t want = RACE_SPAN_NS / mine;
+    c.window_ns = want > RACE_WINDOW_NS ? want : RACE_WINDOW_NS;
+    const int st = run_grid(racy_block, &c, cfg, team);
     *result = atomic_load(&c.counter);
     return st;
 }

@@ -21,19 +21,11 @@
  * ms on a 250 Hz kernel). */
 #define SLEEP_NS 50000
 
-/* A CPU pause: the spin-wait hint, nothing more. */
-static inline void pause_once(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-}
-
 void cua_cpu_relax(unsigned *spins)
 {
     if (*spins < SPINS_BEFORE_SLEEP) ++*spins;
     if (*spins < SPINS_BEFORE_YIELD) {
-        pause_once();
+        cua_cpu_pause();
     } else if (*spins < SPINS_BEFORE_SLEEP) {
         sched_yield();
     } else {
@@ -72,7 +64,7 @@ void cua_cpu_lock_ttas(atomic_int *mutex)
         /* Another waiter won the race for the free lock: back off, in bare
          * pauses (a backoff is short; the wait for a held lock above is the
          * one that yields and sleeps). */
-        for (unsigned k = 0; k < backoff; k++) pause_once();
+        for (unsigned k = 0; k < backoff; k++) cua_cpu_pause();
         backoff = backoff < BACKOFF_MOST ? 2 * backoff : BACKOFF_MOST;
     }
     /* Fence after acquiring, as in cua_cpu_lock. */
