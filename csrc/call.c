@@ -229,7 +229,7 @@ static _Thread_local struct {
     int valid, backend, op;
     const char *rung;
     int64_t blocks, chunks;
-    int threads;
+    int threads, team;
 } last;
 
 void cua_record_launch(int backend, int op, const cua_rung *rung, const cua_launch *cfg)
@@ -240,6 +240,7 @@ void cua_record_launch(int backend, int op, const cua_rung *rung, const cua_laun
     last.rung = rung->name;
     last.blocks = cfg->used_blocks;
     last.threads = cfg->used_threads;
+    last.team = cfg->used_team;
     last.chunks = cfg->chunks > 0 ? cfg->chunks : 1;
 }
 
@@ -247,7 +248,10 @@ PyObject *cua_last_launch(PyObject *self, PyObject *noargs)
 {
     (void)self, (void)noargs;
     if (!last.valid) Py_RETURN_NONE;
-    return Py_BuildValue("{s:i,s:i,s:s,s:L,s:i,s:L}", "backend", last.backend, "op", last.op, "method", last.rung,
-                         "blocks", (long long)last.blocks, "threads", last.threads, "chunks",
-                         (long long)last.chunks);
+    /* cpu_threads: the OS threads of a cpu launch; None on CUDA, which has none of its own. */
+    PyObject *team = last.backend == BACKEND_CPU ? PyLong_FromLong(last.team) : Py_NewRef(Py_None);
+    if (!team) return NULL;
+    return Py_BuildValue("{s:i,s:i,s:s,s:L,s:i,s:L,s:N}", "backend", last.backend, "op", last.op, "method",
+                         last.rung, "blocks", (long long)last.blocks, "threads", last.threads, "chunks",
+                         (long long)last.chunks, "cpu_threads", team);
 }

@@ -167,9 +167,11 @@ def main(argv=None):
 
     for m, _, _ in cuatomic.methods("add_one", be):
         got = cuatomic.add_one(blocks, threads, method=m, backend=be)
-        check = count_check(got, rung("add_one", be, m).flags & _C.F_RACY)
+        racy = rung("add_one", be, m).flags & _C.F_RACY
+        check = count_check(got, racy)
         ms = best_ms(lambda: cuatomic.add_one(blocks, threads, method=m, backend=be), args.repeat)
-        emit(f"add_one {blocks}x{threads} -> {got}", m, check, ms, float("nan"))
+        lost = f" ({total - got} of {total} lost)" if racy else ""  # the lesson: what the race lost
+        emit(f"add_one {blocks}x{threads} -> {got}{lost}", m, check, ms, float("nan"))
     for m in [name for name, _, _ in cuatomic.methods("mutex_add_one", be)] + ["auto"]:
         got = cuatomic.mutex_add_one(blocks, threads, method=m, backend=be)
         label = m if m != "auto" else f"auto: {cuatomic.last_launch()['method']}"

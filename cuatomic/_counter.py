@@ -40,8 +40,11 @@ def add_one(blocks=10, threads=16, *, method="auto", backend=None, stream=None):
     -------
     int
         What the counter holds at the end: exactly blocks*threads for
-        ``atomic`` and ``mutex``, at most that (usually less on a GPU) for
-        ``racy``.
+        ``atomic`` and ``mutex``, at most that for ``racy`` -- usually less:
+        on the cpu backend the whole OpenMP team runs the racy grid, and
+        each thread's load/store windows span 8 ms in all, so that updates
+        are lost at any grid size, on a busy machine too (one thread, with
+        ``OMP_NUM_THREADS=1``, cannot race).
     """
     return _counter("add_one", blocks, threads, method, backend, stream)
 

@@ -120,8 +120,11 @@ def last_launch():
     dict or None
         ``backend``, ``op``, ``method`` (the rung that ran: the one named,
         or the one ``"auto"`` picked), ``blocks`` and ``threads`` (the grid
-        it launched, after defaults), and ``chunks`` (launches: more than
-        one when a large host array was streamed to the GPU in pieces);
+        it launched, after defaults), ``chunks`` (launches: more than
+        one when a large host array was streamed to the GPU in pieces), and
+        ``cpu_threads`` (on the cpu backend, the OS threads that ran it: the
+        OpenMP team sized to the work, one per 2^16 elements at most, see
+        ``backend_info()["cpu_threads"]`` for the whole team; None on cuda);
         None before the first call on this thread.
     """
     found = _C.last_launch()

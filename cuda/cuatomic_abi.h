@@ -146,6 +146,9 @@ typedef struct {
     volatile unsigned *result_flag_host;
     int64_t used_blocks;
     int used_threads;
+    /* The CPU backend: the OS threads (OpenMP team) that ran the launch,
+     * sized to the work (cua_cpu_team in csrc/cpu). 0 on CUDA. */
+    int used_team;
     int64_t chunks;         /* launches made for this call (host input streamed in pieces: one per piece) */
     char msg[256];
     /* Ctrl-C. A call that can run long asks poll() (may be NULL) now and

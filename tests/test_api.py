@@ -9,7 +9,7 @@ import pytest
 from conftest import BACKENDS, CUDA, make, requires_cuda
 
 import cuatomic
-from cuatomic import _backend
+from cuatomic import _C, _backend
 
 OPS = ["sum", "dot", "histogram", "filter", "mutex_add_one", "add_one", "prod", "reduce"]
 
@@ -326,6 +326,45 @@ def test_a_forced_method_is_the_one_that_ran(backend):
                 call(name, blocks=2, threads=64)
                 ran = cuatomic.last_launch()
                 assert ran["method"] == name and ran["threads"] <= 64 and 1 <= ran["blocks"] <= 2, (op, ran)
+
+
+def _big_calls(n, grid):
+    """(op, call(method)) of every op on n elements (the counters: a grid)."""
+    x = np.arange(n, dtype=np.int32) % 128
+    f = np.linspace(0.5, 1.5, n)
+    return [
+        ("sum", lambda m: cuatomic.sum(f, method=m, backend="cpu")),
+        ("prod", lambda m: cuatomic.prod(1 + 1e-9 * f, method=m, backend="cpu")),
+        ("reduce", lambda m: cuatomic.reduce(x, "maximum", method=m, backend="cpu")),
+        ("dot", lambda m: cuatomic.dot(f, f, method=m, backend="cpu")),
+        ("histogram", lambda m: cuatomic.histogram(x, 128, (0, 128), method=m, backend="cpu")),
+        ("weighted_histogram", lambda m: cuatomic.histogram(x, 128, (0, 128), weights=f, method=m, backend="cpu")),
+        ("filter", lambda m: cuatomic.filter(x, "<", 100, ordered=False, method=m, backend="cpu")),
+        ("add_one", lambda m: cuatomic.add_one(*grid, method=m, backend="cpu")),
+        ("mutex_add_one", lambda m: cuatomic.mutex_add_one(*grid, method=m, backend="cpu")),
+    ]
+
+
+def test_cpu_team_is_sized_to_the_work():
+    """Issue 25: a small call must not wake (and wait for) OS threads it
+    cannot keep busy -- on a busy machine each wait could last a scheduler
+    tick. Every rung runs 2,000 elements (256 increments) on one OS thread,
+    and P * CPU_GRAIN elements on the whole team of P; last_launch says how
+    many ran. The racy lesson needs its team whatever the size."""
+    P, grain = cuatomic.backend_info()["cpu_threads"], _C.CPU_GRAIN
+    for op, call in _forced_calls("cpu"):
+        for name, _, _ in cuatomic.methods(op, "cpu"):
+            call(name)
+            racy = _backend.rung(op, "cpu", name).has(_C.F_RACY)
+            assert cuatomic.last_launch()["cpu_threads"] == (min(P, 4) if racy else 1), (op, name)
+    n = P * grain
+    for op, call in _big_calls(n, (n // 256, 256)):
+        for name, _, _ in cuatomic.methods(op, "cpu"):
+            call(name)
+            assert cuatomic.last_launch()["cpu_threads"] == P, (op, name, cuatomic.last_launch())
+    for backend in BACKENDS:
+        cuatomic.sum(np.ones(10), backend=backend)
+        assert (cuatomic.last_launch()["cpu_threads"] is None) == (backend == "cuda")
 
 
 def test_last_launch_is_per_thread_and_none_before_a_call():

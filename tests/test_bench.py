@@ -81,3 +81,18 @@ def test_targets_only_times_the_named_works(tmp_path):
     assert table["only"] == "sum float32"
     assert {r["work"] for r in table["rows"]} == {"sum float32, 2^18"}
     assert {r["system"] for r in table["rows"]} == {"cuatomic auto", "numpy"}
+
+
+def test_small_calls_time_every_rung_idle_and_with_a_core_busy():
+    from cuatomic.bench.small import LOADS, small_calls, small_markdown
+    results = small_calls(backend="cpu", repeat=2, progress=None, warm_s=0)
+    rows = results["rows"]
+    assert results["n"] == 1024 and {r["load"] for r in rows} == set(LOADS)
+    for load in LOADS:
+        for op in ("sum", "dot", "prod", "reduce", "histogram", "weighted_histogram", "filter", "add_one",
+                   "mutex_add_one"):
+            systems = {r["system"] for r in rows if r["op"] == op and r["load"] == load}
+            assert {f"cuatomic {m}" for m, _, _ in cuatomic.methods(op, "cpu")} | {"cuatomic auto"} <= systems
+    assert all(r["ok"] and 0 < r["median_ms"] <= r["max_ms"] for r in rows)
+    table = small_markdown(results)
+    assert table.count("\n") == len(rows) // len(LOADS) + 4 and "one core busy: median" in table

@@ -1,6 +1,7 @@
 """The command line a new user meets: python -m cuatomic (the demo), its
 --help, and bench's; the demo streams a row for every method of every op."""
 import os
+import re
 import subprocess
 import sys
 
@@ -21,7 +22,7 @@ def test_help_names_every_command_flag_and_example():
         assert word in out, word
     bench = cli("bench", "--help").stdout
     for flag in ("--quick", "--backend", "--ops", "--out", "--repeat", "--no-plots", "--entropies", "--sizes",
-                 "--targets", "--toolkit", "--only", "examples:", "what it writes"):
+                 "--targets", "--toolkit", "--small", "--only", "examples:", "what it writes"):
         assert flag in bench, flag
     # every flag has help text: after the flag on its line, or on the next (argparse moves a long flag's help)
     lines = [line for line in bench.split("options:")[1].split("what it writes")[0].splitlines() if line.strip()]
@@ -31,7 +32,7 @@ def test_help_names_every_command_flag_and_example():
             entries.append([line.strip()])
         else:
             entries[-1].append(line.strip())
-    assert len(entries) == 12, entries  # -h and the eleven flags
+    assert len(entries) == 13, entries  # -h and the twelve flags
     assert all(len("  ".join(e).split("  ", 1)) == 2 for e in entries), entries
     assert "default: bench_results" in bench and "writes it to --out." in bench
     auto = cli("bench", "auto", "--help").stdout
@@ -64,6 +65,12 @@ def test_demo_prints_every_method_of_every_op_as_it_goes():
     for op in _backend.OPS:
         for name, _, _ in cuatomic.methods(op, "cpu"):
             assert (op, name) in shown, (op, name)
+    # the race lesson's row says what the race lost, and it lost some (issue 25: it showed 160 of 160)
+    racy = [re.match(r"add_one 10x16 -> (\d+) \((\d+) of 160 lost\)", r) for r in rows if r.split()[:1] == ["add_one"]]
+    found = [m for m in racy if m]
+    assert len(found) == 1, rows
+    got, lost = map(int, found[0].groups())
+    assert got + lost == 160 and lost > 0, found[0].group(0)
 
 
 def test_version_says_what_the_build_contains():

@@ -351,3 +351,27 @@ def test_a_worker_killed_midway_is_recomputed(client):
         time.sleep(0.2)  # the nanny restarts it
     assert len(client.scheduler_info()["workers"]) == 2
     assert victim not in client.run(os.getpid).values()
+
+
+def test_graph_layers_do_not_grow_with_the_chunks():
+    """Issue 25: a delayed call per chunk made one graph layer per chunk,
+    which dask merged and ordered in time growing faster than the chunks
+    (10,007 one-element chunks: minutes to build and run). Every function
+    adds a fixed number of layers to its inputs', and is still right."""
+    n = 1_000
+    x = np.arange(n, dtype=np.int64) % 100
+    w = np.linspace(0.0, 1.0, n)
+    a, wa = da.from_array(x, chunks=1), da.from_array(w, chunks=1)
+    calls = [(cd.sum(a, method="atomic", backend="cpu"), x.sum()),
+             (cd.sum(wa, method="exact", backend="cpu"), math.fsum(w)),
+             (cd.dot(a, a, method="partial", backend="cpu"), np.dot(x, x)),
+             (cd.reduce(a, "maximum", method="atomic", backend="cpu"), x.max()),
+             (cd.histogram(a, 100, (0, 100), method="global", backend="cpu")[0], np.histogram(x, 100, (0, 100))[0]),
+             (cd.histogram(a, 100, (0, 100), weights=wa, backend="cpu")[0],
+              np.histogram(x, 100, (0, 100), weights=w)[0]),
+             (cd.bincount(a, backend="cpu"), np.bincount(x)),
+             (cd.filter(a, ">", 90, backend="cpu"), x[x > 90])]
+    for got, want in calls:
+        # the inputs' layers (one each), the chunk tasks and their combination, the result array
+        assert len(got.__dask_graph__().layers) <= 4, got.__dask_graph__().layers.keys()
+        assert np.allclose(got.compute(), want, rtol=1e-12, atol=0), (got, want)

@@ -1,3 +1,7 @@
+import subprocess
+import sys
+import time
+
 import pytest
 from conftest import BACKENDS
 
@@ -32,10 +36,9 @@ def test_tutorial_defaults():
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_racy_loses_updates_at_the_tutorial_size(backend):
     """The lesson: at the README's 64 x 256 the unprotected increment loses
-    updates observably, on both backends (on the cpu the window between load
-    and store is widened on purpose). One call may by chance lose none --
-    about one in four on a busy 2-core machine -- so it is called until it
-    loses one, at most 50 times; atomic and mutex never lose one."""
+    updates observably, on both backends. On a GPU a call may by chance
+    lose none, so it is called until it loses one, at most 50 times; atomic
+    and mutex never lose one."""
     if backend == "cpu" and cuatomic.backend_info()["cpu_threads"] < 2:
         pytest.skip("one OpenMP thread cannot race")
     total = 64 * 256
@@ -46,3 +49,28 @@ def test_racy_loses_updates_at_the_tutorial_size(backend):
     assert got[-1] < total, f"no update lost in {len(got)} calls of add_one(64, 256, method='racy')"
     assert cuatomic.add_one(64, 256, method="mutex", backend=backend) == total
     assert cuatomic.add_one(64, 256, method="atomic", backend=backend) == total
+
+
+@pytest.mark.parametrize("busy", [False, True], ids=["idle", "one core busy"])
+def test_cpu_racy_loses_updates_in_every_call_even_on_a_busy_machine(busy):
+    """Issue 25: on a 2-core machine with one core taken, the cpu's racy rung
+    lost no update in most calls (the two threads took turns on the free
+    core instead of overlapping). Every call must lose some, at the
+    tutorial's 10 x 16 and the README's 64 x 256, with or without another
+    process spinning on one core -- by a real race: the whole team runs
+    the grid, and each thread's plain load/store windows span long enough
+    that the OS interleaves the threads."""
+    if cuatomic.backend_info()["cpu_threads"] < 2:
+        pytest.skip("one OpenMP thread cannot race")
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if busy else None
+    try:
+        if spinner:
+            time.sleep(0.3)  # spinning before the first call
+        for blocks, threads in [(10, 16), (64, 256)] * 3:
+            got = cuatomic.add_one(blocks, threads, method="racy", backend="cpu")
+            assert 1 <= got < blocks * threads, (blocks, threads, got)
+            assert cuatomic.last_launch()["cpu_threads"] >= 2
+    finally:
+        if spinner:
+            spinner.kill()
+            spinner.wait()

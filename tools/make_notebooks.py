@@ -77,12 +77,16 @@ NOTEBOOKS = {
                  "print(f\"  racy, {len(r['racy_runs'])} more runs -> {r['racy_runs']}\")"),
         ("md", "What the racy rung loses varies from run to run. On a GPU thousands of threads run the load "
                "and the store at once, and most increments are lost. On the cpu backend a handful of OpenMP "
-               "threads do, a few nanoseconds apart, so they would rarely interleave: there the window between "
-               "the load and the store is widened on purpose (a few dozen pause instructions) and the threads "
-               "start together, so the loss shows. Measured for `add_one(64, 256)` (16,384 increments): on a "
-               "2-core machine 8,151 to 11,374 in 20 runs (about half lost: two threads overwriting each "
-               "other); on an NVIDIA H200 1 or 2 in 20 runs (whole warps read the same value and write the same "
-               "value + 1)."),
+               "threads do, a few nanoseconds apart, so they would rarely interleave: there the whole team runs "
+               "the grid, however small, the threads start together, and the window between the load and the "
+               "store is widened on purpose -- timed so that each thread's increments take 8 ms in all, longer "
+               "than the OS lets one thread run while another waits for its core -- so the loss shows even on "
+               "a busy machine, where the threads share a core and the OS preempts one between its load and "
+               "its store. Measured for `add_one(64, 256)` (16,384 increments) on a loaded 2-core machine (load "
+               "average 6), 20 runs: 8,192 to 13,553 counted (2,831 to 8,192 lost: two threads overwriting "
+               "each other); with one more process spinning on a core, 8,192 to 11,896; `add_one(10, 16)` "
+               "counted 80 to 131 of 160. On an NVIDIA H200 the counter held 1 or 2 in 20 runs (whole warps "
+               "read the same value and write the same value + 1)."),
         ("md", "## The sum ladder\n\nFrom one atomic per element to one per block, and then to no atomics at "
                "all: block partials combined after an inter-block barrier, or by the last block to finish. "
                "Each rung is timed against `np.sum` on the same data."),

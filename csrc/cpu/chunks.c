@@ -132,7 +132,7 @@ int cua_cpu_blocks_into_cell(cua_cell_add add, const void *a, const void *b, int
 {
     const cua_grid g = cua_cpu_grid(cfg, n);
     _Atomic uint64_t cell = 0;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) num_threads(g.team)
     for (int64_t k = 0; k < g.busy_blocks; k++)
         if (!cua_cpu_stop(cfg)) add(acc, &cell, cua_cpu_block_value(a, b, n, dtype, acc, cfg, k));
     cua_cpu_store_result(acc, cua_cpu_cell_value(acc, atomic_load(&cell)), result);

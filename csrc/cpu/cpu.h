@@ -30,6 +30,24 @@ const cua_ladder *cua_cpu_ladder(int op);
 /* Threads in the OpenMP team (omp_get_max_threads). */
 int cua_cpu_threads(void);
 
+/* Elements of work an OS thread must have before a launch wakes one more:
+ * waking a teammate and joining it costs microseconds on an idle machine,
+ * and a scheduler tick or more (4 ms on a 250 Hz kernel) when no core is
+ * free: the teammate waits for one while libgomp's barrier spins. 2^16
+ * elements take one thread 15 us on the cheapest rung (sum `vector`) and
+ * 0.3 ms on the per-element atomics, so a second thread gains little below
+ * 2^17 even on an idle machine. The counters count an increment as an
+ * element. */
+#define CUA_CPU_GRAIN ((int64_t)1 << 16)
+/* The OS threads to run a launch with: at most the team (cua_cpu_threads),
+ * at most `units` (the pieces a thread takes whole: logical blocks, chunks,
+ * tiles), and at most one per CUA_CPU_GRAIN elements of `work`; at least
+ * one. A rung run by one thread is still that rung: it makes the same
+ * atomics, locks and barriers, nobody else contends. Recorded in
+ * cfg->used_team (last_launch's cpu_threads); every parallel region of a
+ * launch passes it as num_threads. */
+int cua_cpu_team(cua_launch *cfg, int64_t work, int64_t units);
+
 /* The lanes of a warp: the default block, and the groups of warp_lock. */
 #define CUA_CPU_WARP 32
 /* Logical threads per block by default: one warp. A block's threads run one
@@ -50,10 +68,12 @@ int cua_cpu_threads(void);
  * there are elements for. */
 void cua_cpu_default_config(cua_launch *cfg, int64_t n);
 /* A launch's logical grid, defaults filled in (cua_cpu_default_config):
- * threads per block, logical threads in all, and how many of those and of
- * the blocks have elements of n to work on. Only those are run. */
+ * threads per block, logical threads in all, how many of those and of the
+ * blocks have elements of n to work on (only those are run), and the OS
+ * threads that run them. */
 typedef struct {
     int64_t threads, workers, busy, busy_blocks;
+    int team; /* OS threads to run it: cua_cpu_team(cfg, n, busy_blocks) */
 } cua_grid;
 cua_grid cua_cpu_grid(cua_launch *cfg, int64_t n);
 /* Logical worker w's contiguous share [*lo, *hi) of n elements among W. */
@@ -198,9 +218,19 @@ int64_t cua_cpu_chunk_stage(const void *x, int dtype, const cua_pred *pred, int6
 
 /* ---- spin.c: spin waits and the spin lock ---- */
 
-/* One step of a spin wait: a CPU pause, and after a while a yield, so that
- * spinning threads give their core to the thread they wait for when the
- * team has more threads than the machine has free cores. */
+/* A CPU pause: the spin-wait hint, nothing more. */
+static inline void cua_cpu_pause(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+/* One step of a spin wait: a CPU pause; after a few microseconds a yield;
+ * after a few more a short sleep (passive waiting), so that a spinning
+ * thread never holds a core the thread it waits for needs -- when the team
+ * has more threads than the machine has free cores, that thread may be
+ * waiting for one. *spins starts at 0 and counts the steps. */
 void cua_cpu_relax(unsigned *spins);
 
 /* The CAS spin lock of the tutorial, on a C11 atomic int. */

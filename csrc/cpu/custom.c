@@ -39,7 +39,7 @@ static int prod_cas_integer(const void *x, int64_t n, int dtype, int acc, void *
 {
     cua_acc_t one = {.i = 1};
     _Atomic uint64_t cell = cua_cpu_cell_bits(acc, one);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) num_threads(g->team)
     for (int64_t w = 0; w < g->busy; w++) {
         if (cua_cpu_stop(cfg)) continue;
         int64_t lo, hi;
@@ -59,7 +59,7 @@ static int prod_cas_compensated(const void *x, int64_t n, int dtype, int acc, vo
     uint64_t bits;
     memcpy(&bits, &one, sizeof bits);
     _Atomic uint64_t cell = bits, rel_cell = 0; /* the product, and the summed relative errors (0.0) */
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) num_threads(g->team)
     for (int64_t w = 0; w < g->busy; w++) {
         if (cua_cpu_stop(cfg)) continue;
         int64_t lo, hi;

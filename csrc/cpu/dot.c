@@ -9,8 +9,8 @@
  *              the host and adds them there). No atomics, deterministic.
  *  2. mutex    each block's value added to the total under the CAS spin
  *              lock, with its fences (spin.c). Blocks queue for the lock;
- *              a waiter pauses, then yields its core (the GPU's lock spins
- *              bare).
+ *              a waiter pauses, yields its core, then sleeps (the GPU's
+ *              lock spins bare).
  *  3. atomic   each block's value added atomically: fetch_add for integers;
  *              floats have no atomic add on the CPU, so the CAS loop of
  *              rung 4 (the GPU has a native atomicAdd for both).
@@ -33,7 +33,7 @@ static int dot_partial(const void *a, const void *b, int64_t n, int dtype, int a
     const cua_grid g = cua_cpu_grid(cfg, n);
     cua_acc_t *partials = calloc((size_t)(g.busy_blocks > 0 ? g.busy_blocks : 1), sizeof *partials);
     if (!partials) return CUA_ENOMEM;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) num_threads(g.team)
     for (int64_t k = 0; k < g.busy_blocks; k++)
         if (!cua_cpu_stop(cfg)) partials[k] = cua_cpu_block_value(a, b, n, dtype, acc, cfg, k);
     cua_acc_t total = {0};
@@ -48,7 +48,7 @@ static int dot_mutex(const void *a, const void *b, int64_t n, int dtype, int acc
     const cua_grid g = cua_cpu_grid(cfg, n);
     cua_acc_t total = {0}; /* only touched inside the critical section */
     atomic_int mutex = 0;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) num_threads(g.team)
     for (int64_t k = 0; k < g.busy_blocks; k++) {
         if (cua_cpu_stop(cfg)) continue;
         cua_acc_t v = cua_cpu_block_value(a, b, n, dtype, acc, cfg, k);

@@ -127,8 +127,9 @@ int cua_cpu_exact_global(const void *a, const void *b, int64_t n, int dtype, voi
     for (int64_t p = 0; p < n && !cua_cpu_stop(cfg); p += CUA_XACC_PIECE) {
         const int64_t m = n - p < CUA_XACC_PIECE ? n - p : CUA_XACC_PIECE;
         const int64_t busy = cua_cpu_busy(m, g.workers);
+        const int team = cua_cpu_team(cfg, m, (busy + g.threads - 1) / g.threads);
         xacc_atomic_clear(acc);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) num_threads(team)
         for (int64_t w = 0; w < busy; w++) {
             if (cua_cpu_stop(cfg)) continue;
             int64_t lo, hi;
@@ -154,13 +155,14 @@ int cua_cpu_exact_shared(const void *a, const void *b, int64_t n, int dtype, voi
     if (st) return st;
     cua_cpu_default_config(cfg, n);
     const int64_t blocks = cua_cpu_busy(n, cfg->blocks);
+    const int team = cua_cpu_team(cfg, n, blocks);
     cua_xacc *out = result;
     memset(out, 0, sizeof *out);
     xacc_atomic *acc = malloc(sizeof *acc);
     if (!acc) return CUA_ENOMEM;
     xacc_atomic_clear(acc);
     /* The shared words take one add per block: far below CUA_XACC_PIECE. */
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) num_threads(team)
     for (int64_t blk = 0; blk < blocks; blk++) {
         if (cua_cpu_stop(cfg)) continue;
         int64_t lo, hi;
@@ -367,6 +369,7 @@ int cua_cpu_exact_fast(const void *a, const void *b, int64_t n, int dtype, void 
     cfg->used_blocks = cfg->blocks;
     cfg->used_threads = cfg->threads = STEP; /* a block's threads are its SIMD lanes */
     const int64_t busy = cua_cpu_busy(n, cfg->blocks);
+    const int team = cua_cpu_team(cfg, n, busy);
     cua_xacc *out = result;
     memset(out, 0, sizeof *out);
     if (busy <= 1) {
@@ -375,7 +378,7 @@ int cua_cpu_exact_fast(const void *a, const void *b, int64_t n, int dtype, void 
     }
     cua_xacc *parts = calloc((size_t)busy, sizeof *parts);
     if (!parts) return CUA_ENOMEM;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) num_threads(team)
     for (int64_t k = 0; k < busy; k++) {
         int64_t lo, hi;
         cua_cpu_share(n, cfg->blocks, k, &lo, &hi);

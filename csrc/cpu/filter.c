@@ -20,7 +20,7 @@
  *              publishes its own, and copies the buffer out. Reads the input
  *              once; keeps order. Tiles are numbered in the order threads
  *              take them, so a thread only waits for threads that are
- *              running; the waiter pauses, then yields its core.
+ *              running; the waiter pauses, yields its core, then sleeps.
  *  4. warp_aggregated  atomic's push_back with one fetch_add per warp of
  *              CUA_CPU_WARP elements instead of one per kept element: a
  *              logical thread counts the keepers of its next 32 elements,
@@ -49,7 +49,7 @@ static int filter_atomic(const void *x, int64_t n, int dtype, const cua_pred *pr
     const cua_grid g = cua_cpu_grid(cfg, n);
     const size_t size = cua_dtype_size(dtype);
     _Atomic int64_t next = 0;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) num_threads(g.team)
     for (int64_t w = 0; w < g.busy; w++) {
         if (cua_cpu_stop(cfg)) continue;
         int64_t lo, hi;
@@ -71,7 +71,7 @@ static int filter_warp_aggregated(const void *x, int64_t n, int dtype, const cua
     const cua_grid g = cua_cpu_grid(cfg, n);
     const size_t size = cua_dtype_size(dtype);
     _Atomic int64_t next = 0;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) num_threads(g.team)
     for (int64_t w = 0; w < g.busy; w++) {
         if (cua_cpu_stop(cfg)) continue;
         int64_t lo, hi;
@@ -97,10 +97,11 @@ static int filter_ordered(const void *x, int64_t n, int dtype, const cua_pred *p
 {
     cua_cpu_default_config(cfg, n);
     const int64_t B = cua_cpu_busy(n, cfg->blocks); /* blocks with elements; shares as for cfg->blocks */
+    const int team = cua_cpu_team(cfg, n, B);
     const size_t size = cua_dtype_size(dtype);
     int64_t *offsets = calloc((size_t)(B > 0 ? B : 1), sizeof *offsets);
     if (!offsets) return CUA_ENOMEM;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) num_threads(team)
     for (int64_t b = 0; b < B; b++) {
         if (cua_cpu_stop(cfg)) continue;
         int64_t lo, hi;
@@ -113,7 +114,7 @@ static int filter_ordered(const void *x, int64_t n, int dtype, const cua_pred *p
         offsets[b] = total;
         total += c;
     }
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) num_threads(team)
     for (int64_t b = 0; b < B; b++) {
         if (cua_cpu_stop(cfg)) continue;
         int64_t lo, hi;
@@ -135,16 +136,16 @@ static int filter_lookback(const void *x, int64_t n, int dtype, const cua_pred *
     cfg->used_threads = 1;
     /* blocks are the logical workers taking tiles; the OS threads that run
      * them are never more than the OpenMP team (OMP_NUM_THREADS, by default
-     * the cores) nor than there are tiles. */
-    int64_t team = cfg->blocks < cua_cpu_threads() ? cfg->blocks : cua_cpu_threads();
-    if (team > ntiles) team = ntiles > 0 ? ntiles : 1;
+     * the cores), than there are tiles, nor than the work is worth
+     * (cua_cpu_team). */
+    const int team = cua_cpu_team(cfg, n, cfg->blocks < ntiles ? cfg->blocks : ntiles);
     const size_t size = cua_dtype_size(dtype);
     _Atomic uint64_t *status = calloc((size_t)(ntiles > 0 ? ntiles : 1), sizeof *status);
     if (!status) return CUA_ENOMEM;
     _Atomic int64_t next_tile = 0;
     int failed = 0;
     uint64_t total = 0;
-#pragma omp parallel num_threads((int)team)
+#pragma omp parallel num_threads(team)
     {
         char *buf = malloc((size_t)TILE * size);
         if (!buf) {

@@ -60,7 +60,7 @@ static int hist_global(const void *x, int64_t n, int dtype, const cua_bins *bins
     const cua_grid g = cua_cpu_grid(cfg, n);
     _Atomic uint64_t *shared = (_Atomic uint64_t *)counts;
     memset(counts, 0, (size_t)bins->nbins * sizeof *counts);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) num_threads(g.team)
     for (int64_t w = 0; w < g.busy; w++) {
         if (cua_cpu_stop(cfg)) continue;
         int64_t lo, hi;
@@ -79,10 +79,11 @@ static int hist_shared(const void *x, int64_t n, int dtype, const cua_bins *bins
 {
     cua_cpu_default_config(cfg, n);
     const int64_t B = cua_cpu_busy(n, cfg->blocks), nb = bins->nbins; /* blocks with elements */
+    const int team = cua_cpu_team(cfg, n, B);
     _Atomic uint64_t *shared = (_Atomic uint64_t *)counts;
     int failed = 0;
     memset(counts, 0, (size_t)nb * sizeof *counts);
-#pragma omp parallel
+#pragma omp parallel num_threads(team)
     {
         uint64_t *local = malloc((size_t)nb * sizeof *local);
         if (!local) {
@@ -123,7 +124,7 @@ static int private_open(private_histograms *p, cua_launch *cfg, int64_t n, int64
     cfg->used_blocks = cfg->blocks;
     cfg->used_threads = 1;
     p->blocks = cua_cpu_busy(n, cfg->blocks);
-    p->team = p->blocks < cua_cpu_threads() ? (p->blocks > 0 ? (int)p->blocks : 1) : cua_cpu_threads();
+    p->team = cua_cpu_team(cfg, n, p->blocks);
     p->local = calloc((size_t)p->team * (size_t)nb, sizeof *p->local);
     return p->local ? CUA_OK : CUA_ENOMEM;
 }

@@ -100,7 +100,7 @@ static int per_element(cell_fn apply, const void *x, int64_t n, int dtype, int o
     const cua_grid g = cua_cpu_grid(cfg, n);
     if (n == 0) return empty_fold(kind, op, result, cfg);
     _Atomic uint64_t cell = cua_cpu_red_identity(kind, op).i;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) num_threads(g.team)
     for (int64_t w = 0; w < g.busy; w++) {
         if (cua_cpu_stop(cfg)) continue;
         int64_t lo, hi;
@@ -152,7 +152,7 @@ static int reduce_block_tree(const void *x, int64_t n, int dtype, int op, void *
     const cua_grid g = cua_cpu_grid(cfg, n);
     if (n == 0) return empty_fold(kind, op, result, cfg);
     _Atomic uint64_t cell = cua_cpu_red_identity(kind, op).i;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) num_threads(g.team)
     for (int64_t k = 0; k < g.busy_blocks; k++)
         if (!cua_cpu_stop(cfg)) cell_atomic(kind, op, &cell, block_value(x, n, dtype, op, kind, cfg, k));
     const uint64_t bits = atomic_load(&cell);
@@ -187,6 +187,7 @@ static int reduce_vector(const void *x, int64_t n, int dtype, int op, void *resu
     if (n == 0) return empty_fold(kind, op, result, cfg);
     const int product = op == CUA_REDUCE_MULTIPLY && kind == CUA_FLOAT64;
     const int64_t B = cfg->blocks, busy = cua_cpu_busy(n, B);
+    const int team = cua_cpu_team(cfg, n, busy);
     cua_acc_t *values = malloc((size_t)busy * sizeof *values);
     cua_dd *products = malloc((size_t)busy * sizeof *products);
     if (!values || !products) {
@@ -194,7 +195,7 @@ static int reduce_vector(const void *x, int64_t n, int dtype, int op, void *resu
         free(products);
         return CUA_ENOMEM;
     }
-#pragma omp parallel for schedule(static) if (busy > 1)
+#pragma omp parallel for schedule(static) num_threads(team)
     for (int64_t k = 0; k < busy; k++) {
         int64_t lo, hi;
         cua_cpu_share(n, B, k, &lo, &hi);

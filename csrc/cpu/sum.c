@@ -23,7 +23,7 @@
  *                  team on one atomic counter; thread 0 adds the partials in
  *                  block order. The barrier is between OS threads, not
  *                  logical blocks (those run a few at a time on each thread);
- *                  waiters pause, then yield their core.
+ *                  waiters pause, then yield their core, then sleep.
  *  6. grid_flags   the same barrier without a contended counter: each OpenMP
  *                  thread raises its own arrive flag, thread 0 gathers them
  *                  and raises one release flag per thread (per block on the
@@ -64,7 +64,7 @@ static int threads_into_cell(cua_cell_add add, const void *x, int64_t n, int dty
 {
     const cua_grid g = cua_cpu_grid(cfg, n);
     _Atomic uint64_t cell = 0;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) num_threads(g.team)
     for (int64_t w = 0; w < g.busy; w++) {
         if (cua_cpu_stop(cfg)) continue;
         int64_t lo, hi;
@@ -112,7 +112,7 @@ static int sum_atomic(const void *x, int64_t n, int dtype, int acc, void *result
 {
     const cua_grid g = cua_cpu_grid(cfg, n);
     _Atomic uint64_t cell = 0;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) num_threads(g.team)
     for (int64_t w = 0; w < g.busy; w++) {
         if (cua_cpu_stop(cfg)) continue;
         int64_t lo, hi;
@@ -146,7 +146,7 @@ static int sum_grid_lock(const void *x, int64_t n, int dtype, int acc, void *res
     cua_acc_t total = {0};
     if (!partials) return CUA_ENOMEM;
     atomic_int arrived = 0;
-#pragma omp parallel
+#pragma omp parallel num_threads(g.team)
     {
         const int t = omp_get_thread_num(), nt = omp_get_num_threads();
         team_partials(x, n, dtype, acc, cfg, partials, g.busy_blocks, t, nt);
@@ -165,7 +165,7 @@ static int sum_grid_lock(const void *x, int64_t n, int dtype, int acc, void *res
 static int sum_grid_flags(const void *x, int64_t n, int dtype, int acc, void *result, cua_launch *cfg)
 {
     const cua_grid g = cua_cpu_grid(cfg, n);
-    const int P = cua_cpu_threads();
+    const int P = g.team;
     cua_acc_t *partials = new_partials(g.busy_blocks);
     cua_acc_t total = {0};
     atomic_int *flags = calloc(2 * (size_t)P, sizeof *flags); /* arrive[P], release[P] */
@@ -203,7 +203,7 @@ static int sum_cooperative(const void *x, int64_t n, int dtype, int acc, void *r
     cua_acc_t *partials = new_partials(g.busy_blocks);
     cua_acc_t total = {0};
     if (!partials) return CUA_ENOMEM;
-#pragma omp parallel
+#pragma omp parallel num_threads(g.team)
     {
         const int t = omp_get_thread_num(), nt = omp_get_num_threads();
         team_partials(x, n, dtype, acc, cfg, partials, g.busy_blocks, t, nt);
@@ -223,7 +223,7 @@ static int sum_last_block(const void *x, int64_t n, int dtype, int acc, void *re
     cua_acc_t total = {0};
     if (!partials) return CUA_ENOMEM;
     _Atomic int64_t ticket = 0;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) num_threads(g.team)
     for (int64_t b = 0; b < B; b++) {
         if (cua_cpu_stop(cfg)) continue;
         partials[b] = cua_cpu_block_value(x, NULL, n, dtype, acc, cfg, b);

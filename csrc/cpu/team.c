@@ -1,6 +1,6 @@
 /* team.c -- the logical grid on the OpenMP team: default launch
- * configurations, each logical worker's share of the data, and the Ctrl-C
- * poll every worker asks between pieces of work.
+ * configurations, the OS threads a launch wakes, each logical worker's share
+ * of the data, and the Ctrl-C poll every worker asks between pieces of work.
  */
 #include <time.h>
 
@@ -17,6 +17,16 @@ int cua_cpu_threads(void)
 #else
     return 1;
 #endif
+}
+
+int cua_cpu_team(cua_launch *cfg, int64_t work, int64_t units)
+{
+    int64_t team = cua_cpu_threads();
+    if (team > units) team = units;
+    if (team > work / CUA_CPU_GRAIN) team = work / CUA_CPU_GRAIN;
+    if (team < 1) team = 1;
+    cfg->used_team = (int)team;
+    return (int)team;
 }
 
 void cua_cpu_default_config(cua_launch *cfg, int64_t n)
@@ -44,6 +54,7 @@ cua_grid cua_cpu_grid(cua_launch *cfg, int64_t n)
     cua_grid g = {cfg->threads, cfg->blocks * cfg->threads, 0, 0};
     g.busy = cua_cpu_busy(n, g.workers);
     g.busy_blocks = (g.busy + g.threads - 1) / g.threads;
+    g.team = cua_cpu_team(cfg, n, g.busy_blocks);
     return g;
 }
 

@@ -203,6 +203,7 @@ int cua_cpu_vector_reduce(const void *a, const void *b, int64_t n, int dtype, in
     cfg->used_blocks = cfg->blocks;
     cfg->used_threads = cfg->threads = LANES; /* a block's threads are the lanes of chunk_wide */
     const int64_t B = cfg->blocks, busy = cua_cpu_busy(n, B);
+    const int team = cua_cpu_team(cfg, n, busy);
     cua_acc_t total = {0};
     cua_dd dd = {0, 0};
     if (busy <= 1) {
@@ -215,7 +216,7 @@ int cua_cpu_vector_reduce(const void *a, const void *b, int64_t n, int dtype, in
             free(dds);
             return CUA_ENOMEM;
         }
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) num_threads(team)
         for (int64_t k = 0; k < busy; k++) {
             int64_t lo, hi;
             cua_cpu_share(n, B, k, &lo, &hi);

@@ -74,7 +74,7 @@ static int per_element(cua_cell_add add, const void *x, const void *w, int64_t n
     const int acc = acc_of(wdtype);
     _Atomic uint64_t *cells = (_Atomic uint64_t *)sums;
     memset(sums, 0, (size_t)bins->nbins * sizeof(uint64_t));
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) num_threads(g.team)
     for (int64_t wk = 0; wk < g.busy; wk++) {
         if (cua_cpu_stop(cfg)) continue;
         int64_t lo, hi;
@@ -105,11 +105,12 @@ static int whist_shared(const void *x, const void *w, int64_t n, int dtype, int 
 {
     cua_cpu_default_config(cfg, n);
     const int64_t B = cua_cpu_busy(n, cfg->blocks), nb = bins->nbins; /* blocks with elements */
+    const int team = cua_cpu_team(cfg, n, B);
     const int acc = acc_of(wdtype);
     _Atomic uint64_t *cells = (_Atomic uint64_t *)sums;
     int failed = 0;
     memset(sums, 0, (size_t)nb * sizeof(uint64_t));
-#pragma omp parallel
+#pragma omp parallel num_threads(team)
     {
         uint64_t *local = malloc((size_t)(nb + 1) * sizeof *local); /* + the spare bin */
         if (!local) {
@@ -144,7 +145,7 @@ static int whist_warp_private(const void *x, const void *w, int64_t n, int dtype
     cfg->used_blocks = cfg->blocks;
     cfg->used_threads = 1;
     const int64_t blocks = cua_cpu_busy(n, cfg->blocks);
-    const int team = blocks < cua_cpu_threads() ? (blocks > 0 ? (int)blocks : 1) : cua_cpu_threads();
+    const int team = cua_cpu_team(cfg, n, blocks);
     uint64_t *local = calloc((size_t)team * (size_t)per_thread, sizeof *local); /* zero bits: +0.0 or 0 */
     if (!local) return CUA_ENOMEM;
 #pragma omp parallel num_threads(team)

@@ -557,6 +557,7 @@ what it writes (into --out):
   bench.json, bench.md, scaling_<op>.png   the suite: every row validated against NumPy, then timed
   targets.json, targets.md                 --targets: the top rungs and auto against every peer
   toolkit.json, toolkit.md                 --toolkit: exact sums, weighted histograms, bincount, reduce
+  small.json, small.md                     --small: every rung at 1,024 elements, idle and with a core busy
 
 peers: NumPy on the cpu backend; CUB (built in), CuPy, PyTorch and the tutorial's Numba kernels on the
 GPU, each when installed. Times are medians of whole calls with the inputs already where they run.
@@ -565,6 +566,7 @@ examples:
   python -m cuatomic bench --quick --backend cpu               a small run (seconds)
   python -m cuatomic bench --ops sum histogram --sizes 20 24   two ops at 2^20 and 2^24 elements
   python -m cuatomic bench --targets --out results/            the target table (GPU: against CUB, CuPy, PyTorch)
+  python -m cuatomic bench --small --backend cpu               small calls, idle and with one core busy
   python -m cuatomic bench auto --backend cpu                  re-measure what method="auto" reads
 """
 
@@ -574,7 +576,8 @@ def main(argv=None):
         prog="python -m cuatomic bench", epilog=BENCH_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
         description=textwrap.fill("The benchmark suite: every op x method x dtype x size x input entropy, validated "
                                   "against NumPy, then timed beside the best peer of the same run; or (--targets, "
-                                  "--toolkit) the target tables. Prints the table and writes it to --out."))
+                                  "--toolkit) the target tables; or (--small) every rung at 1,024 elements, idle and with a "
+                                  "core busy. Prints the table and writes it to --out."))
     parser.add_argument("--quick", action="store_true", help="small sizes and few repeats: a smoke run, not a result")
     parser.add_argument("--backend", choices=["cpu", "cuda"], default=None,
                         help="where to run (default: CUATOMIC_BACKEND, else cuda when usable, else cpu)")
@@ -593,12 +596,23 @@ def main(argv=None):
                         help="the target table: auto and the top rungs against every peer at the targets' sizes")
     parser.add_argument("--toolkit", action="store_true",
                         help="the atomics toolkit's target table (exact sums, weighted histograms, bincount, reduce)")
+    parser.add_argument("--small", action="store_true",
+                        help="every rung at 1,024 elements, idle and with one core taken by a spinning process")
     parser.add_argument("--only", default=None, metavar="TEXT",
                         help="with --targets or --toolkit: only the works whose name contains TEXT "
                              "(e.g. '5.7 MB'; the table is then a diagnosis, not the whole table)")
     args = parser.parse_args(argv)
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    if args.small:
+        from .small import small_calls, small_markdown
+        results = small_calls(backend=args.backend, repeat=3 if args.quick else 5 * args.repeat)
+        (out / "small.json").write_text(json.dumps(results, indent=1))
+        (out / "small.md").write_text(small_markdown(results))
+        print(small_markdown(results))
+        wrong = [r for r in results["rows"] if not r["ok"]]
+        print(f"small: {len(results['rows'])} rows, {len(wrong)} wrong, written to {out}")
+        return 1 if wrong else 0
     if args.targets or args.toolkit:
         from .toolkit import toolkit_targets
         table, name = (toolkit_targets, "toolkit") if args.toolkit else (targets, "targets")
