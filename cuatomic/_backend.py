@@ -77,7 +77,21 @@ def _usable_backend(name, source):
         probe = cuda_probe()
         if not probe["usable"]:
             raise RuntimeError(f"{source}the cuda backend is not usable: {probe['reason']}")
+        _check_cache_bytes()
     return name
+
+
+CACHE_ENV = "CUATOMIC_CACHE_BYTES"
+
+
+def _check_cache_bytes():
+    """ValueError naming CUATOMIC_CACHE_BYTES unless it is unset, empty or a
+    number of bytes: the C side reads it when a GPU's pool is first made,
+    and would take the default in silence (cuatomic/_memory.py)."""
+    value = os.environ.get(CACHE_ENV)
+    if value and not (value.isascii() and value.isdigit() and len(value) < 19):
+        raise ValueError(f"{CACHE_ENV}={value!r}: expected a number of bytes, digits only (1073741824 for "
+                         f"1 GiB; 0 caches nothing); or unset it for the default, 1/16 of the GPU up to 2 GiB")
 
 
 def backend_id(name):

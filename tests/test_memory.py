@@ -182,3 +182,12 @@ def test_a_second_process_starts_after_del():
                      cwd=os.path.dirname(os.path.dirname(os.path.abspath(cuatomic.__file__))))
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "499500"
+
+
+@requires_cuda
+@pytest.mark.parametrize("value", ["1GiB", "-1", "1e9", " 5", "1" * 19])
+def test_a_bad_cache_size_is_named(monkeypatch, value):
+    monkeypatch.setenv("CUATOMIC_CACHE_BYTES", value)
+    with pytest.raises(ValueError, match="CUATOMIC_CACHE_BYTES="):
+        cuatomic.to_device(np.arange(10), backend="cuda")
+    assert cuatomic.sum(np.arange(10), backend="cpu") == 45  # the cpu backend has no pool to size
