@@ -631,16 +631,18 @@ def _array_check(v):
     return None if np.asarray(v).dtype.newbyteorder("=") in SUPPORTED_KINDS else TypeError
 
 
-def _bincount_x_check(v):
-    found = _array_check(v)
-    if found:
-        return found
+def _vector_check(v, kinds):
+    """A 1-D argument of bincount, checked in NumPy's order: 1-D
+    (ValueError), then of the kinds of numbers it takes (TypeError)."""
     a = np.asarray(v)
     if a.ndim != 1:
         return ValueError
-    if a.dtype.kind not in "biu":
-        return TypeError
-    return ValueError if (a < 0).any() else None
+    return None if a.dtype.kind in kinds else TypeError
+
+
+def _bincount_x_check(v):
+    found = _array_check(v) or _vector_check(v, "biu")
+    return found or (ValueError if (np.asarray(v) < 0).any() else None)
 
 
 def _bincount_weights_check(v):
@@ -648,12 +650,7 @@ def _bincount_weights_check(v):
         return None
     if isinstance(v, np.ma.MaskedArray):
         return TypeError
-    a = np.asarray(v)
-    if a.ndim != 1:
-        return ValueError
-    if a.dtype.kind not in "biuf":
-        return TypeError
-    return None if a.size == COUNTED.size else ValueError
+    return _vector_check(v, "biuf") or (None if np.size(v) == COUNTED.size else ValueError)
 
 
 def _in_text_env(call):
@@ -1044,6 +1041,33 @@ else:
     print(json.dumps({"result": "right" if right else "wrong"}))
 """
 
+def children(code, argvs, seconds, at_once=None):
+    """Run ``python -c code argv`` for each argv, `at_once` at a time (None:
+    all together), each group within `seconds`: for each, ("done", the JSON
+    its last line printed), or what went wrong instead (a hang, killed at
+    the deadline; an exit status and the end of stderr)."""
+    env = dict(os.environ, PYTHONWARNINGS="ignore")
+    results, pending = [], list(argvs)
+    while pending:
+        group, pending = pending[:at_once or len(pending)], pending[at_once or len(pending):]
+        deadline = time.monotonic() + seconds
+        running = [subprocess.Popen([sys.executable, "-c", code, argv], stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True, env=env) for argv in group]
+        for child in running:
+            try:
+                out, err = child.communicate(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                child.kill()
+                child.communicate()
+                results.append((f"still running after {seconds} s (killed)", None))
+                continue
+            if child.returncode != 0:
+                results.append((f"exit status {child.returncode}: {err.strip()[-300:]}", None))
+                continue
+            results.append(("done", json.loads(out.strip().splitlines()[-1])))
+    return results
+
+
 HUGE_BLOCKS, HUGE_THREADS = 2**31 - 1, 1024
 
 
@@ -1061,30 +1085,17 @@ def test_huge_launch_configurations_and_bins_finish_or_refuse():
     does for 2**40 bins, a MemoryError that says what it tried), within
     the deadline and without crashing. All cases run at once, each in its
     own process."""
-    deadline = time.monotonic() + 20
-    env = dict(os.environ, PYTHONWARNINGS="ignore")
-    running = [(case, subprocess.Popen([sys.executable, "-c", CHILD, json.dumps(case)], stdout=subprocess.PIPE,
-                                       stderr=subprocess.PIPE, text=True, env=env)) for case in huge_cases()]
-    failures = []
-    for case, child in running:
-        try:
-            out, err = child.communicate(timeout=max(0.1, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            child.kill()
-            child.communicate()
-            failures.append(f"{case}: still running after the deadline (killed)")
-            continue
-        if child.returncode != 0:
-            failures.append(f"{case}: exit status {child.returncode}: {err.strip()[-300:]}")
-            continue
-        found = json.loads(out.strip().splitlines()[-1])
-        if found["result"] == "wrong":
+    cases, failures = huge_cases(), []
+    for case, (status, found) in zip(cases, children(CHILD, [json.dumps(c) for c in cases], 20)):
+        if status != "done":
+            failures.append(f"{case}: {status}")
+        elif found["result"] == "wrong":
             failures.append(f"{case}: a wrong answer")
         elif found["result"] == "memory" and not found["message"]:
             failures.append(f"{case}: MemoryError without a message")
         elif found["result"] == "refused" and not found["message"]:
             failures.append(f"{case}: {found['error']} without a message")
-    assert not failures, f"{len(failures)} of {len(running)} cases:\n" + "\n".join(failures)
+    assert not failures, f"{len(failures)} of {len(cases)} cases:\n" + "\n".join(failures)
 
 
 # ------------------------------------------------------------ risky bad arguments, in subprocesses
@@ -1132,27 +1143,13 @@ def test_risky_bad_arguments_are_refused_in_a_child_process():
     """Each call above in its own process, under a 6 GiB address-space
     limit and a deadline: the exact exception, at once, naming the
     argument; a hang, a crash or a MemoryError fails the case."""
-    env = dict(os.environ, PYTHONWARNINGS="ignore")
-    failures, pending = [], list(RISKY)
-    while pending:  # four at a time: each child imports numpy, dask and cuatomic
-        batch, pending = pending[:4], pending[4:]
-        running = [(case, subprocess.Popen([sys.executable, "-c", RISKY_CHILD, case[0]], stdout=subprocess.PIPE,
-                                           stderr=subprocess.PIPE, text=True, env=env)) for case in batch]
-        for (call, expected, param), child in running:
-            try:
-                out, err = child.communicate(timeout=120)
-            except subprocess.TimeoutExpired:
-                child.kill()
-                child.communicate()
-                failures.append(f"{call}: still running after 120 s (killed)")
-                continue
-            if child.returncode != 0:
-                failures.append(f"{call}: exit status {child.returncode}: {err.strip()[-300:]}")
-                continue
-            found = json.loads(out.strip().splitlines()[-1])
-            if found["result"] != expected.__name__:
-                failures.append(f"{call}: expected {expected.__name__}, got {found}")
-            elif not names(param, found["message"]):
-                failures.append(f"{call}: the message does not name {param}: {found['message']!r}")
+    failures, outcomes = [], children(RISKY_CHILD, [call for call, _, _ in RISKY], 120, at_once=4)
+    for (call, expected, param), (status, found) in zip(RISKY, outcomes):
+        if status != "done":
+            failures.append(f"{call}: {status}")
+        elif found["result"] != expected.__name__:
+            failures.append(f"{call}: expected {expected.__name__}, got {found}")
+        elif not names(param, found["message"]):
+            failures.append(f"{call}: the message does not name {param}: {found['message']!r}")
     assert not failures, f"{len(failures)} of {len(RISKY)} cases:\n" + "\n".join(failures)
 
