@@ -71,6 +71,29 @@ def integer_arg(name, value, low=None, high=None):
     return value
 
 
+def cached_call(fn, *args):
+    """``fn(*args)`` through fn's lru_cache, or straight through it when an
+    argument cannot be a key (a ``dtype=`` given as a list is refused by
+    fn itself, with its own message, not by the cache)."""
+    try:
+        hash(args)
+    except TypeError:
+        return fn.__wrapped__(*args)
+    return fn(*args)
+
+
+def flag(name, value):
+    """A true/false argument as NumPy reads one (``if density:``): any
+    value's truth, with the error of one that has none (an array of several
+    elements) naming the argument."""
+    if type(value) is bool:
+        return value
+    try:
+        return bool(value)
+    except (TypeError, ValueError) as e:
+        raise type(e)(f"{name}={value!r}: {e}") from None
+
+
 @functools.lru_cache(maxsize=1)
 def physical_memory():
     """This machine's memory in bytes, or None where the OS cannot say

@@ -7,7 +7,8 @@ import os
 import numpy as np
 
 from . import _C, _backend
-from ._common import BytesLRU, auto_rung, direct_input, launch_config, named_rung, prepare, read_as_is, stream_of
+from ._common import (BytesLRU, auto_rung, direct_input, flag, launch_config, named_rung, prepare, read_as_is,
+                      stream_of)
 from ._device import DeviceArray, refuse_masked
 from ._interop import on_inputs_gpu
 
@@ -162,6 +163,8 @@ def filter(a, op, value, *, ordered=True, method="auto", backend=None, blocks=No
         An unknown op, a non-scalar value, or ``ordered=True`` with a method
         that cannot keep order.
     """
+    if type(ordered) is not bool:
+        ordered = flag("ordered", ordered)
     key = None
     if (type(value) in _PLAIN_VALUES and type(op) is str and type(method) is str and backend is None
             and blocks is None and threads is None and stream is None and (direct := direct_input(a)) is not None):

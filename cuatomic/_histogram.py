@@ -10,8 +10,8 @@ import warnings
 import numpy as np
 
 from . import _C, _auto, _backend, _interop
-from ._common import (BytesLRU, auto_rung, check_fits_memory, direct_input, launch_config, named_rung, prepare,
-                      read_as_is, stream_of)
+from ._common import (BytesLRU, auto_rung, check_fits_memory, direct_input, flag, launch_config, named_rung,
+                      prepare, read_as_is, stream_of)
 from ._device import DeviceArray, refuse_masked
 from ._interop import on_inputs_gpu
 
@@ -376,6 +376,8 @@ def histogram(a, bins=10, range=None, *, weights=None, density=False, method="au
     >>> cuatomic.histogram(x, bins=3, range=(0, 3), weights=[1.0, 2.0, 3.0, 4.0], backend="cpu")[0]
     array([1., 5., 4.])
     """
+    if type(density) is not bool:
+        density = flag("density", density)
     if weights is not None:
         return _weighted_histogram(a, bins, range, weights, density, method, backend, blocks, threads, stream)
     key, x, n = _plan_key(a, bins, range, density, method, backend, blocks, threads, stream)
@@ -463,8 +465,9 @@ def _on_device(obj):
 def _real_weights(dt, to):
     """TypeError, as NumPy's, for weights that are not real numbers."""
     if dt.kind not in "biuf":
-        raise TypeError(f"Cannot cast array data from dtype('{dt}') to dtype('{to}') according to the rule "
-                        "'safe'" + (": pass the real and imaginary parts as two calls" if dt.kind == "c" else ""))
+        raise TypeError(f"weights must be real numbers: Cannot cast array data from dtype('{dt}') to dtype('{to}') "
+                        "according to the rule 'safe'" +
+                        (": pass the real and imaginary parts as two calls" if dt.kind == "c" else ""))
 
 
 def _host_weights(wa, float_only):
@@ -573,11 +576,19 @@ def minlength_of(minlength):
     return minlength
 
 
-def _one_dimensional(ndim):
+def one_dimensional(ndim, name):
+    """bincount's arguments are 1-D: NumPy's ValueError, naming the argument."""
     if ndim > 1:
-        raise ValueError("object too deep for desired array")
+        raise ValueError(f"{name} must be 1-D, not {ndim}-D: object too deep for desired array")
     if ndim < 1:
-        raise ValueError("object of too small depth for desired array")
+        raise ValueError(f"{name} must be 1-D, not 0-D: object of too small depth for desired array")
+
+
+def bincount_dtype(dt, name="x"):
+    """bincount counts integers and bools: NumPy's TypeError, naming x."""
+    if dt.kind not in "biu":
+        raise TypeError(f"{name} must hold integers or bools: Cannot cast array data from dtype('{dt}') to "
+                        "dtype('int64') according to the rule 'safe'")
 
 
 def _bincount_input(x, backend, stream):
@@ -586,10 +597,8 @@ def _bincount_input(x, backend, stream):
     if isinstance(x, (list, tuple)) and len(x) == 0:
         x = np.empty(0, np.intp)
     inp = prepare(x, backend, name="x", stream=stream)
-    _one_dimensional(inp.ndim)
-    if inp.dtype.kind not in "biu":
-        raise TypeError(f"Cannot cast array data from dtype('{inp.dtype}') to dtype('int64') according to the rule "
-                        "'safe'")
+    one_dimensional(inp.ndim, "x")
+    bincount_dtype(inp.dtype)
     return inp
 
 
@@ -602,17 +611,17 @@ def _bincount_weights(weights, inp, backend, stream):
         raise TypeError(where)
     if inp.device:
         w = prepare(weights, backend, name="weights", stream=stream)
-        _one_dimensional(w.ndim)
+        one_dimensional(w.ndim, "weights")
         found = _device_weights(w, ("float64",))
         size = w.n
     else:
         wa = np.asarray(weights)
-        _one_dimensional(wa.ndim)
+        one_dimensional(wa.ndim, "weights")
         _real_weights(wa.dtype, "float64")
         found = _host_weights(wa, float_only=True)
         size = wa.size
     if size != inp.n:
-        raise ValueError("The weights and list don't have the same length.")
+        raise ValueError(f"The weights and list don't have the same length: {size} weights, {inp.n} elements of x.")
     return found
 
 
@@ -645,7 +654,7 @@ def _bincount_plan(x, weights, minlength, backend, stream):
     w = None if weights is None else _bincount_weights(weights, inp, backend, stream)
     lo, hi = _extremes(inp, stream)  # negative input is refused before anything is counted
     if lo < 0 or hi > _INT64_MAX:  # uint64 past INT64_MAX is negative as NumPy's intp
-        raise ValueError("'list' argument must have no negative elements")
+        raise ValueError("x must have no negative elements ('list' argument must have no negative elements)")
     nbins = max(minlength, hi + 1)
     if minlength > hi:
         check_fits_memory(16 * (nbins + 1), f"minlength={minlength} asks for {nbins} bins: they",

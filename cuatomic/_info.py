@@ -93,8 +93,9 @@ def explain(op, *args, backend=None, stream=None, **kwargs):
         return _auto.choose(op, be, {"n": _counter.grid(blocks, threads)[2]})  # the call's checks
     launch_config(kwargs.get("blocks"), kwargs.get("threads"))  # checked as the call checks them
     facts = {}
+    given = bool(args) or "a" in kwargs  # (a None given is an array argument the op refuses, as the call does)
     a = args[0] if args else kwargs.get("a")
-    if a is not None:
+    if given:
         # Each op's own preparation: its errors, and the dtype its rule reads
         if op == "dot":
             b = args[1] if len(args) > 1 else kwargs.get("b", a)  # without b: as dot(a, a)

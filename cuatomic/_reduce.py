@@ -5,8 +5,8 @@ import os
 import numpy as np
 
 from . import _C, _backend
-from ._common import (_acc_of, _check_result_dtype, auto_rung, direct_input, launch_config, named_rung, prepare,
-                      read_as_is, stream_of)
+from ._common import (_acc_of, _check_result_dtype, auto_rung, cached_call, direct_input, launch_config, named_rung,
+                      prepare, read_as_is, stream_of)
 from ._exactsum import ExactSum
 from ._interop import on_inputs_gpu
 
@@ -108,12 +108,7 @@ def result_dtype(op, in_dt, dtype):
     """NumPy's result dtype for `op` ("sum" or "prod") of `in_dt` elements
     with ``dtype=``, refused (TypeError naming dtype) when NumPy has none or
     cuatomic cannot compute in it."""
-    try:
-        out_dt = _reduce_dtype(op, in_dt, dtype)
-    except TypeError as e:
-        if "unhashable" not in str(e):
-            raise
-        out_dt = _reduce_dtype.__wrapped__(op, in_dt, dtype)
+    out_dt = cached_call(_reduce_dtype, op, in_dt, dtype)
     _check_result_dtype(out_dt, op)
     return out_dt
 

@@ -6,7 +6,7 @@ import functools
 import numpy as np
 
 from . import _C, _auto, _backend
-from ._common import _check_result_dtype, auto_rung, launch_config, named_rung, prepare, stream_of
+from ._common import _check_result_dtype, auto_rung, cached_call, launch_config, named_rung, prepare, stream_of
 from ._interop import on_inputs_gpu
 
 OPS = _C.REDUCE_OPS  # the ufuncs reduce folds with, in ABI id order
@@ -176,12 +176,7 @@ def result_dtype(name, in_dt, dtype):
     """NumPy's result dtype of ``<name>.reduce`` of `in_dt` elements with
     ``dtype=``, refused (TypeError) when NumPy has none or cuatomic cannot
     compute in it: the in-memory call's check, and cuatomic.dask's."""
-    try:
-        out_dt = _result_dtype(name, in_dt, dtype)
-    except TypeError as e:
-        if "unhashable" not in str(e):
-            raise
-        out_dt = _result_dtype.__wrapped__(name, in_dt, dtype)
+    out_dt = cached_call(_result_dtype, name, in_dt, dtype)
     _check_result_dtype(out_dt, f"{name}.reduce")
     return out_dt
 

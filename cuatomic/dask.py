@@ -39,7 +39,9 @@ import functools
 import numpy as np
 
 import cuatomic
-from cuatomic import _filter, _histogram, _reduce, _reduce_op
+from cuatomic import _filter, _histogram, _interop, _reduce, _reduce_op
+from cuatomic._common import flag
+from cuatomic._device import host_array, refuse_masked
 
 __all__ = ["sum", "dot", "histogram", "bincount", "filter", "reduce", "min", "max"]
 
@@ -67,10 +69,17 @@ def _supported(dt, what):
 
 
 def _as_dask(x, name="x"):
+    """x as a dask array of a dtype the in-memory calls take; a masked
+    array (or dask array of masked chunks) is refused, as they refuse it."""
     dask, da = _dask()
     if not isinstance(x, da.Array):
+        if not _interop.on_cuda(x):  # (a CuPy array goes to dask as it is)
+            x = host_array(x, name)  # (refuses a masked array)
+            _supported(x.dtype, name)  # before dask sees it: it cannot chunk object arrays
         x = da.asarray(x)
     _supported(x.dtype, name)
+    if isinstance(getattr(x, "_meta", None), np.ma.MaskedArray):
+        refuse_masked(x._meta, name)
     return x
 
 
@@ -287,7 +296,7 @@ def dot(a, b, *, method="auto", backend=None):
     _dask()
     a, b = _as_dask(a, "a"), _as_dask(b, "b")
     if a.ndim != 1 or b.ndim != 1:
-        raise ValueError(f"cuatomic.dask.dot takes two 1-D arrays, not shapes {a.shape} and {b.shape}")
+        raise ValueError(f"cuatomic.dask.dot takes two 1-D arrays: a of shape {a.shape} and b of shape {b.shape}")
     _same_chunks(a, b, "b")
     _check_method("dot", method, backend)
     rdt = np.dot(np.zeros(1, a.dtype), np.zeros(1, b.dtype)).dtype
@@ -373,6 +382,7 @@ def histogram(a, bins, range=None, *, weights=None, density=False, method="auto"
     """
     _, da = _dask()
     a = _as_dask(a, "a")
+    density = flag("density", density)
     if isinstance(bins, str):
         raise ValueError(f"cuatomic.dask.histogram needs the bins without reading the data: bins={bins!r} "
                          "estimates them from the data; pass a number of bins and a range=(lo, hi), or explicit "
@@ -429,11 +439,11 @@ def bincount(x, weights=None, minlength=0, *, method="auto", backend=None):
     """
     _, da = _dask()
     x = _as_dask(x, "x")
-    if x.ndim != 1:
-        raise ValueError("object too deep for desired array")  # NumPy's message
-    if x.dtype.kind not in "biu" or x.dtype == np.uint64:
-        raise TypeError(f"Cannot cast array data from dtype('{x.dtype}') to dtype('int64') according to the rule "
-                        f"'safe'")
+    _histogram.one_dimensional(x.ndim, "x")  # the in-memory call's checks and messages
+    _histogram.bincount_dtype(x.dtype)
+    if x.dtype == np.uint64:  # refused here as before (the in-memory call takes uint64 values that fit int64)
+        raise TypeError("x must hold integers or bools: Cannot cast array data from dtype('uint64') to "
+                        "dtype('int64') according to the rule 'safe'")
     minlength = _histogram.minlength_of(minlength)  # the in-memory call's checks and messages
     _check_method("histogram" if weights is None else "weighted_histogram", method, backend)
     if weights is None:

@@ -9,7 +9,7 @@ import time
 
 import numpy as np
 import pytest
-from conftest import BACKENDS, DTYPES, DLOnly, make, placed, requires_cuda, where_params
+from conftest import BACKENDS, DTYPES, DLOnly, placed, requires_cuda, where_params
 
 import cuatomic
 from cuatomic import datasets
