@@ -377,3 +377,12 @@ def test_setup_gives_cuatomic_cuda_0_as_the_reason():
                          env=dict(os.environ, CUATOMIC_CUDA="0"), timeout=300)
     assert run.returncode == 0, run.stderr
     assert "CUATOMIC_CUDA=0 asked for a CPU-only build" in run.stderr and "not found" not in run.stderr, run.stderr
+
+
+def test_default_archs_are_one_per_major_version():
+    """A cubin for X.y runs on every X.z GPU with z >= y: a second arch of one major version
+    compiles every kernel again for no GPU that could not run the first one's code."""
+    archs = [int(a) for a in load_setup().DEFAULT_ARCHS]
+    majors = [a // 10 for a in archs]
+    assert archs == sorted(archs) and len(set(majors)) == len(majors), archs
+    assert 75 in archs and 90 in archs  # Turing (the tutorial's T4) up to Hopper, PTX beyond
