@@ -927,8 +927,21 @@ def _surface():
             st.lists(st.integers(), min_size=1, max_size=3), st.text(max_size=3), st.none(), st.builds(object)),
             lambda v: ValueError if np.ndim(v) != 0 else TypeError),
         Arg("dask.reduce", "op", lambda v: cdask.reduce(D, v, **be), NOT_NAMES.filter(other_than(*cuatomic._reduce_op.OPS)), lambda v: ValueError),
+        # GPU memory: a GPU ordinal or None
+        *[Arg(where, "device", call, st.one_of(NOT_INTEGERS, ANY_INTEGERS), _device_check) for where, call in [
+            ("memory_info", lambda v: cuatomic.memory_info(v)), ("free_memory", lambda v: cuatomic.free_memory(v))]],
     ]
     return args
+
+
+def _device_check(v):
+    """memory_info's and free_memory's device: None, or a GPU the process sees."""
+    if v is None:
+        return None
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+        return TypeError
+    gpus = cuatomic._C.devices()[0] if "cuda" in cuatomic.backends() else 0
+    return None if 0 <= v < gpus else ValueError
 
 
 def _in_text_env_call(param):
