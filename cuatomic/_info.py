@@ -4,7 +4,7 @@
 import numpy as np
 
 from . import _C, _auto, _backend, _counter, _filter, _histogram, _reduce, _reduce_op
-from ._common import launch_config, prepare, stream_of
+from ._common import flag, launch_config, prepare, stream_of
 from ._interop import on_inputs_gpu
 
 
@@ -109,7 +109,7 @@ def explain(op, *args, backend=None, stream=None, **kwargs):
             if len(args) > 2:
                 _filter.predicate(inp.dtype, args[1], args[2])
         facts = {"n": inp.n, "dtype": str(inp.dtype)}
-    require = _C.F_ORDERED if op == "filter" and kwargs.get("ordered", True) else 0
+    require = _C.F_ORDERED if op == "filter" and flag("ordered", kwargs.get("ordered", True)) else 0
     return _auto.choose(op, be, facts, require=require)
 
 

@@ -192,7 +192,7 @@ EXPLAINED_AS_CALLED = [
     ("sum", (V,), {"dtype": "nonsense"}), ("sum", (V,), {"dtype": object}), ("prod", (V,), {"dtype": np.complex64}),
     ("sum", (np.array(["x"]),), {}), ("sum", (V,), {"blocks": 0}), ("prod", (V,), {"threads": "8"}),
     ("filter", (V, "=~", 3), {}), ("filter", (V, ["<"], 3), {}), ("filter", (V, "<", "three"), {}),
-    ("filter", (V, "<", [1, 2]), {}),
+    ("filter", (V, "<", [1, 2]), {}), ("filter", (V, "<", 3), {"ordered": np.arange(3)}),
     ("histogram", (V, []), {}), ("histogram", (V, [3.0]), {}), ("histogram", (V, 2.5), {}), ("histogram", (V, -1), {}),
     ("histogram", (V, [0, np.nan, 2]), {}), ("histogram", (V, 4, (2**62, 2**63)), {}), ("histogram", (V, "nope"), {}),
     ("histogram", (V, [], None), {"weights": np.ones(8)}), ("histogram", (V, 4, (0, 1)), {"weights": np.ones(3)}),
