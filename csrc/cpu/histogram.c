@@ -121,8 +121,8 @@ static int private_open(private_histograms *p, cua_launch *cfg, int64_t n, int64
 {
     if (cfg->blocks <= 0) cfg->blocks = n < ONE_BLOCK_BELOW ? 1 : cua_cpu_threads();
     cfg->threads = 1;
-    cfg->used_blocks = cfg->blocks;
     cfg->used_threads = 1;
+    cua_cpu_clamp_grid(cfg, n, CUA_CPU_MIN_SHARE);
     p->blocks = cua_cpu_busy(n, cfg->blocks);
     p->team = cua_cpu_team(cfg, n, p->blocks);
     p->local = calloc((size_t)p->team * (size_t)nb, sizeof *p->local);
