@@ -96,6 +96,12 @@ void cua_cpu_share(int64_t n, int64_t W, int64_t w, int64_t *lo, int64_t *hi);
  * empty shares and are never run, so a huge grid on a small input costs
  * nothing. */
 int64_t cua_cpu_busy(int64_t n, int64_t W);
+/* The elements [*lo, *hi) of OS thread t of nt when the `busy` blocks with
+ * elements (of `blocks` sharing n) are handed out in consecutive runs, as a
+ * static schedule does: consecutive blocks' shares are one contiguous
+ * range. Empty when thread t gets no block. For the rungs whose per-block
+ * step a thread need not repeat (a sum into the thread's own accumulator). */
+void cua_cpu_thread_range(int64_t n, int64_t blocks, int64_t busy, int nt, int t, int64_t *lo, int64_t *hi);
 
 /* Ctrl-C: nonzero once the call should stop. OpenMP thread 0 (the caller's
  * thread) asks cfg->poll at most every 20 ms; every worker calls this before

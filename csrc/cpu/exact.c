@@ -404,13 +404,9 @@ int cua_cpu_exact_fast(const void *a, const void *b, int64_t n, int dtype, void 
          * would cost a flush of the lanes, a normalization and a merge per
          * block. */
         const int t = omp_get_thread_num();
-        int64_t first, end, lo, hi, unused;
-        cua_cpu_share(busy, omp_get_num_threads(), t, &first, &end);
-        if (first < end) {
-            cua_cpu_share(n, cfg->blocks, first, &lo, &unused);
-            cua_cpu_share(n, cfg->blocks, end - 1, &unused, &hi);
-            exact_chunk(&parts[t], a, b, dtype, lo, hi, cfg);
-        }
+        int64_t lo, hi;
+        cua_cpu_thread_range(n, cfg->blocks, busy, omp_get_num_threads(), t, &lo, &hi);
+        if (lo < hi) exact_chunk(&parts[t], a, b, dtype, lo, hi, cfg);
     }
     for (int t = 0; t < team; t++) cua_xacc_merge(out, &parts[t]);
     free(parts);

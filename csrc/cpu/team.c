@@ -92,6 +92,16 @@ int cua_cpu_stop(cua_launch *cfg)
     return 1;
 }
 
+void cua_cpu_thread_range(int64_t n, int64_t blocks, int64_t busy, int nt, int t, int64_t *lo, int64_t *hi)
+{
+    int64_t first, end, unused;
+    cua_cpu_share(busy, nt, t, &first, &end);
+    *lo = *hi = 0;
+    if (first >= end) return;
+    cua_cpu_share(n, blocks, first, lo, &unused);
+    cua_cpu_share(n, blocks, end - 1, &unused, hi);
+}
+
 void cua_cpu_share(int64_t n, int64_t W, int64_t w, int64_t *lo, int64_t *hi)
 {
     int64_t chunk = (n + W - 1) / W;
