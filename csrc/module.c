@@ -220,6 +220,7 @@ static int add_ids(PyObject *m)
         {"XACC_ANY", CUA_XACC_ANY},         {"XACC_NOT_NEGZERO", CUA_XACC_NOT_NEGZERO},
         {"MAX_BLOCKS", (long)CUA_MAX_BLOCKS},
         {"MAX_THREADS", CUA_MAX_THREADS},   {"CPU_GRAIN", (long)CUA_CPU_GRAIN},
+        {"CPU_MIN_SHARE", CUA_CPU_MIN_SHARE},
     };
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
         if (PyModule_AddIntConstant(m, ints[i].name, ints[i].value) < 0) return -1;

@@ -63,9 +63,23 @@ int cua_cpu_team(cua_launch *cfg, int64_t work, int64_t units);
  * csrc/call.h, checked against this there). */
 #define CUA_CPU_MAX_BLOCK_THREADS 1024
 
-/* Fill in defaults: CUA_CPU_BLOCK_THREADS threads and
- * CUA_CPU_BLOCKS_PER_THREAD blocks per OpenMP thread, no more blocks than
- * there are elements for. */
+/* Elements a logical thread has at least, when the grid would give it
+ * fewer: its unit of work, where a GPU thread's is one element (or one
+ * 16-byte vector, cuda/common.cuh's cua_clamp_grid). One OS thread runs
+ * logical threads one after another, and each costs it tens of nanoseconds
+ * -- its share's bounds, the Ctrl-C check, its partial, its atomic -- which
+ * 64 elements amortize. */
+#define CUA_CPU_MIN_SHARE 64
+/* Never more blocks than have work, as cua_clamp_grid on CUDA: at most one
+ * per `per_block` elements of n (at least one block; per_block is threads *
+ * CUA_CPU_MIN_SHARE, or a rung's own unit), written to used_blocks (what
+ * last_launch reports). A grid of 2^31 - 1 blocks on 2^20 elements gave
+ * every element a block of its own, each block paying its per-block step
+ * (a tree, a private histogram, a superaccumulator). */
+void cua_cpu_clamp_grid(cua_launch *cfg, int64_t n, int64_t per_block);
+/* Fill in defaults -- CUA_CPU_BLOCK_THREADS threads and
+ * CUA_CPU_BLOCKS_PER_THREAD blocks per OpenMP thread -- and clamp the grid
+ * (cua_cpu_clamp_grid, CUA_CPU_MIN_SHARE elements per logical thread). */
 void cua_cpu_default_config(cua_launch *cfg, int64_t n);
 /* A launch's logical grid, defaults filled in (cua_cpu_default_config):
  * threads per block, logical threads in all, how many of those and of the
@@ -82,6 +96,12 @@ void cua_cpu_share(int64_t n, int64_t W, int64_t w, int64_t *lo, int64_t *hi);
  * empty shares and are never run, so a huge grid on a small input costs
  * nothing. */
 int64_t cua_cpu_busy(int64_t n, int64_t W);
+/* The elements [*lo, *hi) of OS thread t of nt when the `busy` blocks with
+ * elements (of `blocks` sharing n) are handed out in consecutive runs, as a
+ * static schedule does: consecutive blocks' shares are one contiguous
+ * range. Empty when thread t gets no block. For the rungs whose per-block
+ * step a thread need not repeat (a sum into the thread's own accumulator). */
+void cua_cpu_thread_range(int64_t n, int64_t blocks, int64_t busy, int nt, int t, int64_t *lo, int64_t *hi);
 
 /* Ctrl-C: nonzero once the call should stop. OpenMP thread 0 (the caller's
  * thread) asks cfg->poll at most every 20 ms; every worker calls this before

@@ -28,6 +28,13 @@
 
 #include "cpu.h"
 
+#ifdef _OPENMP
+#include <omp.h>
+#else
+static int omp_get_thread_num(void) { return 0; }
+static int omp_get_num_threads(void) { return 1; }
+#endif
+
 /* A superaccumulator that OpenMP threads add to at once. */
 typedef struct {
     _Atomic int64_t w[CUA_XACC_WORDS];
@@ -366,25 +373,32 @@ int cua_cpu_exact_fast(const void *a, const void *b, int64_t n, int dtype, void 
     int st = refuse_dtype(dtype, cfg);
     if (st) return st;
     if (cfg->blocks <= 0) cfg->blocks = n < ONE_CHUNK_BELOW ? 1 : cua_cpu_threads();
-    cfg->used_blocks = cfg->blocks;
     cfg->used_threads = cfg->threads = STEP; /* a block's threads are its SIMD lanes */
+    cua_cpu_clamp_grid(cfg, n, (int64_t)STEP * CUA_CPU_MIN_SHARE);
     const int64_t busy = cua_cpu_busy(n, cfg->blocks);
     const int team = cua_cpu_team(cfg, n, busy);
     cua_xacc *out = result;
     memset(out, 0, sizeof *out);
-    if (busy <= 1) {
+    if (team <= 1) {
         exact_chunk(out, a, b, dtype, 0, n, cfg);
         return CUA_CPU_DONE(cfg);
     }
-    cua_xacc *parts = calloc((size_t)busy, sizeof *parts);
+    cua_xacc *parts = calloc((size_t)team, sizeof *parts);
     if (!parts) return CUA_ENOMEM;
-#pragma omp parallel for schedule(static) num_threads(team)
-    for (int64_t k = 0; k < busy; k++) {
+#pragma omp parallel num_threads(team)
+    {
+        /* An OS thread's blocks are a run of consecutive blocks, as a static
+         * schedule hands them out, and their shares one contiguous range:
+         * summed at once into the thread's own superaccumulator. An exact
+         * sum is the same in any grouping, and a superaccumulator per block
+         * would cost a flush of the lanes, a normalization and a merge per
+         * block. */
+        const int t = omp_get_thread_num();
         int64_t lo, hi;
-        cua_cpu_share(n, cfg->blocks, k, &lo, &hi);
-        exact_chunk(&parts[k], a, b, dtype, lo, hi, cfg);
+        cua_cpu_thread_range(n, cfg->blocks, busy, omp_get_num_threads(), t, &lo, &hi);
+        if (lo < hi) exact_chunk(&parts[t], a, b, dtype, lo, hi, cfg);
     }
-    for (int64_t k = 0; k < busy; k++) cua_xacc_merge(out, &parts[k]);
+    for (int t = 0; t < team; t++) cua_xacc_merge(out, &parts[t]);
     free(parts);
     return CUA_CPU_DONE(cfg);
 }

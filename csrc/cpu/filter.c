@@ -132,13 +132,13 @@ static int filter_lookback(const void *x, int64_t n, int dtype, const cua_pred *
     const int64_t ntiles = (n + TILE - 1) / TILE;
     if (cfg->blocks <= 0) cfg->blocks = cua_cpu_threads();
     cfg->threads = 1;
-    cfg->used_blocks = cfg->blocks;
     cfg->used_threads = 1;
+    cua_cpu_clamp_grid(cfg, n, TILE); /* a worker takes whole tiles */
     /* blocks are the logical workers taking tiles; the OS threads that run
      * them are never more than the OpenMP team (OMP_NUM_THREADS, by default
      * the cores), than there are tiles, nor than the work is worth
      * (cua_cpu_team). */
-    const int team = cua_cpu_team(cfg, n, cfg->blocks < ntiles ? cfg->blocks : ntiles);
+    const int team = cua_cpu_team(cfg, n, cfg->blocks);
     const size_t size = cua_dtype_size(dtype);
     _Atomic uint64_t *status = calloc((size_t)(ntiles > 0 ? ntiles : 1), sizeof *status);
     if (!status) return CUA_ENOMEM;

@@ -121,8 +121,8 @@ static int private_open(private_histograms *p, cua_launch *cfg, int64_t n, int64
 {
     if (cfg->blocks <= 0) cfg->blocks = n < ONE_BLOCK_BELOW ? 1 : cua_cpu_threads();
     cfg->threads = 1;
-    cfg->used_blocks = cfg->blocks;
     cfg->used_threads = 1;
+    cua_cpu_clamp_grid(cfg, n, CUA_CPU_MIN_SHARE);
     p->blocks = cua_cpu_busy(n, cfg->blocks);
     p->team = cua_cpu_team(cfg, n, p->blocks);
     p->local = calloc((size_t)p->team * (size_t)nb, sizeof *p->local);
@@ -169,26 +169,26 @@ static int hist_thread_counters(const void *x, int64_t n, int dtype, const cua_b
     int failed = 0;
 #pragma omp parallel num_threads(p.team)
     {
-        uint64_t *mine = p.local + (size_t)omp_get_thread_num() * (size_t)nb;
+        const int t = omp_get_thread_num();
+        uint64_t *mine = p.local + (size_t)t * (size_t)nb;
         uint32_t *copies = malloc((size_t)(COPIES * (nb + 1)) * sizeof *copies);
         if (!copies) {
 #pragma omp atomic write
             failed = 1;
         }
-#pragma omp for schedule(static)
-        for (int64_t b = 0; b < p.blocks; b++) {
-            if (!copies || cua_cpu_stop(cfg)) continue;
-            int64_t lo, hi;
-            cua_cpu_share(n, cfg->blocks, b, &lo, &hi);
-            /* The 32-bit copies are flushed after every piece (2^22
-             * elements), long before they could overflow. */
-            CUA_CPU_PIECES(cfg, lo, hi, start, stop) {
+        /* The thread's run of blocks is one contiguous range, counted at
+         * once: the copies are the thread's, not a block's, and clearing and
+         * flushing them per block would cost more than a small block's
+         * elements. They are flushed after every piece (2^22 elements), long
+         * before they could overflow. */
+        int64_t lo, hi;
+        cua_cpu_thread_range(n, cfg->blocks, p.blocks, omp_get_num_threads(), t, &lo, &hi);
+        if (copies) CUA_CPU_PIECES(cfg, lo, hi, start, stop) {
                 memset(copies, 0, (size_t)(COPIES * (nb + 1)) * sizeof *copies);
                 cua_cpu_chunk_hist8(x, dtype, bins, start, stop, copies);
                 for (int64_t k = 0; k < nb; k++)
                     for (int c = 0; c < COPIES; c++) mine[k] += copies[COPIES * k + c];
             }
-        }
         free(copies);
     }
     private_merge(&p, counts, nb);

@@ -182,8 +182,8 @@ static int reduce_vector(const void *x, int64_t n, int dtype, int op, void *resu
         return cua_cpu_vector_reduce(x, NULL, n, dtype, kind == CUA_FLOAT64 ? CUA_ACC_FLOAT64 : CUA_ACC_INT64,
                                      result, cfg);
     if (cfg->blocks <= 0) cfg->blocks = n < ONE_CHUNK_BELOW ? 1 : cua_cpu_threads();
-    cfg->used_blocks = cfg->blocks;
     cfg->used_threads = cfg->threads = CUA_CPU_FOLD_LANES; /* a block's threads are the fold's lanes */
+    cua_cpu_clamp_grid(cfg, n, (int64_t)CUA_CPU_FOLD_LANES * CUA_CPU_MIN_SHARE);
     if (n == 0) return empty_fold(kind, op, result, cfg);
     const int product = op == CUA_REDUCE_MULTIPLY && kind == CUA_FLOAT64;
     const int64_t B = cfg->blocks, busy = cua_cpu_busy(n, B);

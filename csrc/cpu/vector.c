@@ -200,8 +200,8 @@ int cua_cpu_vector_reduce(const void *a, const void *b, int64_t n, int dtype, in
                           cua_launch *cfg)
 {
     if (cfg->blocks <= 0) cfg->blocks = n < ONE_CHUNK_BELOW ? 1 : cua_cpu_threads();
-    cfg->used_blocks = cfg->blocks;
     cfg->used_threads = cfg->threads = LANES; /* a block's threads are the lanes of chunk_wide */
+    cua_cpu_clamp_grid(cfg, n, (int64_t)LANES * CUA_CPU_MIN_SHARE);
     const int64_t B = cfg->blocks, busy = cua_cpu_busy(n, B);
     const int team = cua_cpu_team(cfg, n, busy);
     cua_acc_t total = {0};

@@ -142,8 +142,8 @@ static int whist_warp_private(const void *x, const void *w, int64_t n, int dtype
     const int64_t per_thread = copies * (nb + 1); /* sums of one OpenMP thread */
     if (cfg->blocks <= 0) cfg->blocks = n < ONE_BLOCK_BELOW ? 1 : cua_cpu_threads();
     cfg->threads = 1;
-    cfg->used_blocks = cfg->blocks;
     cfg->used_threads = 1;
+    cua_cpu_clamp_grid(cfg, n, CUA_CPU_MIN_SHARE);
     const int64_t blocks = cua_cpu_busy(n, cfg->blocks);
     const int team = cua_cpu_team(cfg, n, blocks);
     uint64_t *local = calloc((size_t)team * (size_t)per_thread, sizeof *local); /* zero bits: +0.0 or 0 */

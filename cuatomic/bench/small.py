@@ -26,8 +26,8 @@ import numpy as np
 
 import cuatomic
 
-from .. import _C, _backend
-from .suite import _environment
+from .. import _backend
+from .suite import _environment, call_times
 
 N = 1024
 GRID = (32, 32)  # the counters: 1,024 logical threads, one increment each
@@ -114,12 +114,12 @@ def small_calls(backend=None, repeat=50, loads=LOADS, progress=print, warm_s=0.2
                            "load_average": avg}
                     row["ok"] = bool(check(call(name)))
                     if row["ok"]:  # validated first; a wrong method is reported, never timed
-                        row.update(_times(lambda: call(name), repeat, warm_s=warm_s))
+                        row.update(_times(lambda: call(name), repeat, warm_s))
                     rows.append(row)
                     _show(row, progress)
                 if op in numpy_calls:
                     row = {"op": op, "dtype": dtype, "system": "numpy", "load": load, "load_average": avg,
-                           "ok": True, **_times(numpy_calls[op], repeat, warm_s=warm_s)}
+                           "ok": True, **_times(numpy_calls[op], repeat, warm_s)}
                     rows.append(row)
                     _show(row, progress)
         finally:
@@ -129,21 +129,9 @@ def small_calls(backend=None, repeat=50, loads=LOADS, progress=print, warm_s=0.2
     return {"environment": _environment(be), "n": N, "rows": rows}
 
 
-def _times(fn, repeat, warmup=3, warm_s=0.2):
-    """Median and slowest ms of `repeat` whole calls (a GPU synchronized
-    after each), after at least `warmup` calls and `warm_s` seconds of them."""
-    sync = _C.synchronize if _backend.usable()[0] == "cuda" else (lambda: None)
-    start, calls = time.perf_counter(), 0
-    while calls < warmup or time.perf_counter() - start < warm_s:
-        fn()
-        sync()
-        calls += 1
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        sync()
-        times.append(1e3 * (time.perf_counter() - t0))
+def _times(fn, repeat, warm_s):
+    """Median, mean and slowest ms of `repeat` whole calls (suite.call_times)."""
+    times = call_times(fn, repeat, warm_s=warm_s)
     return {"median_ms": statistics.median(times), "mean_ms": statistics.fmean(times), "max_ms": max(times)}
 
 

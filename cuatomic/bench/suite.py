@@ -179,8 +179,8 @@ def run(ops=OPS, sizes=None, dtypes=None, entropies=ENTROPIES, backend=None, rep
 
 # ------------------------------------------------------------------ targets
 
-def _ms(fn, repeat, warmup=3, warm_s=0.2):
-    """Median wall-clock milliseconds of a whole call as a user sees it:
+def call_times(fn, repeat, warmup=3, warm_s=0.2):
+    """Wall-clock milliseconds of `repeat` whole calls as a user sees them:
     fn() and, on a GPU, a device synchronization, after at least `warmup`
     calls and `warm_s` seconds of calls. (Not CUDA events: on a call of tens
     of microseconds recording them costs a measurable part of what is timed.
@@ -198,8 +198,13 @@ def _ms(fn, repeat, warmup=3, warm_s=0.2):
         t0 = time.perf_counter()
         fn()
         sync()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times) * 1e3
+        times.append(1e3 * (time.perf_counter() - t0))
+    return times
+
+
+def _ms(fn, repeat, warmup=3, warm_s=0.2):
+    """The median of :func:`call_times`."""
+    return statistics.median(call_times(fn, repeat, warmup, warm_s))
 
 
 class _Targets:
