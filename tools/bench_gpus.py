@@ -109,6 +109,17 @@ def run_threads(gpus, chunks, call, rounds, timeline):
     return max(ends.values()) - min(starts.values()), marks
 
 
+def _median_s(fn, repeat):
+    """Median seconds of fn() over `repeat` calls, after one."""
+    fn()
+    ts = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t0)
+    return statistics.median(ts)
+
+
 def _nothing(chunk):
     return np.zeros(128, np.int64)
 
@@ -168,21 +179,8 @@ def dask_rows(args, gpus, data, per_gpu):
                 same = on_one.tobytes() == spread.tobytes()
             times = {}
             for label, x in (("one", one[kind]), ("all", every[kind])):
-                graph = make(x)
-                graph.compute()
-                ts = []
-                for _ in range(args.repeat):
-                    t0 = time.perf_counter()
-                    graph.compute()
-                    ts.append(time.perf_counter() - t0)
                 floor = dask.delayed(_add)([dask.delayed(_nothing)(c) for c in x.to_delayed().ravel()])
-                floor.compute()
-                fs = []
-                for _ in range(args.repeat):
-                    t0 = time.perf_counter()
-                    floor.compute()
-                    fs.append(time.perf_counter() - t0)
-                times[label] = (statistics.median(ts), statistics.median(fs))
+                times[label] = (_median_s(make(x).compute, args.repeat), _median_s(floor.compute, args.repeat))
             row = {"op": name, "scheduler": "threads", "one_gpu_ms": times["one"][0] * 1e3,
                    "all_gpus_ms": times["all"][0] * 1e3, "scaling": times["one"][0] / times["all"][0],
                    "floor_one_ms": times["one"][1] * 1e3, "floor_all_ms": times["all"][1] * 1e3,
