@@ -79,13 +79,12 @@ static cudaMemPool_t pool_if_made(int device)
 
 // The pool of the current GPU, made on first use. Lock-free once made: a
 // pool is never replaced.
-static cudaError_t current_pool(cudaMemPool_t *out, int *device)
+static cudaError_t current_pool(cudaMemPool_t *out)
 {
     *out = NULL;
     int dev;
     cudaError_t e = cudaGetDevice(&dev);
     if (e != cudaSuccess) return e;
-    if (device) *device = dev;
     if (dev >= CUA_MAX_POOLS) return cudaErrorInvalidDevice;
     if ((*out = pool_if_made(dev))) return cudaSuccess;
     pthread_mutex_lock(&pool_lock);
@@ -99,7 +98,7 @@ static cudaError_t current_pool(cudaMemPool_t *out, int *device)
         cudaMemPool_t p;
         e = cudaMemPoolCreate(&p, &props);
         if (e == cudaSuccess) {
-            uint64_t never = UINT64_MAX;  // trimming is pool_settle's alone
+            uint64_t never = UINT64_MAX;  // trimming is cua_cuda_pool_settle's alone
             e = cudaMemPoolSetAttribute(p, cudaMemPoolAttrReleaseThreshold, &never);
             if (e == cudaSuccess) {
                 pool_limit[dev] = cache_limit_for();
@@ -118,7 +117,7 @@ extern "C" int cua_cuda_malloc_async(void **ptr, size_t nbytes, void *stream)
 {
     *ptr = NULL;
     cudaMemPool_t pool;
-    CUA_CHECK(current_pool(&pool, NULL));
+    CUA_CHECK(current_pool(&pool));
     CUA_CHECK(cudaMallocFromPoolAsync(ptr, nbytes > 0 ? nbytes : 1, pool, (cudaStream_t)stream));
     return 0;
 }
