@@ -31,22 +31,53 @@
 
 typedef unsigned long long u64;
 
-// Wait for everything queued on the call's stream -- the one wait of every
-// launcher. Not cudaStreamSynchronize, which cannot be interrupted: the
-// stream is queried in a loop (as the runtime's own spin-wait would), with
+// Events for a call to wait on (memory.cu): take one of the current GPU's
+// (made when it has no spare), give it back to that GPU when done.
+extern "C" int cua_cuda_event_take(void **event, int *device);
+extern "C" void cua_cuda_event_give(void *event, int device);
+
+// The event a wait queries: recorded on the call's stream after everything
+// the call queued there, given back when the wait ends. `e` stays null when
+// none can be recorded (the wait then queries the stream itself, and any
+// error is the stream's to report).
+struct cua_call_event {
+    cudaEvent_t e = nullptr;
+    int device = -1;
+    explicit cua_call_event(cudaStream_t s)
+    {
+        void *ev;
+        if (cua_cuda_event_take(&ev, &device)) return;
+        if (cudaEventRecord((cudaEvent_t)ev, s) != cudaSuccess) {
+            cudaGetLastError();
+            cua_cuda_event_give(ev, device);
+            return;
+        }
+        e = (cudaEvent_t)ev;
+    }
+    ~cua_call_event() { cua_cuda_event_give((void *)e, device); }
+    cudaError_t query(cudaStream_t s) const { return e ? cudaEventQuery(e) : cudaStreamQuery(s); }
+};
+
+// Wait for everything the call queued on its stream -- the one wait of every
+// launcher. Only the call's own work: an event recorded after it is what is
+// queried, not the stream, which other threads may be feeding (the legacy
+// default stream is every thread's that passes no stream; see memory.cu's
+// call events). Not cudaEventSynchronize, which cannot be interrupted: the
+// event is queried in a loop (as the runtime's own spin-wait would), with
 // a yield of the CPU after the first millisecond, and every 20 ms
 // cfg->poll is asked whether the caller wants to stop (Ctrl-C). On a stop
 // `on_stop` runs once (the spin kernels' launcher raises their abort flag
-// there), the stream is drained -- kernels that read the flag give up at
-// once, the others end on their own -- and CUA_EINTR is returned.
+// there), the call's work is still waited for -- kernels that read the flag
+// give up at once, the others end on their own -- and CUA_EINTR is returned.
 // With `raised` (the host side of a result flag the call's kernel raises
 // once the result is in the caller's mapped memory: cua_raise_flag) the
-// wait also ends when the flag is up, before the stream reports done; an
-// error is still seen, as the stream is queried on every turn too.
+// wait also ends when the flag is up, before the event reports done; an
+// error is still seen, as the event is queried on every turn too.
 template <class F>
 static inline int cua_wait(cua_launch *cfg, F on_stop, const volatile unsigned *raised = nullptr)
 {
     cudaStream_t s = (cudaStream_t)cfg->stream;
+    const cua_call_event done(s);
     timespec start, now;
     clock_gettime(CLOCK_MONOTONIC, &start);
     int64_t next_poll = 1000000;  // ns since start: the first poll after 1 ms
@@ -57,7 +88,7 @@ static inline int cua_wait(cua_launch *cfg, F on_stop, const volatile unsigned *
             __atomic_thread_fence(__ATOMIC_ACQUIRE);
             return cfg->interrupted ? CUA_EINTR : 0;
         }
-        cudaError_t e = cudaStreamQuery(s);
+        cudaError_t e = done.query(s);
         if (e == cudaSuccess) return cfg->interrupted ? CUA_EINTR : 0;
         if (e != cudaErrorNotReady) {
             cudaGetLastError();

@@ -293,3 +293,44 @@ extern "C" void cua_cuda_slot_release(int slot)
     slot_taken &= ~(1u << slot);
     pthread_mutex_unlock(&slot_lock);
 }
+
+// ------------------------------------------------------------- call events
+//
+// A call waits for its own work, not for its stream's: the stream may be
+// shared (the legacy default stream of every thread that passes none), and
+// a query of a stream says "not ready" while any thread's later work is
+// queued on it. Threads calling on one GPU then waited for each other and
+// returned together once the GPU ran dry, with nothing queued while they
+// went back to Python (dask's threaded scheduler on two GPUs: no faster
+// than one). The wait is on an event recorded after the call's work
+// (cua_wait). Spare events are kept per GPU for the next calls, at most
+// CUA_SPARE_EVENTS each; the rest are destroyed.
+#define CUA_SPARE_EVENTS 64
+static pthread_mutex_t event_lock = PTHREAD_MUTEX_INITIALIZER;
+static cudaEvent_t spare_events[CUA_MAX_POOLS][CUA_SPARE_EVENTS];
+static int spare_count[CUA_MAX_POOLS];
+
+extern "C" int cua_cuda_event_take(void **event, int *device)
+{
+    *event = NULL;
+    CUA_CHECK(cudaGetDevice(device));
+    if (*device < 0 || *device >= CUA_MAX_POOLS) return (int)cudaErrorInvalidDevice;
+    pthread_mutex_lock(&event_lock);
+    if (spare_count[*device] > 0) *event = (void *)spare_events[*device][--spare_count[*device]];
+    pthread_mutex_unlock(&event_lock);
+    if (*event) return 0;
+    cudaEvent_t e;
+    CUA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    *event = (void *)e;
+    return 0;
+}
+
+extern "C" void cua_cuda_event_give(void *event, int device)
+{
+    if (!event) return;
+    pthread_mutex_lock(&event_lock);
+    const int kept = spare_count[device] < CUA_SPARE_EVENTS;
+    if (kept) spare_events[device][spare_count[device]++] = (cudaEvent_t)event;
+    pthread_mutex_unlock(&event_lock);
+    if (!kept) cudaEventDestroy((cudaEvent_t)event);
+}

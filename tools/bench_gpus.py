@@ -120,23 +120,54 @@ def _median_s(fn, repeat):
     return statistics.median(ts)
 
 
-def _nothing(chunk):
-    return np.zeros(128, np.int64)
+class _Patched:
+    """cuatomic.dask's chunk function `name` replaced by `fn` while in the
+    block: graphs built inside call `fn` for each chunk."""
+
+    def __init__(self, module, name, fn):
+        self.module, self.name, self.fn = module, name, fn
+
+    def __enter__(self):
+        self.saved = getattr(self.module, self.name)
+        setattr(self.module, self.name, self.fn)
+
+    def __exit__(self, *exc):
+        setattr(self.module, self.name, self.saved)
 
 
-def _add(parts):
-    return np.sum(parts, axis=0)
+def _timed(f, marks, t0):
+    """f, recording each call's thread, chunk GPU, start and end (µs since t0[0])."""
+    def timed(c, *args):
+        a = time.perf_counter()
+        r = f(c, *args)
+        b = time.perf_counter()
+        marks.append([threading.current_thread().name, int(getattr(c.device, "id", -1)),
+                      round((a - t0[0]) * 1e6, 1), round((b - t0[0]) * 1e6, 1)])
+        return r
+    return timed
 
 
-def dask_rows(args, gpus, data, per_gpu):
+def dask_rows(args, gpus, data, per_gpu, rows):
     """cuatomic.dask with dask's threaded scheduler (no worker processes)
     over the chunks as they lie: all GPUs' chunks, against GPU 0's taken
-    `gpus` times (the same number of chunks and bytes). Also the
-    scheduling floor: the same graph with chunk tasks that do nothing."""
+    `gpus` times (the same number of chunks and bytes). Beside each:
+
+    - floor: the same graph with chunk tasks that do nothing (return an
+      empty result), so dask's own cost per compute (graph optimization,
+      ordering, scheduling);
+    - pool: the same chunk calls and combine without dask, mapped over a
+      thread pool of the same size, to separate cuatomic's cost from
+      dask's.
+
+    One row per thread count of --dask-workers (0: dask's default, a
+    thread per core), appended to `rows` (and saved) as it is measured;
+    with --timeline, each chunk task's thread, GPU, start and end in one
+    more compute, and that compute's total."""
 
     import dask
     import dask.array as da
 
+    import cuatomic
     import cuatomic.dask as cd
 
     def array(chunks):
@@ -145,14 +176,22 @@ def dask_rows(args, gpus, data, per_gpu):
         return da.concatenate([da.from_delayed(dask.delayed(c, name=f"gpu-chunk-{id(c)}"), shape=c.shape,
                                                dtype=c.dtype, meta=c[:0]) for c in chunks])
 
-    one = {k: array(v[0] * len(gpus)) for k, v in data.items()}
+    one_chunks = {k: v[0] * len(gpus) for k, v in data.items()}
     order = [i for i in range(per_gpu) for _ in gpus]
-    every = {k: array([v[g][i] for i, g in zip(order, gpus * per_gpu)]) for k, v in data.items()}
-    works = {"histogram": ("text", lambda x: cd.histogram(x, 128, (0, 128))[0]),
-             "exact_sum": ("normals", lambda x: cd.sum(x, method="exact"))}
-    rows = []
+    every_chunks = {k: [v[g][i] for i, g in zip(order, gpus * per_gpu)] for k, v in data.items()}
+    one = {k: array(v) for k, v in one_chunks.items()}
+    every = {k: array(v) for k, v in every_chunks.items()}
+    works = {  # name -> data, the dask call, its chunk function's name, an empty chunk result, the combine
+        "histogram": ("text", lambda x: cd.histogram(x, 128, (0, 128))[0], "_chunk_histogram",
+                      lambda c, *a: np.zeros(128, np.int64),
+                      lambda parts: cd._combine_counts(parts, np.int64, False, None),
+                      (None, 128, (0, 128), "auto", None)),
+        "exact_sum": ("normals", lambda x: cd.sum(x, method="exact"), "_chunk_exact_sum",
+                      lambda c, *a: cuatomic.ExactSum(),
+                      lambda parts: cd._combine_exact(parts, np.float64), (np.float64, "exact", None)),
+    }
     with dask.config.set(scheduler="threads"):
-        for name, (kind, make) in works.items():
+        for name, (kind, make, chunk_fn, empty, combine, chunk_args) in works.items():
             if kind not in data:
                 continue
             first = {}
@@ -177,18 +216,43 @@ def dask_rows(args, gpus, data, per_gpu):
                     on_one = np.asarray(make(array(moved)).compute())
                     del moved
                 same = on_one.tobytes() == spread.tobytes()
-            times = {}
-            for label, x in (("one", one[kind]), ("all", every[kind])):
-                floor = dask.delayed(_add)([dask.delayed(_nothing)(c) for c in x.to_delayed().ravel()])
-                times[label] = (_median_s(make(x).compute, args.repeat), _median_s(floor.compute, args.repeat))
-            row = {"op": name, "scheduler": "threads", "one_gpu_ms": times["one"][0] * 1e3,
-                   "all_gpus_ms": times["all"][0] * 1e3, "scaling": times["one"][0] / times["all"][0],
-                   "floor_one_ms": times["one"][1] * 1e3, "floor_all_ms": times["all"][1] * 1e3,
-                   "checked": bool(same)}
-            rows.append(row)
-            print(f"dask threads {name:10s} one GPU {row['one_gpu_ms']:8.2f} ms   {len(gpus)} GPUs "
-                  f"{row['all_gpus_ms']:8.2f} ms   {row['scaling']:5.2f}x   (floor {row['floor_all_ms']:.2f} ms, "
-                  f"checked {same})", flush=True)
+            real = getattr(cd, chunk_fn)
+            for workers in args.dask_workers:
+                config = {"num_workers": workers} if workers else {}
+                pool = concurrent.futures.ThreadPoolExecutor(workers or None)
+                times, marks = {}, {}
+                with dask.config.set(config):
+                    for label, x, chunks in (("one", one[kind], one_chunks[kind]),
+                                             ("all", every[kind], every_chunks[kind])):
+                        with _Patched(cd, chunk_fn, empty):
+                            floor = make(x)  # built here: its chunk tasks call `empty`
+                        times[label] = {
+                            "dask": _median_s(make(x).compute, args.repeat),
+                            "floor": _median_s(floor.compute, args.repeat),
+                            "pool": _median_s(lambda: combine(list(pool.map(lambda c: real(c, *chunk_args), chunks))),
+                                              args.repeat)}
+                        if args.timeline:
+                            m, t0 = [], [0.0]
+                            with _Patched(cd, chunk_fn, _timed(real, m, t0)):
+                                timed = make(x)
+                            t0[0] = time.perf_counter()
+                            timed.compute()
+                            marks[label] = {"total_us": round((time.perf_counter() - t0[0]) * 1e6, 1), "tasks": m}
+                pool.shutdown()
+                row = {"op": name, "scheduler": "threads", "num_workers": workers or "default",
+                       "one_gpu_ms": times["one"]["dask"] * 1e3, "all_gpus_ms": times["all"]["dask"] * 1e3,
+                       "scaling": times["one"]["dask"] / times["all"]["dask"],
+                       "floor_one_ms": times["one"]["floor"] * 1e3, "floor_all_ms": times["all"]["floor"] * 1e3,
+                       "pool_one_ms": times["one"]["pool"] * 1e3, "pool_all_ms": times["all"]["pool"] * 1e3,
+                       "checked": bool(same)}
+                if marks:
+                    row["timeline"] = marks
+                rows.append(row)
+                save(args.out, args.saved)  # after every row: a run cut short keeps what it measured
+                print(f"dask threads {name:10s} workers {workers or 'default':>7} one GPU {row['one_gpu_ms']:7.2f} ms"
+                      f"  {len(gpus)} GPUs {row['all_gpus_ms']:7.2f} ms  {row['scaling']:5.2f}x  "
+                      f"floor {row['floor_one_ms']:.2f} / {row['floor_all_ms']:.2f} ms  "
+                      f"pool {row['pool_one_ms']:.2f} / {row['pool_all_ms']:.2f} ms  checked {same}", flush=True)
     return rows
 
 
@@ -202,8 +266,11 @@ def main():
     ap.add_argument("--timeline", action="store_true")
     ap.add_argument("--dask", action="store_true",
                     help="also cuatomic.dask (threaded scheduler) over the same chunks: one GPU's against all")
+    ap.add_argument("--dask-workers", default="0",
+                    help="comma-separated thread counts for the dask rows (0: dask's default)")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
+    args.dask_workers = [int(w) for w in args.dask_workers.split(",")]
 
     import cupy as cp
 
@@ -276,8 +343,9 @@ def main():
             print(f"{name:10s} {who:9s} one GPU {t1 * 1e3:8.2f} ms   {ngpu} GPUs {tn * 1e3:8.2f} ms   "
                   f"{t1 / tn:5.2f}x", flush=True)
     if args.dask:
-        out["dask_threads"] = dask_rows(args, gpus, data, per_gpu)
-        save(args.out, out)
+        out["dask_threads"] = []
+        args.saved = out
+        dask_rows(args, gpus, data, per_gpu, out["dask_threads"])
 
 
 def save(path, out):
