@@ -25,15 +25,29 @@ static int hist_chunk(const void *const *dev, int64_t m, cua_launch *cfg, void *
     return st;
 }
 
-/* The edges as the backend reads them; -1 with an exception. Integer edges
- * only for 64-bit integer data of the same signedness (by kind and size:
- * long and long long are both int64 on Linux). */
-static int read_edges(PyObject *edges_obj, int dtype, cua_bins *bins)
+/* The bins a rung is told of, from Python's KernelBins (cuatomic/_bins.py):
+ * a tuple (edges, uniform, inv_width, integer, ilo, iwidth); -1 with an
+ * exception. The edges as the backend reads them: integer edges only for
+ * 64-bit integer data of the same signedness (by kind and size: long and
+ * long long are both int64 on Linux). */
+static int read_bins(PyObject *obj, int dtype, cua_bins *bins)
 {
+    PyObject *edges_obj;
+    long long ilo, iwidth;
+    memset(bins, 0, sizeof *bins);
+    if (!PyTuple_Check(obj)) {
+        PyErr_SetString(PyExc_SystemError, "cuatomic: bins must be a KernelBins tuple");
+        return -1;
+    }
+    if (!PyArg_ParseTuple(obj, "OidiLL;cuatomic: bins must be (edges, uniform, inv_width, integer, ilo, iwidth)",
+                          &edges_obj, &bins->uniform, &bins->inv_width, &bins->integer, &ilo, &iwidth))
+        return -1;
     if (!PyArray_Check(edges_obj)) {
         PyErr_SetString(PyExc_SystemError, "cuatomic: edges must be an ndarray");
         return -1;
     }
+    bins->ilo = ilo;
+    bins->iwidth = iwidth;
     PyArrayObject *edges = (PyArrayObject *)edges_obj;
     const int et = PyArray_TYPE(edges);
     const int int_edges = PyArray_ITEMSIZE(edges) == 8 && ((PyArray_ISSIGNED(edges) && dtype == CUA_INT64) ||
@@ -79,80 +93,6 @@ static PyObject *new_bins_out(int backend, int device_out, int64_t nbins, int ty
     return out;
 }
 
-PyObject *cua_op_histogram(PyObject *self, PyObject *args, PyObject *kw)
-{
-    (void)self;
-    static char *kwlist[] = {"backend", "rung",  "x",      "n",       "dtype",      "edges",  "uniform", "inv_width",
-                             "integer", "ilo",   "iwidth", "blocks",  "threads",    "device_out", "stream", NULL};
-    int backend, rung, dtype, threads, device_out;
-    PyObject *x, *edges, *sobj;
-    long long n, blocks, ilo, iwidth;
-    void *stream;
-    cua_bins bins;
-    memset(&bins, 0, sizeof bins);
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "iiOLiOidiLLLipO", kwlist, &backend, &rung, &x, &n, &dtype, &edges,
-                                     &bins.uniform, &bins.inv_width, &bins.integer, &ilo, &iwidth, &blocks,
-                                     &threads, &device_out, &sobj) ||
-        cua_as_ptr(sobj, &stream) < 0)
-        return NULL;
-    bins.ilo = ilo;
-    bins.iwidth = iwidth;
-    const cua_hist_row *row = (const cua_hist_row *)cua_find_rung(backend, CUA_OP_HISTOGRAM, rung);
-    cua_input in;
-    if (!row || cua_parse_input(backend, x, n, dtype, stream, &in) < 0 || read_edges(edges, dtype, &bins) < 0)
-        return NULL;
-    cua_launch cfg;
-    if (cua_launch_config(blocks, threads, stream, &cfg) < 0) return NULL;
-    const size_t cbytes = (size_t)bins.nbins * sizeof(uint64_t);
-    void *counts; /* where the backend writes */
-    PyObject *out = new_bins_out(backend, device_out, bins.nbins, NPY_INT64, stream, &counts);
-    if (!out) return NULL;
-    int st;
-    Py_BEGIN_ALLOW_THREADS
-    void *dev = NULL;
-    int chunked = 0;
-    st = 0;
-    if (in.host && !device_out) { /* a large host array: streamed in chunks, counts added up */
-        uint64_t *tmp = malloc(cbytes);
-        st = tmp ? cua_device_alloc(backend, &dev, cbytes, stream) : CUA_ENOMEM;
-        if (!st) {
-            memset(counts, 0, cbytes);
-            hist_ctx hc = {row->run, dtype, &bins, dev, tmp, counts};
-            st = cua_pipeline_run(1, &in.host, cua_dtype_size(dtype), n, &cfg, hist_chunk, &hc, &chunked);
-        }
-        free(tmp);
-        if (!chunked) { /* not worth it: back to one staged copy */
-            cua_device_free(dev, stream);
-            dev = NULL;
-        }
-    }
-    if (!chunked && !st) {
-        /* Counts for the host come back through a call slot when one is free:
-         * the backend is given no device counts and publishes them there. */
-        cua_slot sl = {-1, NULL, NULL};
-        void *mapped = NULL;
-        st = cua_stage(&in);
-        if (!st && !device_out) {
-            cua_slot_take(backend, &sl);
-            mapped = cua_slot_output(&sl, cbytes, &cfg, NULL);
-            if (!mapped) st = cua_device_alloc(backend, &dev, cbytes, stream);
-        }
-        if (!st) st = row->run(in.ptr, n, dtype, &bins, (uint64_t *)(mapped ? NULL : dev ? dev : counts), &cfg);
-        if (!st && mapped) memcpy(counts, mapped, cbytes);
-        if (!st && dev) st = cua_copy_to_host(counts, dev, cbytes, stream);
-        cua_slot_give(&sl);
-        cua_unstage(&in);
-    }
-    cua_device_free(dev, stream);
-    Py_END_ALLOW_THREADS
-    if (st) {
-        Py_DECREF(out);
-        return cua_raise(st, &cfg);
-    }
-    cua_record_launch(backend, CUA_OP_HISTOGRAM, &row->rung, &cfg);
-    return out;
-}
-
 typedef struct {
     cua_whist_fn run;
     int dtype, wdtype;
@@ -176,62 +116,59 @@ static int whist_chunk(const void *const *dev, int64_t m, cua_launch *cfg, void 
     return 0;
 }
 
-/* weighted_histogram(...): histogram's arguments, and w (n weights of dtype
- * id wdtype: FLOAT64 or INT64, where x is) -> the sums per bin, float64 or
- * int64 (ndarray, or DeviceBuffer when device_out). */
-PyObject *cua_op_weighted_histogram(PyObject *self, PyObject *args, PyObject *kw)
+/* The one body of histogram and weighted_histogram: w == NULL counts (int64),
+ * else sums the weights w (wdtype FLOAT64 or INT64, where x is) per bin.
+ * The output is an ndarray, or a DeviceBuffer when device_out. A large host
+ * input is streamed in chunks through the pipeline and the chunks' results
+ * added up; otherwise one staged run, whose counts come back through a call
+ * slot when one is free (the rung is given no device counts and publishes
+ * them there: counts only). */
+static PyObject *run_histogram(int backend, int rung, PyObject *x, long long n, int dtype, PyObject *w, int wdtype,
+                               PyObject *bins_obj, long long blocks, int threads, int device_out, void *stream)
 {
-    (void)self;
-    static char *kwlist[] = {"backend", "rung",   "x",      "n",       "dtype",      "w",      "wdtype",
-                             "edges",   "uniform", "inv_width", "integer", "ilo",    "iwidth", "blocks",
-                             "threads", "device_out", "stream", NULL};
-    int backend, rung, dtype, wdtype, threads, device_out;
-    PyObject *x, *w, *edges, *sobj;
-    long long n, blocks, ilo, iwidth;
-    void *stream;
-    cua_bins bins;
-    memset(&bins, 0, sizeof bins);
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "iiOLiOiOidiLLLipO", kwlist, &backend, &rung, &x, &n, &dtype, &w,
-                                     &wdtype, &edges, &bins.uniform, &bins.inv_width, &bins.integer, &ilo, &iwidth,
-                                     &blocks, &threads, &device_out, &sobj) ||
-        cua_as_ptr(sobj, &stream) < 0)
-        return NULL;
-    if (wdtype != CUA_FLOAT64 && wdtype != CUA_INT64) {
+    const int weighted = w != NULL;
+    const int op = weighted ? CUA_OP_WEIGHTED_HISTOGRAM : CUA_OP_HISTOGRAM;
+    if (weighted && wdtype != CUA_FLOAT64 && wdtype != CUA_INT64) {
         PyErr_SetString(PyExc_SystemError, "cuatomic: weights cross as float64 or int64 only");
         return NULL;
     }
-    bins.ilo = ilo;
-    bins.iwidth = iwidth;
-    const cua_whist_row *row = (const cua_whist_row *)cua_find_rung(backend, CUA_OP_WEIGHTED_HISTOGRAM, rung);
+    const cua_rung *found = cua_find_rung(backend, op, rung);
+    cua_bins bins;
     cua_input in, win;
-    if (!row || cua_parse_input(backend, x, n, dtype, stream, &in) < 0 ||
-        cua_parse_input(backend, w, n, wdtype, stream, &win) < 0 || read_edges(edges, dtype, &bins) < 0)
+    if (!found || cua_parse_input(backend, x, n, dtype, stream, &in) < 0 ||
+        (weighted && cua_parse_input(backend, w, n, wdtype, stream, &win) < 0) || read_bins(bins_obj, dtype, &bins) < 0)
         return NULL;
-    if (!in.host != !win.host) {
+    if (weighted && !in.host != !win.host) {
         PyErr_SetString(PyExc_SystemError, "cuatomic: x and weights must both be host or both be device arrays");
         return NULL;
     }
+    cua_hist_fn count = weighted ? NULL : ((const cua_hist_row *)found)->run;
+    cua_whist_fn sum = weighted ? ((const cua_whist_row *)found)->run : NULL;
     cua_launch cfg;
     if (cua_launch_config(blocks, threads, stream, &cfg) < 0) return NULL;
-    const size_t sbytes = (size_t)bins.nbins * 8;
-    void *sums; /* where the backend writes */
-    PyObject *out = new_bins_out(backend, device_out, bins.nbins, wdtype == CUA_FLOAT64 ? NPY_FLOAT64 : NPY_INT64,
-                                 stream, &sums);
+    const size_t bytes = (size_t)bins.nbins * sizeof(uint64_t); /* 8-byte counts or sums */
+    void *res;                                                /* where the backend writes */
+    const int type = !weighted || wdtype == CUA_INT64 ? NPY_INT64 : NPY_FLOAT64;
+    PyObject *out = new_bins_out(backend, device_out, bins.nbins, type, stream, &res);
     if (!out) return NULL;
-    int st;
+    int st = 0;
     Py_BEGIN_ALLOW_THREADS
     void *dev = NULL;
     int chunked = 0;
-    st = 0;
-    if (in.host && !device_out) { /* large host arrays: streamed in chunks, sums added up */
-        void *tmp = malloc(sbytes);
-        st = tmp ? cua_device_alloc(backend, &dev, sbytes, stream) : CUA_ENOMEM;
+    if (in.host && !device_out) {
+        void *tmp = malloc(bytes);
+        st = tmp ? cua_device_alloc(backend, &dev, bytes, stream) : CUA_ENOMEM;
         if (!st) {
-            memset(sums, 0, sbytes); /* +0.0 or 0 */
-            whist_ctx wc = {row->run, dtype, wdtype, &bins, dev, tmp, sums};
-            const void *hosts[2] = {in.host, win.host};
-            const size_t sizes[2] = {cua_dtype_size(dtype), 8};
-            st = cua_pipeline_run_sized(2, hosts, sizes, n, &cfg, whist_chunk, &wc, &chunked);
+            memset(res, 0, bytes); /* 0, or +0.0 */
+            if (weighted) {
+                whist_ctx wc = {sum, dtype, wdtype, &bins, dev, tmp, res};
+                const void *hosts[2] = {in.host, win.host};
+                const size_t sizes[2] = {cua_dtype_size(dtype), 8};
+                st = cua_pipeline_run_sized(2, hosts, sizes, n, &cfg, whist_chunk, &wc, &chunked);
+            } else {
+                hist_ctx hc = {count, dtype, &bins, dev, tmp, res};
+                st = cua_pipeline_run(1, &in.host, cua_dtype_size(dtype), n, &cfg, hist_chunk, &hc, &chunked);
+            }
         }
         free(tmp);
         if (!chunked) { /* not worth it: back to one staged copy */
@@ -240,12 +177,24 @@ PyObject *cua_op_weighted_histogram(PyObject *self, PyObject *args, PyObject *kw
         }
     }
     if (!chunked && !st) {
+        cua_slot sl = {-1, NULL, NULL};
+        void *mapped = NULL;
         st = cua_stage(&in);
-        if (!st) st = cua_stage(&win);
-        if (!st && !device_out) st = cua_device_alloc(backend, &dev, sbytes, stream);
-        if (!st) st = row->run(in.ptr, win.ptr, n, dtype, wdtype, &bins, dev ? dev : sums, &cfg);
-        if (!st && dev) st = cua_copy_to_host(sums, dev, sbytes, stream);
-        cua_unstage(&win);
+        if (!st && weighted) st = cua_stage(&win);
+        if (!st && !device_out) {
+            if (!weighted) {
+                cua_slot_take(backend, &sl);
+                mapped = cua_slot_output(&sl, bytes, &cfg, NULL);
+            }
+            if (!mapped) st = cua_device_alloc(backend, &dev, bytes, stream);
+        }
+        void *target = mapped ? NULL : dev ? dev : res;
+        if (!st) st = weighted ? sum(in.ptr, win.ptr, n, dtype, wdtype, &bins, target, &cfg)
+                               : count(in.ptr, n, dtype, &bins, (uint64_t *)target, &cfg);
+        if (!st && mapped) memcpy(res, mapped, bytes);
+        if (!st && dev) st = cua_copy_to_host(res, dev, bytes, stream);
+        cua_slot_give(&sl);
+        if (weighted) cua_unstage(&win);
         cua_unstage(&in);
     }
     cua_device_free(dev, stream);
@@ -254,8 +203,45 @@ PyObject *cua_op_weighted_histogram(PyObject *self, PyObject *args, PyObject *kw
         Py_DECREF(out);
         return cua_raise(st, &cfg);
     }
-    cua_record_launch(backend, CUA_OP_WEIGHTED_HISTOGRAM, &row->rung, &cfg);
+    cua_record_launch(backend, op, found, &cfg);
     return out;
+}
+
+/* histogram(backend, rung, x, n, dtype, bins, blocks, threads, device_out,
+ * stream) -> int64 counts. */
+PyObject *cua_op_histogram(PyObject *self, PyObject *args, PyObject *kw)
+{
+    (void)self;
+    static char *kwlist[] = {"backend", "rung",    "x",          "n",      "dtype", "bins",
+                             "blocks",  "threads", "device_out", "stream", NULL};
+    int backend, rung, dtype, threads, device_out;
+    PyObject *x, *bins, *sobj;
+    long long n, blocks;
+    void *stream;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "iiOLiOLipO", kwlist, &backend, &rung, &x, &n, &dtype, &bins, &blocks,
+                                     &threads, &device_out, &sobj) ||
+        cua_as_ptr(sobj, &stream) < 0)
+        return NULL;
+    return run_histogram(backend, rung, x, n, dtype, NULL, -1, bins, blocks, threads, device_out, stream);
+}
+
+/* weighted_histogram(backend, rung, x, n, dtype, w, wdtype, bins, blocks,
+ * threads, device_out, stream) -> the weights' sums per bin, float64 or
+ * int64. */
+PyObject *cua_op_weighted_histogram(PyObject *self, PyObject *args, PyObject *kw)
+{
+    (void)self;
+    static char *kwlist[] = {"backend", "rung",   "x",       "n",          "dtype",  "w", "wdtype",
+                             "bins",    "blocks", "threads", "device_out", "stream", NULL};
+    int backend, rung, dtype, wdtype, threads, device_out;
+    PyObject *x, *w, *bins, *sobj;
+    long long n, blocks;
+    void *stream;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "iiOLiOiOLipO", kwlist, &backend, &rung, &x, &n, &dtype, &w, &wdtype,
+                                     &bins, &blocks, &threads, &device_out, &sobj) ||
+        cua_as_ptr(sobj, &stream) < 0)
+        return NULL;
+    return run_histogram(backend, rung, x, n, dtype, w, wdtype, bins, blocks, threads, device_out, stream);
 }
 
 /* histogram_fits(backend, rung, nbins, dtype, blocks, threads, op=histogram)

@@ -113,14 +113,14 @@ static PyMethodDef methods[] = {
      "op) gives (cuatomic_abi.h): int64 or uint64 (integers, wrapping), or double. blocks/threads -1: the rung's "
      "defaults."},
     {"histogram", KWFN(cua_op_histogram), KW,
-     "histogram(backend, rung, x, n, dtype, edges, uniform, inv_width, integer, ilo, iwidth, blocks, threads, "
-     "device_out, stream) -> int64 counts (ndarray, or DeviceBuffer when device_out)\n\n"
-     "edges: float32/float64 ndarray (int64/uint64 for that data); uniform/inv_width: evenly spaced edges; "
+     "histogram(backend, rung, x, n, dtype, bins, blocks, threads, device_out, stream) -> int64 counts (ndarray, "
+     "or DeviceBuffer when device_out)\n\n"
+     "bins: a tuple (edges, uniform, inv_width, integer, ilo, iwidth), cuatomic._bins.KernelBins: edges a "
+     "float32/float64 ndarray (int64/uint64 for that data); uniform/inv_width: evenly spaced edges; "
      "integer/ilo/iwidth: integer data in integer bins lo + k*width (see cua_bins in cuatomic_abi.h)."},
     {"weighted_histogram", KWFN(cua_op_weighted_histogram), KW,
-     "weighted_histogram(backend, rung, x, n, dtype, w, wdtype, edges, uniform, inv_width, integer, ilo, iwidth, "
-     "blocks, threads, device_out, stream) -> the weights' sums per bin, float64 or int64 (ndarray, or "
-     "DeviceBuffer when device_out)\n\n"
+     "weighted_histogram(backend, rung, x, n, dtype, w, wdtype, bins, blocks, threads, device_out, stream) -> the "
+     "weights' sums per bin, float64 or int64 (ndarray, or DeviceBuffer when device_out)\n\n"
      "As histogram, with n weights w of dtype id wdtype (FLOAT64, or INT64 summed with wrap-around) where x is; "
      "rung indexes variants(backend, OPS.index('weighted_histogram'))."},
     {"histogram_fits", KWFN(cua_histogram_fits), KW,

@@ -21,7 +21,8 @@ from ._device import DeviceArray, pinned_array, pinned_empty, to_device
 from ._errors import CudaError
 from ._exactsum import ExactSum
 from ._filter import filter
-from ._histogram import bincount, histogram
+from ._bincount import bincount
+from ._histogram import histogram
 from ._info import backend_info, backends, explain, last_launch, methods
 from ._memory import free_memory, memory_info
 from ._interop import Stream

@@ -3,7 +3,7 @@
 
 import numpy as np
 
-from . import _C, _auto, _backend, _counter, _filter, _histogram, _reduce, _reduce_op
+from . import _C, _auto, _backend, _bincount, _counter, _filter, _histogram, _reduce, _reduce_op
 from ._common import flag, launch_config, prepare, stream_of
 from ._interop import on_inputs_gpu
 
@@ -81,7 +81,7 @@ def explain(op, *args, backend=None, stream=None, **kwargs):
         x = args[0] if args else kwargs["x"]
         weights = args[1] if len(args) > 1 else kwargs.get("weights")
         minlength = args[2] if len(args) > 2 else kwargs.get("minlength", 0)
-        return _histogram.explain_bincount(be, x, weights, minlength, blocks=kwargs.get("blocks"),
+        return _bincount.explain(be, x, weights, minlength, blocks=kwargs.get("blocks"),
                                            threads=kwargs.get("threads"), stream=s)
     if op == "reduce":
         a = args[0] if args else kwargs.get("a")

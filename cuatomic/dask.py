@@ -39,7 +39,7 @@ import functools
 import numpy as np
 
 import cuatomic
-from cuatomic import _filter, _histogram, _interop, _reduce, _reduce_op
+from cuatomic import _bincount, _bins, _filter, _interop, _reduce, _reduce_op
 from cuatomic._common import flag
 from cuatomic._device import host_array, refuse_masked
 
@@ -388,13 +388,13 @@ def histogram(a, bins, range=None, *, weights=None, density=False, method="auto"
                          "estimates them from the data; pass a number of bins and a range=(lo, hi), or explicit "
                          "edges (as dask.array.histogram)")
     if np.ndim(bins) == 0:
-        count = _histogram.bin_count(bins)  # the in-memory call's checks: an integer, positive, that fits
+        count = _bins.bin_count(bins)  # the in-memory call's checks: an integer, positive, that fits
         if range is None:
             raise ValueError("cuatomic.dask.histogram needs the bins without reading the data: a number of bins "
                              "and a range=(lo, hi), or explicit edges (as dask.array.histogram)")
-        edges = _histogram.fixed_edges(count, range, a.dtype)  # NumPy's edges, of its dtype, and its errors
+        edges = _bins.fixed_edges(count, range, a.dtype)  # NumPy's edges, of its dtype, and its errors
     else:
-        _histogram._check_edges(bins)  # real numbers, no NaN: as the in-memory call refuses them
+        _bins.check_edges(bins)  # real numbers, no NaN: as the in-memory call refuses them
         edges = np.asarray(bins)
         if edges.ndim != 1 or edges.size < 2 or np.any(np.diff(edges) < 0):
             raise ValueError("bins must increase monotonically, when an array")
@@ -439,12 +439,12 @@ def bincount(x, weights=None, minlength=0, *, method="auto", backend=None):
     """
     _, da = _dask()
     x = _as_dask(x, "x")
-    _histogram.one_dimensional(x.ndim, "x")  # the in-memory call's checks and messages
-    _histogram.bincount_dtype(x.dtype)
+    _bincount.one_dimensional(x.ndim, "x")  # the in-memory call's checks and messages
+    _bincount.bincount_dtype(x.dtype)
     if x.dtype == np.uint64:  # refused here as before (the in-memory call takes uint64 values that fit int64)
         raise TypeError("x must hold integers or bools: Cannot cast array data from dtype('uint64') to "
                         "dtype('int64') according to the rule 'safe'")
-    minlength = _histogram.minlength_of(minlength)  # the in-memory call's checks and messages
+    minlength = _bincount.minlength_of(minlength)  # the in-memory call's checks and messages
     _check_method("histogram" if weights is None else "weighted_histogram", method, backend)
     if weights is None:
         dt = np.dtype(np.int64)

@@ -187,7 +187,7 @@ def test_histogram_errors(backend):
 # ------------------------------------------------- the cache of fixed bins
 
 def test_bytes_lru_bounds_bytes_and_drops_the_least_recently_used():
-    from cuatomic._histogram import BytesLRU
+    from cuatomic._common import BytesLRU
     cache = BytesLRU(100)
     cache.put("a", "A", 40)
     cache.put("b", "B", 40)
@@ -209,7 +209,7 @@ def test_bytes_lru_bounds_bytes_and_drops_the_least_recently_used():
 
 
 def test_fixed_bins_cache_is_bounded_by_bytes(monkeypatch):
-    from cuatomic import _histogram as _ops
+    from cuatomic import _bins as _ops
     monkeypatch.setattr(_ops, "_FIXED_BINS", _ops.BytesLRU(_ops.FIXED_BINS_CACHE_BYTES))
     x = np.arange(1000, dtype=np.float64)
     per_call = (2**21 + 1) * 8  # float64 edges of 2**21 bins: 16 MiB, shared with the kernel's edges

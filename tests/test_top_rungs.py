@@ -12,6 +12,7 @@ import pytest
 
 import cuatomic
 from cuatomic import _C, _backend, _common, datasets
+from cuatomic._bins import KernelBins
 
 from conftest import BACKENDS, CUDA, host, requires_cuda
 
@@ -85,10 +86,9 @@ def test_top_rungs_read_unaligned_device_memory(dtype, offset):
     assert float(got) == exact if dt.kind != "f" else np.isclose(float(got), exact, rtol=1e-5)
     edges = np.linspace(0, 100, 101)
     for method in ("warp_private", "thread_counters"):
+        bins = KernelBins(edges, 1, 1.0, int(dt.kind in "iu" and dt.itemsize <= 4), 0, 1)
         counts = _C.histogram(backend=cuda, rung=_backend.rung("histogram", "cuda", method).index, x=ptr, n=n,
-                              dtype=ident, edges=edges, uniform=1, inv_width=1.0,
-                              integer=int(dt.kind in "iu" and dt.itemsize <= 4), ilo=0, iwidth=1, device_out=False,
-                              **launch)
+                              dtype=ident, bins=bins, device_out=False, **launch)
         assert np.array_equal(counts, np.histogram(x, edges)[0]), method
     lo, hi = _bounds(dt, 50)
     out, count = _C.filter(backend=cuda, rung=_backend.rung("filter", "cuda", "lookback").index, x=ptr, n=n,
