@@ -4,8 +4,9 @@
 
 #include "call.h"
 
-static const int npy_of_dtype[CUA_NDTYPES] = {NPY_BOOL,   NPY_INT8,   NPY_UINT8,  NPY_INT16,   NPY_UINT16, NPY_INT32,
-                                              NPY_UINT32, NPY_INT64,  NPY_UINT64, NPY_FLOAT32, NPY_FLOAT64};
+#define NPY_OF_(id, name, ctype, npy, pred) npy,
+static const int npy_of_dtype[CUA_NDTYPES] = {CUA_DTYPES(NPY_OF_)};
+#undef NPY_OF_
 
 static int read_bound(PyObject *bytes, void *dst)
 {

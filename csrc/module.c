@@ -184,7 +184,7 @@ static struct PyModuleDef moduledef = {
  * (Python keeps no copy): OPS, DTYPES and REDUCE_OPS are tuples of names
  * in id order. */
 #define CUA_OP_NAME_(p, id, name, row) #name,
-#define CUA_DTYPE_NAME_(id, name, size) name,
+#define CUA_DTYPE_NAME_(id, name, ...) name,
 #define CUA_REDUCE_NAME_(id, name) name,
 
 /* m.<attr> = a tuple of the n names. */

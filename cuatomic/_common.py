@@ -18,9 +18,11 @@ from ._device import DeviceArray, host_array
 MAX_BLOCKS = _C.MAX_BLOCKS
 MAX_THREADS = _C.MAX_THREADS
 
-# (kind, itemsize) -> the ABI's dtype id, from _C's names in id order.
+# (kind, itemsize) -> the ABI's dtype id, from _C's names in id order (the
+# core's one list, CUA_DTYPES).
 _DTYPE_IDS = {(np.dtype(name).kind, np.dtype(name).itemsize): i for i, name in enumerate(_C.DTYPES)}
-SUPPORTED = "bool, int8-int64, uint8-uint64, float32 and float64"
+DTYPES = frozenset(np.dtype(name) for name in _C.DTYPES)  # in native byte order
+SUPPORTED = ", ".join(_C.DTYPES[:-1]) + " and " + _C.DTYPES[-1]
 
 
 _ID_OF_DTYPE = {}

@@ -40,7 +40,7 @@ import numpy as np
 
 import cuatomic
 from cuatomic import _bincount, _bins, _filter, _interop, _reduce, _reduce_op
-from cuatomic._common import flag
+from cuatomic._common import DTYPES, SUPPORTED, flag
 from cuatomic._device import host_array, refuse_masked
 
 __all__ = ["sum", "dot", "histogram", "bincount", "filter", "reduce", "min", "max"]
@@ -57,15 +57,11 @@ def _dask():
     return dask, da
 
 
-# The dtypes the in-memory calls take.
-_DTYPES = frozenset(np.dtype(t) for t in (np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32,
-                                          np.int64, np.uint64, np.float32, np.float64))
 
 
 def _supported(dt, what):
-    if np.dtype(dt).newbyteorder("=") not in _DTYPES:  # either byte order, as the in-memory calls take them
-        raise TypeError(f"cuatomic.dask: {what} has dtype {np.dtype(dt)}; cuatomic takes bool, 8- to 64-bit "
-                        f"integers, float32 and float64")
+    if np.dtype(dt).newbyteorder("=") not in DTYPES:  # either byte order, as the in-memory calls take them
+        raise TypeError(f"cuatomic.dask: {what} has dtype {np.dtype(dt)}; cuatomic takes {SUPPORTED}")
 
 
 def _as_dask(x, name="x"):

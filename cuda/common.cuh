@@ -318,24 +318,18 @@ struct cua_scratch {
 
 // ---------------------------------------------------------------- dispatch
 
-// Call f(T()) with T the C type of a cua_dtype. Bool is read as its bytes.
+// Call f(T()) with T the C type of a cua_dtype (CUA_DTYPES' ctype). Bool is
+// read as its bytes.
 template <class F>
 static inline int cua_dispatch(int dtype, F &&f)
 {
+#define CUA_DISPATCH_CASE_(id, name, ctype, ...) \
+    case CUA_##id: return f(ctype());
     switch (dtype) {
-    case CUA_BOOL:
-    case CUA_UINT8: return f(uint8_t());
-    case CUA_INT8: return f(int8_t());
-    case CUA_INT16: return f(int16_t());
-    case CUA_UINT16: return f(uint16_t());
-    case CUA_INT32: return f(int32_t());
-    case CUA_UINT32: return f(uint32_t());
-    case CUA_INT64: return f(int64_t());
-    case CUA_UINT64: return f(uint64_t());
-    case CUA_FLOAT32: return f(float());
-    case CUA_FLOAT64: return f(double());
+        CUA_DTYPES(CUA_DISPATCH_CASE_)
     default: return CUA_EINTERNAL;
     }
+#undef CUA_DISPATCH_CASE_
 }
 
 // Call f(T(), Acc()) for the supported (element, accumulator) pairs:

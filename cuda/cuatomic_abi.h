@@ -17,23 +17,32 @@
 extern "C" {
 #endif
 
-/* Element types: id, name (NumPy's), size in bytes. NumPy's bool is
- * passed as CUA_BOOL and read as bytes 0/1. The enum, the names _C exports
- * and cua_dtype_size all come from this one list. */
-#define CUA_DTYPES(X)          \
-    X(BOOL, "bool", 1)         \
-    X(INT8, "int8", 1)         \
-    X(UINT8, "uint8", 1)       \
-    X(INT16, "int16", 2)       \
-    X(UINT16, "uint16", 2)     \
-    X(INT32, "int32", 4)       \
-    X(UINT32, "uint32", 4)     \
-    X(INT64, "int64", 8)       \
-    X(UINT64, "uint64", 8)     \
-    X(FLOAT32, "float32", 4)   \
-    X(FLOAT64, "float64", 8)
+/* Element types, the one list of them: id, name (NumPy's), the C type the
+ * kernels and loops read it as, NumPy's type number (a token only the
+ * Python glue expands), and the member of cua_pred's union that holds a
+ * bound of this type. NumPy's bool is passed as CUA_BOOL and read as bytes
+ * 0/1. The enum, the names _C exports, cua_dtype_size, the CUDA dispatch
+ * (common.cuh), the CPU loops (cpu/typed.h) and the NumPy types of results
+ * (filter.c) all come from it.
+ *
+ * CUA_DTYPES_P(X, p) passes p first to every X (for a list made of
+ * another macro's X); CUA_DTYPES(X) calls X(id, name, ctype, npy, pred). */
+#define CUA_DTYPES_P(X, p)                          \
+    X(p, BOOL, "bool", uint8_t, NPY_BOOL, u)        \
+    X(p, INT8, "int8", int8_t, NPY_INT8, i)         \
+    X(p, UINT8, "uint8", uint8_t, NPY_UINT8, u)     \
+    X(p, INT16, "int16", int16_t, NPY_INT16, i)     \
+    X(p, UINT16, "uint16", uint16_t, NPY_UINT16, u) \
+    X(p, INT32, "int32", int32_t, NPY_INT32, i)     \
+    X(p, UINT32, "uint32", uint32_t, NPY_UINT32, u) \
+    X(p, INT64, "int64", int64_t, NPY_INT64, i)     \
+    X(p, UINT64, "uint64", uint64_t, NPY_UINT64, u) \
+    X(p, FLOAT32, "float32", float, NPY_FLOAT32, f) \
+    X(p, FLOAT64, "float64", double, NPY_FLOAT64, d)
+#define CUA_DTYPE_CALL_(X, ...) X(__VA_ARGS__)
+#define CUA_DTYPES(X) CUA_DTYPES_P(CUA_DTYPE_CALL_, X)
 
-#define CUA_DTYPE_ENUM_(id, name, size) CUA_##id,
+#define CUA_DTYPE_ENUM_(id, ...) CUA_##id,
 enum cua_dtype { CUA_DTYPES(CUA_DTYPE_ENUM_) CUA_NDTYPES };
 
 /* Accumulator kinds for sum and dot. Integers accumulate in 64 bits with
@@ -275,7 +284,7 @@ static inline const cua_rung *cua_ladder_rung(const cua_ladder *ladder, int i)
 /* Size in bytes of one element of a cua_dtype, 0 for an unknown id. */
 static inline size_t cua_dtype_size(int dtype)
 {
-#define CUA_DTYPE_SIZE_(id, name, size) case CUA_##id: return size;
+#define CUA_DTYPE_SIZE_(id, name, ctype, ...) case CUA_##id: return sizeof(ctype);
     switch (dtype) {
     CUA_DTYPES(CUA_DTYPE_SIZE_)
     default: return 0;

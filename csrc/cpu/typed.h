@@ -7,18 +7,9 @@
 #ifndef CUATOMIC_CPU_TYPED_H
 #define CUATOMIC_CPU_TYPED_H
 
-/* id, C type, member of cua_pred's union holding a bound of this type */
-#define CUA_CPU_TYPES(X)          \
-    X(CUA_BOOL, uint8_t, u)       \
-    X(CUA_INT8, int8_t, i)        \
-    X(CUA_UINT8, uint8_t, u)      \
-    X(CUA_INT16, int16_t, i)      \
-    X(CUA_UINT16, uint16_t, u)    \
-    X(CUA_INT32, int32_t, i)      \
-    X(CUA_UINT32, uint32_t, u)    \
-    X(CUA_INT64, int64_t, i)      \
-    X(CUA_UINT64, uint64_t, u)    \
-    X(CUA_FLOAT32, float, f)      \
-    X(CUA_FLOAT64, double, d)
+/* X(id, C type, member of cua_pred's union holding a bound of this type)
+ * for each element type of CUA_DTYPES (cuatomic_abi.h), the one list. */
+#define CUA_CPU_TYPE_(X, id, name, ctype, npy, pred) X(CUA_##id, ctype, pred)
+#define CUA_CPU_TYPES(X) CUA_DTYPES_P(CUA_CPU_TYPE_, X)
 
 #endif
