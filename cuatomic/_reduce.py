@@ -46,8 +46,8 @@ def sum(a, *, dtype=None, method="auto", backend=None, blocks=None, threads=None
         by at most twice NumPy's error or two ulps of the exact sum; the
         tutorial's rungs accumulate in the result's precision, in the order
         the atomics allow (``atomic``: 1.2e5 ulps for 0.1 summed 10^6 times
-        in float32, where NumPy errs by 0.8; the README's accuracy table
-        gives every rung, measured).
+        in float32, where NumPy errs by 0.8; the accuracy table of
+        docs/accuracy.md gives every rung, measured).
 
     Raises
     ------
@@ -243,7 +243,7 @@ def dot(a, b, *, method="auto", backend=None, blocks=None, threads=None, stream=
         of NumPy's ``np.sum(a * b)`` or two ulps of the exact dot; the
         tutorial's rungs accumulate in the result's precision (8 to 130
         ulps on 10^6 normal float32 pairs, where NumPy errs by 3: see the
-        README's accuracy table).
+        accuracy table of docs/accuracy.md).
 
     Raises
     ------

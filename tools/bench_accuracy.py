@@ -1,5 +1,5 @@
 """How accurate each sum/dot rung is, and what the accurate `vector` rung
-costs: the measurements behind the README's accuracy table.
+costs: the measurements behind the accuracy table of docs/accuracy.md.
 
     python tools/bench_accuracy.py [--backend cpu|cuda] [--out FILE.json]
 
