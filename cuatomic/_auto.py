@@ -26,6 +26,7 @@ import pathlib
 import numpy as np
 
 from . import _C, _backend
+from ._device import DeviceArray
 
 SAMPLE = 4096  # elements read to estimate skew (explain() only)
 RULES_ENV = "CUATOMIC_AUTO_RULES"
@@ -260,7 +261,6 @@ def sample(inp, stream=0, k=SAMPLE):
     if not inp.device:
         step = max(1, inp.n // k)
         return inp.x.reshape(-1)[::step][:k]
-    from ._device import DeviceArray
     owner = inp.owner
     count = min(k, inp.n)
     if isinstance(owner, DeviceArray) and owner.ptr == inp.x:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import _C, _backend, _interop
+from . import _C, _backend, _device
 from ._common import check_fits_memory, integer_arg, launch_config
 from ._interop import stream_handle as _stream_handle
 
@@ -215,7 +215,7 @@ def _numpy_reference(fn, args, kwargs):
     from ._filter import _COMPARE
     call = inspect.signature(fn).bind(*args, **kwargs)
     given = call.arguments
-    a = _interop.host_copy(given["a"], "a")
+    a = _device.host_copy(given["a"], "a")
     op = fn.__name__
     if op in ("sum", "prod"):
         reference = (np.sum if op == "sum" else np.prod)(a, dtype=given.get("dtype"))
@@ -223,7 +223,7 @@ def _numpy_reference(fn, args, kwargs):
             scale = float(np.sum(np.abs(a), dtype=np.float64)) if op == "sum" else abs(float(reference))
         return reference, scale
     if op == "dot":
-        b = _interop.host_copy(given["b"], "b")
+        b = _device.host_copy(given["b"], "b")
         reference = np.dot(a, b)
         with np.errstate(all="ignore"):
             scale = float(np.sum(np.abs(a.astype(np.float64) * b.astype(np.float64))))

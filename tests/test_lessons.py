@@ -232,7 +232,7 @@ def test_sweep_refuses_what_numpy_disagrees_with(monkeypatch, case):
 
 
 def test_host_copy_reads_every_kind_of_input():
-    from cuatomic._interop import host_copy
+    from cuatomic._device import host_copy
     x = np.arange(12, dtype=np.int16).reshape(3, 4)[:, ::2]
     assert np.array_equal(host_copy(x), x) and np.array_equal(host_copy([[1, 2]]), [[1, 2]])
 
@@ -244,7 +244,7 @@ def test_host_copy_reads_every_kind_of_input():
 
 @requires_cuda
 def test_host_copy_of_device_arrays():
-    from cuatomic._interop import host_copy
+    from cuatomic._device import host_copy
     from test_interop import FakeCAI
     x = np.arange(1000, dtype=np.float32).reshape(10, 100)
     d = cuatomic.to_device(x, backend="cuda")
