@@ -185,16 +185,22 @@ def test_sweep_checks_every_method_against_numpy(backend, where):
 
 def _wrong(monkeypatch, op, spoil):
     """Make cuatomic.<op> wrong on every backend alike, as a bug in shared
-    code would: a reference computed by cuatomic itself could not see it."""
+    code would: a reference computed by cuatomic itself could not see it.
+    (sweep takes the op from cuatomic.timing's table, the function
+    cuatomic.<op> is.)"""
     import functools
 
+    from cuatomic import timing
+
     real = getattr(cuatomic, op)
+    assert timing._FUNCTIONS[op] is real
 
     @functools.wraps(real)
     def spoiled(*args, **kwargs):
         return spoil(real(*args, **kwargs), kwargs)
 
     monkeypatch.setattr(cuatomic, op, spoiled)
+    monkeypatch.setitem(timing._FUNCTIONS, op, spoiled)
 
 
 @pytest.mark.parametrize("case", ["sum off by one", "sum of the wrong dtype", "float sum off by a block",
