@@ -14,6 +14,14 @@ def _tool():
     return module
 
 
+def test_cuatomic_has_no_import_cycle(capsys):
+    tool = _tool()
+    found = tool.cycles(tool.imports(ROOT / "cuatomic"))
+    assert found == [], tool.report(tool.imports(ROOT / "cuatomic"), found)
+    assert tool.main([str(ROOT / "cuatomic")]) == 0
+    assert "cycles: 0" in capsys.readouterr().out
+
+
 def test_the_checker_finds_a_cycle_closed_inside_a_function(tmp_path, capsys):
     tool = _tool()
     package = tmp_path / "pkg"
