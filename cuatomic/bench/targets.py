@@ -2,8 +2,11 @@
 top rungs, ``method="auto"`` and every peer, in one run, as whole calls
 (``python -m cuatomic bench --targets``).
 
-The toolkit's table (``toolkit``) collects its rows with the same
-:class:`_Targets`.
+A row of auto is labelled with the rung auto ran for that call, as
+:func:`cuatomic.last_launch` reports it right after the row's validating
+call: the label is read from the library, never written in by hand
+(``"cuatomic auto ({rung})"`` in :meth:`_Targets.add`). The toolkit's
+table (``toolkit``) collects its rows with the same :class:`_Targets`.
 """
 import statistics
 
@@ -16,6 +19,9 @@ from .._device import to_device
 from ..datasets import english_like_text, text_to_array
 from . import peers
 from .measure import agrees, call_times, environment, host
+
+RUNG = "{rung}"  # in a system's label: the rung the row's call launched
+AUTO = f"cuatomic auto ({RUNG})"
 
 
 def _ms(fn, repeat, warmup=3, warm_s=0.2):
@@ -31,14 +37,18 @@ class _Targets:
 
     def add(self, work, system, fn, check, nbytes, repeat, goal=None, note="", warmup=3):
         """Validate fn() with check(result) first; time it only if right.
-        Works whose name does not contain ``only`` (when given) are skipped."""
+        Works whose name does not contain ``only`` (when given) are skipped.
+        ``{rung}`` in `system` becomes the rung fn's call launched (see
+        :func:`_ran`), so a row of ``method="auto"`` says what auto chose."""
         if self.only and self.only not in work:
             return None
         try:
             value = fn()
+            system = _ran(system)  # before check(), which may make calls of its own
             ok = bool(check(value))
         except Exception as e:  # a peer that cannot run this input is reported, not fatal
-            self.rows.append({"work": work, "system": system, "ok": False, "error": f"{type(e).__name__}: {e}"})
+            self.rows.append({"work": work, "system": system.replace(RUNG, "raised"), "ok": False,
+                              "error": f"{type(e).__name__}: {e}"})
             return None
         row = {"work": work, "system": system, "ok": ok, "note": note}
         if ok:
@@ -87,6 +97,19 @@ class _Targets:
                 kind, bound = r.pop("_goal", (None, None))
                 if kind == "ratio" and r["ratio_to_best_peer"] is not None:
                     r["met"] = r["ratio_to_best_peer"] >= bound
+
+
+def _ran(system):
+    """`system` with ``{rung}`` replaced by the rung the last call on this
+    thread launched (:func:`cuatomic.last_launch`), read right after the
+    call. Auto's choice depends only on the call's op, backend, dtype,
+    size and bins, so the timed calls that follow run the same rung. A
+    call so labelled must launch a rung (every one here does): after a
+    call that launched none, last_launch still names an earlier call's."""
+    if RUNG not in system:
+        return system
+    launch = cuatomic.last_launch()
+    return system.replace(RUNG, launch["method"] if launch else "nothing launched")
 
 
 def _hist_ref(x, bins, lo, hi):
@@ -140,27 +163,27 @@ def _cpu_targets(t, rng, text, shrink, repeat):
     f = rng.standard_normal(n).astype(np.float32)
     ref_hist = np.histogram(text, 128, (0, 128))[0]
     work = f"histogram 128 bins, text {text.nbytes / 1e6:.1f} MB"
-    t.add(work, "cuatomic auto", lambda: cuatomic.histogram(text, 128, (0, 128), backend="cpu")[0],
+    t.add(work, AUTO, lambda: cuatomic.histogram(text, 128, (0, 128), backend="cpu")[0],
           lambda h: np.array_equal(h, ref_hist), text.nbytes, repeat, ("ratio", 20))
     t.add(work, "numpy", lambda: np.histogram(text, 128, (0, 128))[0], lambda h: np.array_equal(h, ref_hist),
           text.nbytes, repeat)
     work = f"sum int32 -> int64, 2^{26 - shrink}"
-    t.add(work, "cuatomic auto", lambda: cuatomic.sum(x, backend="cpu"), lambda v: v == x.sum(), x.nbytes, repeat,
+    t.add(work, AUTO, lambda: cuatomic.sum(x, backend="cpu"), lambda v: v == x.sum(), x.nbytes, repeat,
           ("ratio", 1.5))
     t.add(work, "numpy", lambda: np.sum(x), lambda v: True, x.nbytes, repeat)
     work = f"sum float32, 2^{26 - shrink}"
-    t.add(work, "cuatomic auto", lambda: cuatomic.sum(f, backend="cpu"), lambda v: agrees("sum", v, f.sum(), f),
+    t.add(work, AUTO, lambda: cuatomic.sum(f, backend="cpu"), lambda v: agrees("sum", v, f.sum(), f),
           f.nbytes, repeat, ("ratio", 1.5))
     t.add(work, "numpy", lambda: np.sum(f), lambda v: True, f.nbytes, repeat)
     g = rng.standard_normal(n).astype(np.float32)
     work = f"dot float32, 2^{26 - shrink}"
-    t.add(work, "cuatomic auto", lambda: cuatomic.dot(f, g, backend="cpu"),
+    t.add(work, AUTO, lambda: cuatomic.dot(f, g, backend="cpu"),
           lambda v: _exact.float_result_ok("dot", v, f, g), 2 * f.nbytes, repeat, ("ratio", 1.0))
     t.add(work, "numpy", lambda: np.dot(f, g), lambda v: True, 2 * f.nbytes, repeat)
     work = f"filter >= 2, int32, 2^{26 - shrink}"
     ref = x[x >= 2]
     moved = x.nbytes + ref.nbytes
-    t.add(work, "cuatomic auto", lambda: cuatomic.filter(x, ">=", 2, backend="cpu"), lambda o: np.array_equal(o, ref),
+    t.add(work, AUTO, lambda: cuatomic.filter(x, ">=", 2, backend="cpu"), lambda o: np.array_equal(o, ref),
           moved, repeat, ("ratio", 1.5))
     t.add(work, "numpy", lambda: x[x >= 2], lambda o: True, moved, repeat)
 
@@ -176,7 +199,7 @@ def _gpu_targets(t, rng, text, shrink, repeat):
     dx = to_device(x)
     exact = int(x.sum(dtype=np.int64))
     work = f"sum int32 -> int64, 2^{28 - shrink}"
-    t.add(work, "cuatomic auto (vector)", lambda: int(cuatomic.sum(dx)), lambda v: v == exact, x.nbytes, repeat,
+    t.add(work, AUTO, lambda: int(cuatomic.sum(dx)), lambda v: v == exact, x.nbytes, repeat,
           ("gbps", tb(4.2)))
     peers.sum_rows(t, found, work, dx, lambda v: v == exact, x.nbytes, repeat)
     dx = None  # the device copy freed before the next work (not del: the rows' lambdas close over it)
@@ -186,7 +209,7 @@ def _gpu_targets(t, rng, text, shrink, repeat):
     work = f"sum float32, 2^{28 - shrink}"
     runs = {np.float32(cuatomic.sum(df)).tobytes() for _ in range(10)}
     note = "bit-identical over 10 runs" if len(runs) == 1 else f"{len(runs)} different results over 10 runs"
-    t.add(work, "cuatomic auto (vector)", lambda: cuatomic.sum(df), lambda v: agrees("sum", v, f.sum(), f) and len(runs) == 1,
+    t.add(work, AUTO, lambda: cuatomic.sum(df), lambda v: agrees("sum", v, f.sum(), f) and len(runs) == 1,
           f.nbytes, repeat, ("gbps", tb(4.2)), note)
     peers.sum_rows(t, found, work, df, lambda v: agrees("sum", v, f.sum(), f), f.nbytes, repeat)
 
@@ -197,13 +220,13 @@ def _gpu_targets(t, rng, text, shrink, repeat):
     work = f"dot float32, 2^{28 - shrink}"
     runs = {np.float32(cuatomic.dot(df, dg)).tobytes() for _ in range(10)}
     note = "bit-identical over 10 runs" if len(runs) == 1 else f"{len(runs)} different results over 10 runs"
-    t.add(work, "cuatomic auto (vector)", lambda: cuatomic.dot(df, dg), lambda v: close(v) and len(runs) == 1,
+    t.add(work, AUTO, lambda: cuatomic.dot(df, dg), lambda v: close(v) and len(runs) == 1,
           2 * f.nbytes, repeat, ("ratio", 1.0), note)
     # the same call on other libraries' arrays, read in place
     for lib, convert in (("cupy", lambda m, d: m.asarray(d)), ("torch", lambda m, d: m.from_dlpack(d))):
         if found.get(lib) is not None:
             fa, fb = convert(found[lib], df), convert(found[lib], dg)
-            t.add(work, f"cuatomic auto ({lib} inputs)", lambda fa=fa, fb=fb: cuatomic.dot(fa, fb), close,
+            t.add(work, f"cuatomic auto ({RUNG}, {lib} inputs)", lambda fa=fa, fb=fb: cuatomic.dot(fa, fb), close,
                   2 * f.nbytes, repeat, ("ratio", 1.0))
     peers.dot_rows(t, found, work, df, dg, close, 2 * f.nbytes, repeat)
     df, dg = None, None
@@ -212,11 +235,11 @@ def _gpu_targets(t, rng, text, shrink, repeat):
     small = rng.integers(-1000, 1000, 1024, dtype=np.int32)
     ds, want = to_device(small), int(small.sum(dtype=np.int64))
     work = "sum of 1,024 int32 on the device, to the host"
-    whole = t.add(work, "cuatomic auto (DeviceArray)", lambda: int(cuatomic.sum(ds)), lambda v: v == want,
+    whole = t.add(work, f"cuatomic auto ({RUNG}, DeviceArray)", lambda: int(cuatomic.sum(ds)), lambda v: v == want,
                   small.nbytes, repeat, ("ms", 0.010))
     if found.get("cupy") is not None:
         cs = found["cupy"].asarray(ds)
-        foreign = t.add(work, "cuatomic auto (cupy input)", lambda: int(cuatomic.sum(cs)), lambda v: v == want,
+        foreign = t.add(work, f"cuatomic auto ({RUNG}, cupy input)", lambda: int(cuatomic.sum(cs)), lambda v: v == want,
                         small.nbytes, repeat, ("ms", 0.010))
         t.difference("interface path per array (cupy input, 1,024-element sum)", "cuatomic", foreign, whole,
                      ("ms", 0.003), "the cupy-input call's median minus the DeviceArray call's, same run")
@@ -230,7 +253,7 @@ def _gpu_targets(t, rng, text, shrink, repeat):
         keep = x[x >= value]
         moved = x.nbytes + keep.nbytes
         same = lambda o, keep=keep: np.array_equal(host(o), keep)  # noqa: E731
-        t.add(work, "cuatomic auto (lookback)", lambda value=value: cuatomic.filter(dx, ">=", value), same, moved,
+        t.add(work, AUTO, lambda value=value: cuatomic.filter(dx, ">=", value), same, moved,
               repeat, goal)
         t.add(work, "cuatomic ordered", lambda value=value: cuatomic.filter(dx, ">=", value, method="ordered"), same,
               moved, repeat)
@@ -255,11 +278,11 @@ def _gpu_targets(t, rng, text, shrink, repeat):
         same_open = lambda h, ref=open_ref: np.array_equal(host(h), ref)  # noqa: E731
         d = to_device(data)
         choice = cuatomic.explain("histogram", d, 128, (0, 128), backend="cuda")
-        t.add(work, f"cuatomic auto ({choice.method})", lambda: cuatomic.histogram(d, 128, (0, 128))[0], same,
+        t.add(work, AUTO, lambda: cuatomic.histogram(d, 128, (0, 128))[0], same,
               data.nbytes, repeat, goal, choice.reason)
         if data is text and found.get("cupy") is not None:
             cd = found["cupy"].asarray(d)
-            t.add(work, "cuatomic auto (cupy input)", lambda: cuatomic.histogram(cd, 128, (0, 128))[0], same,
+            t.add(work, f"cuatomic auto ({RUNG}, cupy input)", lambda: cuatomic.histogram(cd, 128, (0, 128))[0], same,
                   data.nbytes, repeat, goal)
         for m in ("warp_private", "thread_counters", "shared"):
             t.add(work, f"cuatomic {m}", lambda m=m: cuatomic.histogram(d, 128, (0, 128), method=m)[0], same,
@@ -275,7 +298,7 @@ def _gpu_targets(t, rng, text, shrink, repeat):
         same = lambda h, ref=ref: np.array_equal(host(h), ref)  # noqa: E731
         d = to_device(data)
         choice = cuatomic.explain("histogram", d, bins, (lo, hi), backend="cuda")
-        t.add(work, f"cuatomic auto ({choice.method})", lambda: cuatomic.histogram(d, bins, (lo, hi))[0], same,
+        t.add(work, AUTO, lambda: cuatomic.histogram(d, bins, (lo, hi))[0], same,
               data.nbytes, repeat, note=choice.reason)
         near = lambda h, ref=ref, m=m: (np.array_equal(h, ref) if dt == np.int32 else  # noqa: E731
                                         int(np.abs(h - ref).sum()) <= max(2, m // 10_000))
@@ -285,7 +308,7 @@ def _gpu_targets(t, rng, text, shrink, repeat):
     # -- the mutex
     blocks, threads = 264, 256
     work = f"mutex_add_one {blocks} x {threads}"
-    t.add(work, "cuatomic auto (warp_lock)", lambda: cuatomic.mutex_add_one(blocks, threads, method="auto"),
+    t.add(work, AUTO, lambda: cuatomic.mutex_add_one(blocks, threads, method="auto"),
           lambda v: v == blocks * threads, 0, repeat, ("ms", 20.0))
     peers.mutex_rows(t, found, work, blocks, threads)
 

@@ -17,7 +17,7 @@ from .. import _backend
 from .._device import to_device
 from . import peers
 from .measure import environment, host
-from .targets import _Targets
+from .targets import RUNG, _Targets
 
 
 def toolkit_targets(backend=None, repeat=20, quick=False, progress=print, only=None):
@@ -64,7 +64,7 @@ def _gpu(t, rng, shrink, repeat):
         work = f"exact sum {np.dtype(dt).name}, 2^{28 - shrink}, normal"
         t.add(work, "cuatomic exact", lambda: cuatomic.sum(d, method="exact"), _same_bits(want), x.nbytes, repeat,
               ("gbps", tb(goal)), "correctly rounded: equal to the cpu backend's exact sum, bit for bit")
-        t.add(work, "cuatomic auto (vector, not exact)", lambda: cuatomic.sum(d), lambda v: True, x.nbytes, repeat)
+        t.add(work, f"cuatomic auto ({RUNG}, not exact)", lambda: cuatomic.sum(d), lambda v: True, x.nbytes, repeat)
         t.add(work, "CUB DeviceReduce (not exact)", lambda: peers.cub_sum(d),
               lambda v: True, x.nbytes, repeat)
         if cp is not None:
@@ -79,7 +79,7 @@ def _gpu(t, rng, shrink, repeat):
     work = f"exact dot float64, 2^{28 - shrink}, normal"
     t.add(work, "cuatomic exact", lambda: cuatomic.dot(da, db, method="exact"), _same_bits(want), 2 * a.nbytes,
           repeat, ("gbps", tb(3.0)), "correctly rounded exact dot")
-    t.add(work, "cuatomic auto (vector, not exact)", lambda: cuatomic.dot(da, db), lambda v: True, 2 * a.nbytes,
+    t.add(work, f"cuatomic auto ({RUNG}, not exact)", lambda: cuatomic.dot(da, db), lambda v: True, 2 * a.nbytes,
           repeat)
     if cp is not None:
         ca, cb = cp.asarray(da), cp.asarray(db)
