@@ -18,6 +18,8 @@ import sys
 from . import auto, suite
 from .measure import agrees
 from .suite import ENTROPIES, OPS, make_input, markdown, run
+# (cuatomic.bench.targets stays the function, as it always was; the module of that name is
+# reached with `from cuatomic.bench.targets import ...` or importlib.import_module.)
 from .targets import targets, targets_markdown
 
 
