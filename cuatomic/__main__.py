@@ -18,7 +18,8 @@ import numpy as np
 
 import cuatomic
 from cuatomic import _C
-from cuatomic._backend import OPS, is_wide, resolve, rung
+from cuatomic._auto import is_wide
+from cuatomic._backend import OPS, resolve, rung
 from cuatomic._exact import float_result_ok
 from cuatomic.datasets import english_like_text, text_to_array
 

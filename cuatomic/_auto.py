@@ -26,6 +26,7 @@ import pathlib
 import numpy as np
 
 from . import _C, _backend
+from ._device import DeviceArray
 
 SAMPLE = 4096  # elements read to estimate skew (explain() only)
 RULES_ENV = "CUATOMIC_AUTO_RULES"
@@ -230,6 +231,16 @@ def choose(op, backend, facts, *, require=0, fits=None):
     raise ValueError(f"no rung of {op} on {backend} can run this call: " + "; ".join(skipped))
 
 
+def is_wide(op, backend, method):
+    """Whether a rung accumulates floats wider than the result (F_WIDE:
+    compensated float64 for float32 and float64). "auto" is the rung auto
+    runs for a large float array."""
+    _backend.check_method(op, backend, method)
+    if method == "auto":
+        return choose(op, backend, {"n": 1 << 24, "dtype": "float32"}).rung.has(_C.F_WIDE)
+    return _backend.rung(op, backend, method).has(_C.F_WIDE)
+
+
 def rung_for(op, backend, n, dtype=None, bins=None, *, require=0, fits=None):
     """The rung :func:`choose` picks, without building its Choice: the
     per-call path of ``method="auto"``."""
@@ -250,7 +261,6 @@ def sample(inp, stream=0, k=SAMPLE):
     if not inp.device:
         step = max(1, inp.n // k)
         return inp.x.reshape(-1)[::step][:k]
-    from ._device import DeviceArray
     owner = inp.owner
     count = min(k, inp.n)
     if isinstance(owner, DeviceArray) and owner.ptr == inp.x:

@@ -133,13 +133,3 @@ def rung(op, backend, name):
     valid = ", ".join(["auto"] + [r.name for r in table(op, backend)])
     raise ValueError(f"unknown method {name!r} for {op} on {backend}: expected one of {valid}")
 
-
-def is_wide(op, backend, method):
-    """Whether a rung accumulates floats wider than the result (F_WIDE:
-    compensated float64 for float32 and float64). "auto" is the rung auto
-    runs for a large float array."""
-    check_method(op, backend, method)
-    if method == "auto":
-        from . import _auto
-        return _auto.choose(op, backend, {"n": 1 << 24, "dtype": "float32"}).rung.has(_C.F_WIDE)
-    return rung(op, backend, method).has(_C.F_WIDE)

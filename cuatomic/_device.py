@@ -1,9 +1,13 @@
-"""DeviceArray: device memory with a shape and a dtype."""
+"""DeviceArray: device memory with a shape and a dtype; and any array's
+elements put where a backend computes (:func:`to_device`) or brought to the
+host (:func:`host_copy`)."""
 import math
 
 import numpy as np
 
-from . import _C, _backend
+from . import _C, _backend, _interop
+from ._dtypes import dtype_id
+from ._interop import KDL_CPU, KDL_CUDA, current_gpu, dlpack_dtype
 
 
 def host_array(a, name="a"):
@@ -171,7 +175,6 @@ class DeviceArray:
 
     def __dlpack_device__(self):
         """``(kDLCUDA, device ordinal)``, per the DLPack Python specification."""
-        from ._interop import KDL_CUDA
         return (KDL_CUDA, self._buffer.device)
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
@@ -196,7 +199,6 @@ class DeviceArray:
         -------
         PyCapsule
         """
-        from ._interop import KDL_CPU, dlpack_dtype
         here = self.__dlpack_device__()
         if dl_device is not None and tuple(dl_device) != here:
             if tuple(dl_device)[0] != KDL_CPU or copy is False:
@@ -205,7 +207,6 @@ class DeviceArray:
             return host.__dlpack__(max_version=max_version) if max_version is not None else host.__dlpack__()
         source = self
         if copy:
-            from ._interop import current_gpu
             with current_gpu(self.device):  # the copy on the array's GPU
                 source = DeviceArray._copy_of(self.ptr, self._shape, self._dtype)
         versioned = max_version is not None and tuple(max_version)[0] >= 1
@@ -261,12 +262,10 @@ def to_device(a, backend=None, device=None):
         if name != "cuda":
             raise ValueError(f"device={device} names a GPU, but the backend is {name!r}")
     a = _host_dlpack(a)  # read as the calls read it
-    from . import _common, _interop
     if not isinstance(a, DeviceArray) and not _interop.on_cuda(a):
         a = host_array(a)
-        _common.dtype_id(a.dtype, "a")  # what no call takes (strings, objects, None) is refused on either backend
+        dtype_id(a.dtype, "a")  # what no call takes (strings, objects, None) is refused on either backend
     if name == "cuda" and device is not None:
-        from ._interop import current_gpu
         with current_gpu(int(device)):
             if isinstance(a, DeviceArray):
                 if a.device == device:
@@ -288,11 +287,45 @@ def _host_dlpack(a):
     alone, as a NumPy array (np.from_dlpack), as every call reads it
     (_interop.foreign); anything else as it is (np.asarray would make it
     a 0-d object array)."""
-    from . import _interop
     if isinstance(a, np.ndarray) or _interop._dlpack_device_type(a) not in (_interop.KDL_CPU,
                                                                           _interop.KDL_CUDA_HOST):
         return a
     return _interop.foreign(a, 0)
+
+
+@_interop.on_inputs_gpu
+def host_copy(obj, name="a", stream=0):
+    """A NumPy array of obj's elements, wherever they live.
+
+    Parameters
+    ----------
+    obj : array_like, DeviceArray, or another library's array
+        A DeviceArray is copied from the device; another library's CUDA
+        array (``__cuda_array_interface__`` or a CUDA ``__dlpack__``) is
+        read in place (gathered first if strided) and copied; DLPack host
+        memory and anything NumPy converts are taken as NumPy takes them.
+    name : str, optional
+        The argument's name, for errors.
+    stream : int, optional
+        Stream a foreign producer's work is ordered on.
+
+    Returns
+    -------
+    numpy.ndarray
+        Of obj's shape and dtype.
+
+    Raises
+    ------
+    TypeError
+        For a masked array (its mask would be lost).
+    """
+    if isinstance(obj, DeviceArray):
+        return obj.copy_to_host()
+    found = _interop.foreign(obj, stream)
+    if isinstance(found, _interop.ForeignDevice):
+        # (found.keep holds the source meanwhile)
+        return DeviceArray._copy_of(found.ptr, found.shape, found.dtype).copy_to_host()
+    return host_array(obj if found is None else found, name)
 
 
 def pinned_empty(shape, dtype=float):

@@ -1,47 +1,15 @@
 """ExactSum: the state of an exact sum, as the exact rungs leave it.
 
-The exact rungs of sum and dot (``method="exact"``, ``"exact_shared"``,
-``"exact_global"``) add every term -- every value, or every exact product
--- as an integer into a superaccumulator (cuda/xacc.h): ``_C.XACC_WORDS``
-words of 32-bit digits, word k weighing ``2**(32*k + _C.XACC_E0)``. Here the
-normalized words become one Python integer ``N`` with the sum equal to
-``N * 2**XACC_E0`` exactly, so states of chunks combine by integer addition
--- exactly, in any order -- and the result is rounded once, to nearest with
-ties to even, into float64 or float32 directly (never through another
-rounding).
+The state is the exact sum as one Python integer (``_xacc``: the sum is
+``value * 2**_C.XACC_E0``), so states of chunks combine by integer addition
+-- exactly, in any order -- and the result is rounded once. It sits above
+``_reduce``: :meth:`ExactSum.add` runs an exact rung of the sum ladder.
 """
-import math
-
 import numpy as np
 
-from . import _C
+from . import _xacc
 from ._common import integer_arg
-
-_E0 = _C.XACC_E0
-_TOP = 32 * (_C.XACC_WORDS - 1)
-_NONFINITE = _C.XACC_NAN | _C.XACC_PINF | _C.XACC_NINF
-
-# (significand bits, smallest normal exponent, largest exponent) per result type
-_FORMATS = {np.dtype(np.float64): (53, -1022, 1023), np.dtype(np.float32): (24, -126, 127)}
-
-
-def _round(n, dtype):
-    """``n * 2**XACC_E0`` rounded once to `dtype` (nearest, ties to even),
-    as a Python float holding that dtype's value (inf beyond its range)."""
-    p, emin, emax = _FORMATS[dtype]
-    m, e = abs(n), _E0
-    lsb = max(e + m.bit_length() - p, emin - p + 1)  # last kept bit: p bits, or the subnormal grid
-    shift = lsb - e
-    if shift > 0:
-        q, r = divmod(m, 1 << shift)
-        half = 1 << (shift - 1)
-        if r > half or (r == half and q & 1):
-            q += 1
-        m, e = q, lsb
-    if m and e + m.bit_length() - 1 > emax:
-        return -math.inf if n < 0 else math.inf
-    return math.copysign(math.ldexp(m, e), -1.0 if n < 0 else 1.0)  # exact: m has at most p + 1 bits;
-    # a negative sum too small for the type rounds to -0.0, as IEEE rounds it
+from ._reduce import _dot, _reduce
 
 
 class ExactSum:
@@ -91,23 +59,20 @@ class ExactSum:
     def from_words(cls, words, special):
         """The state from a rung's normalized words (an int64 array:
         every word but the last in [0, 2**32), the last signed)."""
-        words = np.asarray(words, dtype=np.int64)
-        low = int.from_bytes(words[:-1].astype("<u4").tobytes(), "little")
-        return cls(low + (int(words[-1]) << _TOP), special)
+        return cls(_xacc.value_of(words), special)
 
     def add(self, a, *, method="exact", backend=None, blocks=None, threads=None, stream=None):
         """Add the exact sum of the elements of `a` (float32 or float64,
         host or device) through the sum ladder's exact rung `method`;
         returns self."""
-        from ._reduce import _reduce
-        part = _reduce("sum", a, None, method, backend, blocks, threads, stream, state=True)
-        return self.merge(part)
+        value, special = _reduce("sum", a, None, method, backend, blocks, threads, stream, state=True)
+        return self.merge(ExactSum(value, special))
 
     def add_dot(self, a, b, *, method="exact", backend=None, blocks=None, threads=None, stream=None):
         """Add the exact sum of the exact products ``a[i] * b[i]``; returns
         self."""
-        from ._reduce import _dot
-        return self.merge(_dot(a, b, method, backend, blocks, threads, stream, state=True))
+        value, special = _dot(a, b, method, backend, blocks, threads, stream, state=True)
+        return self.merge(ExactSum(value, special))
 
     def merge(self, other):
         """Add another state into this one (exactly); returns self."""
@@ -150,14 +115,7 @@ class ExactSum:
             dt = np.dtype(dtype)
         except TypeError as e:
             raise TypeError(f"dtype={dtype!r}: {e} (an exact sum rounds to float32 or float64)") from None
-        if dt not in _FORMATS:
-            raise TypeError(f"an exact sum rounds to float32 or float64, not dtype {dt}")
-        s = self.special
-        if s & _NONFINITE:
-            if s & _C.XACC_NAN or (s & _C.XACC_PINF and s & _C.XACC_NINF):
-                return dt.type(math.nan)
-            return dt.type(math.inf if s & _C.XACC_PINF else -math.inf)
-        return dt.type(_round(self.value, dt))  # an exact zero is +0.0, as np.sum and math.fsum give
+        return _xacc.rounded(self.value, self.special, dt)
 
     def __float__(self):
         return float(self.result(np.float64))

@@ -217,8 +217,8 @@ def _check_device(ptr, size, what):
 
 def _contiguous(ptr, shape, dtype, byte_strides, stream, keep, what):
     """The array (its GPU taken: _check_device) as C-contiguous device
-    memory: itself, or a gathered copy."""
-    from ._device import DeviceArray
+    memory: itself, or a gathered copy (in a buffer of its own, which the
+    ForeignDevice keeps alive)."""
     size = math.prod(shape)
     expected, step = [], dtype.itemsize
     for extent in reversed(shape):
@@ -228,7 +228,7 @@ def _contiguous(ptr, shape, dtype, byte_strides, stream, keep, what):
     dense = byte_strides is None or all(s == e for s, e, n in zip(byte_strides, expected, shape) if n > 1)
     if dense or size == 0:
         return ForeignDevice(ptr, shape, dtype, keep)
-    out = DeviceArray.empty(shape, dtype)
+    out = _C.DeviceBuffer(size * dtype.itemsize)
     _C.gather(ptr, out.ptr, size, dtype.itemsize, shape, byte_strides, stream)
     return ForeignDevice(out.ptr, shape, dtype, (keep, out))
 
@@ -334,42 +334,6 @@ def foreign(obj, stream):
             return np.from_dlpack(obj)
         raise TypeError(f"DLPack device type {device_type} is not supported: cuatomic reads CUDA and host memory")
     return None
-
-
-@on_inputs_gpu
-def host_copy(obj, name="a", stream=0):
-    """A NumPy array of obj's elements, wherever they live.
-
-    Parameters
-    ----------
-    obj : array_like, DeviceArray, or another library's array
-        A DeviceArray is copied from the device; another library's CUDA
-        array (``__cuda_array_interface__`` or a CUDA ``__dlpack__``) is
-        read in place (gathered first if strided) and copied; DLPack host
-        memory and anything NumPy converts are taken as NumPy takes them.
-    name : str, optional
-        The argument's name, for errors.
-    stream : int, optional
-        Stream a foreign producer's work is ordered on.
-
-    Returns
-    -------
-    numpy.ndarray
-        Of obj's shape and dtype.
-
-    Raises
-    ------
-    TypeError
-        For a masked array (its mask would be lost).
-    """
-    from ._device import DeviceArray, host_array
-    if isinstance(obj, DeviceArray):
-        return obj.copy_to_host()
-    found = foreign(obj, stream)
-    if isinstance(found, ForeignDevice):
-        # (found.keep holds the source meanwhile)
-        return DeviceArray._copy_of(found.ptr, found.shape, found.dtype).copy_to_host()
-    return host_array(obj if found is None else found, name)
 
 
 def dlpack_dtype(dtype):

@@ -4,10 +4,9 @@ import os
 
 import numpy as np
 
-from . import _C, _backend
+from . import _C, _backend, _xacc
 from ._common import (_acc_of, _check_result_dtype, auto_rung, cached_call, direct_input, launch_config, named_rung,
                       prepare, read_as_is, stream_of)
-from ._exactsum import ExactSum
 from ._interop import on_inputs_gpu
 
 def sum(a, *, dtype=None, method="auto", backend=None, blocks=None, threads=None, stream=None):
@@ -122,6 +121,10 @@ _PLANS = {}
 
 
 def _reduce(op, a, dtype, method, backend, blocks, threads, stream, state=False):
+    """``op(a)`` ("sum" or "prod") through a repeated call's plan when one
+    serves, else :func:`_reduce_call`. With `state`, the exact rung's sum
+    as ``(value, special)`` (:mod:`cuatomic._xacc`), which ExactSum.add
+    keeps, in place of the rounded result."""
     kind = type(a)
     direct = None  # (what the core reads, size, dtype) of a call a plan can serve
     if not state and dtype is None and backend is None and blocks is None and threads is None and stream is None and (
@@ -164,8 +167,9 @@ def _reduce_call(op, a, dtype, method, backend, blocks, threads, stream, state, 
     result = call(backend=be_id, rung=rung.index, x=inp.x, n=inp.n, dtype=inp.id, acc=acc, blocks=b, threads=t,
                   stream=s, out_type=out_dt.num)
     if exact:
-        total = ExactSum.from_words(*result)
-        return total if state else _exact_result(total, out_dt)
+        words, special = result
+        value = _xacc.value_of(words)
+        return (value, special) if state else _exact_result(value, special, out_dt)
     if plan_for:
         key, x = plan_for
         if read_as_is(inp, x, a) and (type(a) is np.ndarray or be == "cuda"):
@@ -207,12 +211,13 @@ def _exact_rung(op, rung, inp, out_dt, state):
     return exact
 
 
-def _exact_result(total, dt):
-    """An exact state as a result of NumPy's dtype dt: floats rounded once;
-    integers (the exact sum of integer data) wrapped as NumPy's dtype wraps."""
+def _exact_result(value, special, dt):
+    """An exact sum (``value * 2**XACC_E0``, the `special` flags) as a
+    result of NumPy's dtype dt: floats rounded once; integers (the exact
+    sum of integer data) wrapped as NumPy's dtype wraps."""
     if dt.kind == "f":
-        return total.result(dt)
-    whole = total.value >> -_C.XACC_E0  # integer terms: a multiple of 2**-XACC_E0
+        return _xacc.rounded(value, special, dt)
+    whole = value >> -_C.XACC_E0  # integer terms: a multiple of 2**-XACC_E0
     if dt.kind == "b":
         return np.bool_(whole != 0)
     return np.array(whole % (1 << 8 * dt.itemsize), dtype=f"u{dt.itemsize}").view(dt)[()]
@@ -294,6 +299,7 @@ _DOT_PLANS = {}
 
 @on_inputs_gpu
 def _dot(a, b, method, backend, blocks, threads, stream, state=False, plan_for=None):
+    """dot without a plan; `state` as for :func:`_reduce` (ExactSum.add_dot)."""
     be = _backend.resolve(backend)
     rung = named_rung("dot", be, method)
     nb, nt = launch_config(blocks, threads)
@@ -306,8 +312,9 @@ def _dot(a, b, method, backend, blocks, threads, stream, state=False, plan_for=N
     result = _C.dot(backend=be_id, rung=rung.index, a=ia.x, b=ib.x, n=ia.n, dtype=ia.id, acc=acc, blocks=nb,
                     threads=nt, stream=s, out_type=out_dt.num)
     if exact:
-        total = ExactSum.from_words(*result)
-        return total if state else _exact_result(total, out_dt)
+        words, special = result
+        value = _xacc.value_of(words)
+        return (value, special) if state else _exact_result(value, special, out_dt)
     if plan_for:  # both read as they are: the next such call skips all of the above
         key, x, y = plan_for
         if read_as_is(ia, x, a) and read_as_is(ib, y, b):

@@ -40,7 +40,8 @@ import numpy as np
 
 import cuatomic
 from cuatomic import _bincount, _bins, _filter, _interop, _reduce, _reduce_op
-from cuatomic._common import DTYPES, SUPPORTED, flag
+from cuatomic._common import flag
+from cuatomic._dtypes import DTYPES, SUPPORTED
 from cuatomic._device import host_array, refuse_masked
 
 __all__ = ["sum", "dot", "histogram", "bincount", "filter", "reduce", "min", "max"]

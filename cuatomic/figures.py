@@ -23,7 +23,7 @@ import numpy as np
 
 import cuatomic
 
-from . import _backend, _exact, datasets
+from . import _auto, _exact, datasets
 from ._device import to_device
 from ._backend import resolve
 from .timing import benchmark, sweep
@@ -57,7 +57,7 @@ def sum_ladder(n=1 << 24, backend=None, repeat=5, seed=0):
         for m, _, _ in cuatomic.methods("sum", be):
             got = cuatomic.sum(d, method=m, backend=be)
             ok = bool(got == ref) if x.dtype.kind == "i" else _exact.float_result_ok(
-                "sum", got, x, wide=_backend.is_wide("sum", be, m))
+                "sum", got, x, wide=_auto.is_wide("sum", be, m))
             rows.append({"dtype": np.dtype(dtype).name, "method": m, "ms": _ms(cuatomic.sum, d, method=m, backend=be,
                                                                              repeat=repeat), "matches": ok})
     return {"n": n, "rows": rows}
@@ -113,7 +113,7 @@ def dot_ladder(n=1 << 24, backend=None, repeat=5, seed=0):
     for m, _, _ in cuatomic.methods("dot", be):
         got = float(cuatomic.dot(da, db, method=m, backend=be))
         rows.append({"method": m, "ms": _ms(cuatomic.dot, da, db, method=m, backend=be, repeat=repeat),
-                     "matches": _exact.float_result_ok("dot", got, a, b, wide=_backend.is_wide("dot", be, m))})
+                     "matches": _exact.float_result_ok("dot", got, a, b, wide=_auto.is_wide("dot", be, m))})
     return {"n": n, "rows": rows}
 
 

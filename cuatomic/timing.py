@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import _C, _backend, _interop
+from . import _C, _backend, _device, _filter, _histogram, _info, _reduce
 from ._common import check_fits_memory, integer_arg, launch_config
 from ._interop import stream_handle as _stream_handle
 
@@ -206,16 +206,18 @@ def _progress(iterable, total, enabled):
 
 # The operations sweep() times, and NumPy's answer to each (on host copies).
 ARRAY_OPS = ("sum", "prod", "dot", "histogram", "filter")
+# Each op's function, taken from the module that defines it: the package
+# (cuatomic.sum is this same function) is above timing, which it re-exports.
+_FUNCTIONS = dict(zip(ARRAY_OPS, (_reduce.sum, _reduce.prod, _reduce.dot, _histogram.histogram, _filter.filter)))
 
 
 def _numpy_reference(fn, args, kwargs):
     """NumPy's result for a call of fn (a cuatomic array op), and the
     scale its float results are checked at: sum(|x|) for sum, sum(|a*b|)
     for dot, |result| for prod."""
-    from ._filter import _COMPARE
     call = inspect.signature(fn).bind(*args, **kwargs)
     given = call.arguments
-    a = _interop.host_copy(given["a"], "a")
+    a = _device.host_copy(given["a"], "a")
     op = fn.__name__
     if op in ("sum", "prod"):
         reference = (np.sum if op == "sum" else np.prod)(a, dtype=given.get("dtype"))
@@ -223,7 +225,7 @@ def _numpy_reference(fn, args, kwargs):
             scale = float(np.sum(np.abs(a), dtype=np.float64)) if op == "sum" else abs(float(reference))
         return reference, scale
     if op == "dot":
-        b = _interop.host_copy(given["b"], "b")
+        b = _device.host_copy(given["b"], "b")
         reference = np.dot(a, b)
         with np.errstate(all="ignore"):
             scale = float(np.sum(np.abs(a.astype(np.float64) * b.astype(np.float64))))
@@ -232,7 +234,7 @@ def _numpy_reference(fn, args, kwargs):
         return np.histogram(a, given.get("bins", 10), given.get("range"), density=given.get("density", False)), 0.0
     flat = a.reshape(-1)
     with np.errstate(invalid="ignore"):
-        return flat[_COMPARE[given["op"]](flat, given["value"])], 0.0
+        return flat[_filter._COMPARE[given["op"]](flat, given["value"])], 0.0
 
 
 def _host(x):
@@ -321,13 +323,12 @@ def sweep(op, *args, blocks=None, threads=None, methods=None, repeat=5, warmup=1
         them; and any error of the call itself (made once with
         ``method="auto"`` and the default launch).
     """
-    import cuatomic
     be = _backend.resolve(backend)
     if not isinstance(op, str) or op not in ARRAY_OPS:
         raise ValueError(f"unknown op {op!r} for sweep: it times the array operations ({', '.join(ARRAY_OPS)}); "
                          "time add_one and mutex_add_one with benchmark()")
-    fn = getattr(cuatomic, op)
-    methods = _settings("methods", methods, [m for m, _, _ in cuatomic.methods(op, be)])
+    fn = _FUNCTIONS[op]
+    methods = _settings("methods", methods, [m for m, _, _ in _info.methods(op, be)])
     for m in methods:  # an unknown method is an error, not skipped
         if not isinstance(m, str):
             raise TypeError(f"methods must be names of {op}'s methods (got {type(m).__name__} {m!r})")

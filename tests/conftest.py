@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import cuatomic
-from cuatomic import _backend
+from cuatomic import _auto
 from cuatomic._exact import error_bound
 
 BACKENDS = cuatomic.backends()
@@ -82,7 +82,7 @@ def make(dtype, n, kind="uniform", seed=0):
     return rng.integers(info.min, info.max, size=n, dtype=dt, endpoint=True)
 
 
-is_wide = _backend.is_wide
+is_wide = _auto.is_wide
 
 
 def assert_float_close(got, exact, numpy_value, dtype, *, wide=True, n=0, abs_sum=0.0):

@@ -13,7 +13,8 @@ from conftest import BACKENDS, make, placed, requires_cuda
 
 import cuatomic
 from cuatomic import _C, _backend
-from cuatomic._exactsum import ExactSum, _round
+from cuatomic._exactsum import ExactSum
+from cuatomic._xacc import _round
 
 
 def exact_rungs(op):

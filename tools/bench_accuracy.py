@@ -21,7 +21,7 @@ import time
 import numpy as np
 
 import cuatomic
-from cuatomic import _C, _backend
+from cuatomic import _C, _auto, _backend
 from cuatomic._common import dtype_id
 from cuatomic._exact import exact_dot, exact_sum
 
@@ -56,7 +56,7 @@ def accuracy(backend, n):
                 err = abs(float(got) - exact)
                 rows.append({"case": name, "dtype": np.dtype(dt).name, "op": op, "method": m, "error": err,
                              "numpy_error": numpy_err, "ulps": err / ulp, "numpy_ulps": numpy_err / ulp,
-                             "wide": _backend.is_wide(op, backend, m)})
+                             "wide": _auto.is_wide(op, backend, m)})
     return rows
 
 

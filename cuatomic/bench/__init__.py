@@ -8,22 +8,27 @@ imports each library only when a benchmark asks for it.
     python -m cuatomic bench --targets        the target table against the peers
     python -m cuatomic bench auto [--out F]   re-measure the rule of method="auto"
 
-See ``suite`` (the ladder benchmark and target table), ``peers`` (what
-they are measured against) and ``auto`` (the measurements
-``method="auto"`` reads).
+See ``suite`` (the ladder benchmark and the command), ``targets`` (the
+target table), ``toolkit`` and ``small`` (the other tables), ``measure``
+(what they share), ``peers`` (what they are measured against) and
+``auto`` (the measurements ``method="auto"`` reads).
 """
-from .suite import ENTROPIES, OPS, agrees, make_input, markdown, run, targets, targets_markdown
+import sys
+
+from . import auto, suite
+from .measure import agrees
+from .suite import ENTROPIES, OPS, make_input, markdown, run
+# (cuatomic.bench.targets stays the function, as it always was; the module of that name is
+# reached with `from cuatomic.bench.targets import ...` or importlib.import_module.)
+from .targets import targets, targets_markdown
 
 
 def main(argv=None):
     """``python -m cuatomic bench``: the ``auto`` subcommand, else the suite."""
-    import sys
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["auto"]:
-        from .auto import main as auto_main
-        return auto_main(argv[1:])
-    from .suite import main as suite_main
-    return suite_main(argv)
+        return auto.main(argv[1:])
+    return suite.main(argv)
 
 
 __all__ = ["ENTROPIES", "OPS", "agrees", "make_input", "main", "markdown", "run", "targets", "targets_markdown"]

@@ -26,7 +26,7 @@ import cuatomic
 from .. import _C, _backend
 from ..datasets import english_like_text, text_to_array
 from ..timing import benchmark
-from .suite import agrees
+from .measure import agrees
 
 # Sizes (log2 elements) measured per backend: small calls, cache-sized, and
 # past the last-level cache (a GPU's 2^26 float32 is 256 MiB). A GPU's 2^23

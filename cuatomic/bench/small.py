@@ -27,7 +27,7 @@ import numpy as np
 import cuatomic
 
 from .. import _backend
-from .suite import _environment, call_times
+from .measure import call_times, environment
 
 N = 1024
 GRID = (32, 32)  # the counters: 1,024 logical threads, one increment each
@@ -126,11 +126,11 @@ def small_calls(backend=None, repeat=50, loads=LOADS, progress=print, warm_s=0.2
             if proc is not None:
                 proc.kill()
                 proc.wait()
-    return {"environment": _environment(be), "n": N, "rows": rows}
+    return {"environment": environment(be), "n": N, "rows": rows}
 
 
 def _times(fn, repeat, warm_s):
-    """Median, mean and slowest ms of `repeat` whole calls (suite.call_times)."""
+    """Median, mean and slowest ms of `repeat` whole calls (measure.call_times)."""
     times = call_times(fn, repeat, warm_s=warm_s)
     return {"median_ms": statistics.median(times), "mean_ms": statistics.fmean(times), "max_ms": max(times)}
 

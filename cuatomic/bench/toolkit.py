@@ -2,7 +2,7 @@
 histograms, bincount and the atomic reductions, against the peers measured
 in the same run (``python -m cuatomic bench --toolkit``).
 
-Every row is validated before it is timed (suite._Targets): the exact
+Every row is validated before it is timed (targets._Targets): the exact
 rungs must equal, bit for bit, the exact answer computed by the cpu
 backend's exact rung (itself tested against math.fsum and Fraction), the
 others NumPy's answer.
@@ -16,7 +16,8 @@ import cuatomic
 from .. import _backend
 from .._device import to_device
 from . import peers
-from .suite import _environment, _host, _Targets
+from .measure import environment, host
+from .targets import RUNG, _Targets
 
 
 def toolkit_targets(backend=None, repeat=20, quick=False, progress=print, only=None):
@@ -42,7 +43,7 @@ def toolkit_targets(backend=None, repeat=20, quick=False, progress=print, only=N
     rng = np.random.default_rng(0)
     (_gpu if be == "cuda" else _cpu)(t, rng, shrink, repeat)
     t.best_peer()
-    return {"environment": _environment(be), "rows": t.rows, **({"only": only} if only else {})}
+    return {"environment": environment(be), "rows": t.rows, **({"only": only} if only else {})}
 
 
 def _same_bits(want):
@@ -63,7 +64,7 @@ def _gpu(t, rng, shrink, repeat):
         work = f"exact sum {np.dtype(dt).name}, 2^{28 - shrink}, normal"
         t.add(work, "cuatomic exact", lambda: cuatomic.sum(d, method="exact"), _same_bits(want), x.nbytes, repeat,
               ("gbps", tb(goal)), "correctly rounded: equal to the cpu backend's exact sum, bit for bit")
-        t.add(work, "cuatomic auto (vector, not exact)", lambda: cuatomic.sum(d), lambda v: True, x.nbytes, repeat)
+        t.add(work, f"cuatomic auto ({RUNG}, not exact)", lambda: cuatomic.sum(d), lambda v: True, x.nbytes, repeat)
         t.add(work, "CUB DeviceReduce (not exact)", lambda: peers.cub_sum(d),
               lambda v: True, x.nbytes, repeat)
         if cp is not None:
@@ -78,7 +79,7 @@ def _gpu(t, rng, shrink, repeat):
     work = f"exact dot float64, 2^{28 - shrink}, normal"
     t.add(work, "cuatomic exact", lambda: cuatomic.dot(da, db, method="exact"), _same_bits(want), 2 * a.nbytes,
           repeat, ("gbps", tb(3.0)), "correctly rounded exact dot")
-    t.add(work, "cuatomic auto (vector, not exact)", lambda: cuatomic.dot(da, db), lambda v: True, 2 * a.nbytes,
+    t.add(work, f"cuatomic auto ({RUNG}, not exact)", lambda: cuatomic.dot(da, db), lambda v: True, 2 * a.nbytes,
           repeat)
     if cp is not None:
         ca, cb = cp.asarray(da), cp.asarray(db)
@@ -92,7 +93,7 @@ def _gpu(t, rng, shrink, repeat):
     x = rng.standard_normal(m).astype(np.float32)
     w = rng.random(m)
     ref = np.histogram(x, 1000, (-4.0, 4.0), weights=w)[0]
-    near = lambda h: np.allclose(_host(h), ref, rtol=1e-9, atol=1e-9)  # noqa: E731
+    near = lambda h: np.allclose(host(h), ref, rtol=1e-9, atol=1e-9)  # noqa: E731
     dx, dw = to_device(x), to_device(w)
     work = f"weighted histogram 1,000 bins, float64 weights, 2^{27 - shrink}"
     t.add(work, "cuatomic auto", lambda: cuatomic.histogram(dx, 1000, (-4.0, 4.0), weights=dw)[0], near,
@@ -108,8 +109,8 @@ def _gpu(t, rng, shrink, repeat):
     dv, dwv = to_device(v), to_device(wv)
     for weighted in (False, True):
         ref = np.bincount(v, wv if weighted else None)
-        check = ((lambda h, ref=ref: np.allclose(_host(h), ref, rtol=1e-9)) if weighted
-                 else (lambda h, ref=ref: np.array_equal(_host(h), ref)))
+        check = ((lambda h, ref=ref: np.allclose(host(h), ref, rtol=1e-9)) if weighted
+                 else (lambda h, ref=ref: np.array_equal(host(h), ref)))
         nbytes = v.nbytes + (wv.nbytes if weighted else 0)
         work = f"bincount int32 in [0, 1000), 2^{28 - shrink}" + (", float64 weights" if weighted else "")
         t.add(work, "cuatomic auto", lambda wt=weighted: cuatomic.bincount(dv, dwv if wt else None), check, nbytes,

@@ -1,0 +1,71 @@
+"""What every table of the bench shares: the environment a run records,
+results brought to the host, the check against NumPy, and whole calls
+timed as a user sees them.
+
+The bottom of ``cuatomic.bench``: ``suite``, ``targets``, ``toolkit``,
+``small`` and ``auto`` all read it, and it reads only ``peers`` and the
+package below.
+"""
+import platform
+import time
+
+import numpy as np
+
+from .. import _C, _backend, _exact
+from . import peers
+
+
+def host(value):
+    """A result on the host: a DeviceArray copied there, anything else as it is."""
+    return value.copy_to_host() if hasattr(value, "copy_to_host") else value
+
+
+def agrees(op, got, ref, x, ordered=True):
+    """Whether a result matches NumPy: exactly for integers and counts,
+    against the exact answer for float reductions (no worse than NumPy's
+    own error, or than a naive float sum for the tutorial's rungs and the
+    peers: see cuatomic._exact), as a multiset for an unordered filter."""
+    got, ref = host(got), np.asarray(ref)
+    if op in ("sum", "dot") and ref.dtype.kind == "f":
+        return _exact.float_result_ok(op, got, x, x if op == "dot" else None, wide=False)
+    got = np.asarray(got)
+    if not ordered:
+        got, ref = np.sort(got), np.sort(ref)
+    return got.shape == ref.shape and bool(np.array_equal(got, ref, equal_nan=ref.dtype.kind == "f"))
+
+
+def environment(be):
+    """What a table records of the run: backend, device, NumPy, Python, and
+    the peers' versions on a GPU (the cpu threads on the cpu backend)."""
+    env = {"backend": be, "numpy": np.__version__, "python": platform.python_version()}
+    if be == "cuda":
+        probe = _backend.cuda_probe()
+        env.update(device=probe["name"], driver_version=probe["driver_version"],
+                   cuda_runtime_version=probe["runtime_version"])
+        env.update(peers.versions())
+    else:
+        env.update(device=platform.processor() or platform.machine(), cpu_threads=_C.cpu_threads())
+    return env
+
+
+def call_times(fn, repeat, warmup=3, warm_s=0.2):
+    """Wall-clock milliseconds of `repeat` whole calls as a user sees them:
+    fn() and, on a GPU, a device synchronization, after at least `warmup`
+    calls and `warm_s` seconds of calls. (Not CUDA events: on a call of tens
+    of microseconds recording them costs a measurable part of what is timed.
+    The seconds: three calls of tens of microseconds leave an H200 at the
+    clocks of an idle GPU -- the 5.7 MB histogram measured 31.3 us alone in
+    a process, 22.8 us after the larger histograms had run.)"""
+    sync = _C.synchronize if _backend.usable()[0] == "cuda" else (lambda: None)
+    start, calls = time.perf_counter(), 0
+    while calls < warmup or time.perf_counter() - start < warm_s:
+        fn()
+        sync()
+        calls += 1
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        sync()
+        times.append(1e3 * (time.perf_counter() - t0))
+    return times
