@@ -34,7 +34,7 @@
 //                  loads, several in flight per thread, warp shuffles, the
 //                  resident grid; small inputs in one block that writes the
 //                  result straight to the host (see vector.cuh).
-// 10. exact_global the exact sum (CUA_F_EXACT, float32/float64 only):
+// 10. exact_global the exact sum (CUA_F_EXACT; integers too, at weight 2^0):
 //                  every element placed as digits of a superaccumulator
 //                  (xacc.h: 136 words of 32-bit digits) and added with
 //                  64-bit atomicAdd to one accumulator in global memory;
