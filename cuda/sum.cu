@@ -392,13 +392,13 @@ SUM_ENTRY(VECTOR, sum_vector)
 
 static const cua_sum_row sum_rows[] = {
     {{"atomic", 1, "one atomicAdd per element: no lost updates, but every add queues on one address",
-      0},
+      CUA_F_ARRIVAL},
      sum_ATOMIC},
     {{"cas", 2, "per-thread local sum, then an add built from an atomicCAS loop (how custom atomics are made)",
-      0},
+      CUA_F_ARRIVAL},
      sum_CAS},
     {{"thread_local", 3, "grid-stride sum in a register, one native atomicAdd per thread",
-      0},
+      CUA_F_ARRIVAL},
      sum_THREAD_LOCAL},
     {{"block_tree", 4, "shared-memory tree per block, one atomicAdd per block",
       0},
