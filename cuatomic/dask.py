@@ -39,14 +39,12 @@ import functools
 import numpy as np
 
 import cuatomic
-from cuatomic import _bincount, _bins, _filter, _interop, _reduce, _reduce_op
+from cuatomic import _C, _backend, _bincount, _bins, _filter, _interop, _reduce, _reduce_op
 from cuatomic._common import flag
 from cuatomic._dtypes import DTYPES, SUPPORTED
 from cuatomic._device import host_array, refuse_masked
 
 __all__ = ["sum", "dot", "histogram", "bincount", "filter", "reduce", "min", "max"]
-
-_EXACT = ("exact", "exact_global", "exact_shared")
 
 
 def _dask():
@@ -94,6 +92,14 @@ def _check_method(op, method, backend=None):
     names = [n for n, _, _ in cuatomic.methods(op, "cpu")]  # the ladders have the same names on both backends
     if method != "auto" and method not in names:
         raise ValueError(f"unknown method {method!r} for {op}; valid: 'auto', " + ", ".join(map(repr, names)))
+
+
+def _is_exact(op, method):
+    """Whether `method` is an exact rung of `op` (F_EXACT), whose chunks
+    return exact states to merge. The flag is the same on both backends
+    (tests/test_api.py::test_methods_tables), so the cpu table answers for
+    a backend the workers choose."""
+    return method != "auto" and _backend.rung(op, "cpu", method).has(_C.F_EXACT)
 
 
 def _same_chunks(a, b, what):
@@ -268,7 +274,7 @@ def sum(a, *, dtype=None, method="auto", backend=None):
     a = _as_dask(a, "a")
     _check_method("sum", method, backend)
     rdt = _reduce.result_dtype("sum", a.dtype, dtype)  # the in-memory sum's result dtype, and its errors
-    if method in _EXACT and rdt.kind == "f":
+    if rdt.kind == "f" and _is_exact("sum", method):
         return _scalar(_per_chunk("sum", _chunk_exact_sum, [a], (rdt, method, backend), _combine_exact, (rdt,)), rdt)
     chunk_sum = _chunk_float_sum if rdt.kind == "f" else _chunk_sum
     return _scalar(_per_chunk("sum", chunk_sum, [a], (rdt, method, backend), _combine_totals, (rdt,)), rdt)
@@ -297,7 +303,7 @@ def dot(a, b, *, method="auto", backend=None):
     _same_chunks(a, b, "b")
     _check_method("dot", method, backend)
     rdt = np.dot(np.zeros(1, a.dtype), np.zeros(1, b.dtype)).dtype
-    if method in _EXACT and rdt.kind == "f":
+    if rdt.kind == "f" and _is_exact("dot", method):
         return _scalar(_per_chunk("dot", _chunk_exact_dot, [a, b], (method, backend), _combine_exact, (rdt,)), rdt)
     return _scalar(_per_chunk("dot", _chunk_dot, [a, b], (method, backend), _combine_totals, (rdt,)), rdt)
 
@@ -479,7 +485,6 @@ def filter(a, op, value, *, method="auto", backend=None):
     _filter.check_op(op)  # the in-memory call's checks: the op, and a value its elements compare with
     _filter.predicate(a.dtype.newbyteorder("="), op, value)
     _check_method("filter", method, backend)
-    from . import _C, _backend
     if method != "auto" and not _backend.rung("filter", "cpu", method).has(_C.F_ORDERED):
         raise ValueError(f"method {method!r} does not keep order; a dask filter keeps it: 'auto' or a rung that "
                          f"keeps order")

@@ -128,9 +128,16 @@ enum cua_flags {
     CUA_F_RACY = 1u << 4,          /* the lesson's race: loses updates on purpose,
                                     * so its result is not the answer ("auto"
                                     * never runs it) */
-    CUA_F_EXACT = 1u << 5          /* sum/dot of float32/float64: the rung writes the
+    CUA_F_EXACT = 1u << 5,         /* sum/dot of any dtype: the rung writes the
                                     * exact sum's state (a cua_xacc, xacc.h) to the
-                                    * host `result`, and the caller rounds it once */
+                                    * host `result`; the caller rounds it once to
+                                    * a float result or wraps it to an integer one */
+    CUA_F_ARRIVAL = 1u << 6        /* sum/dot: floats added one element or one
+                                    * thread's partial at a time, in the order the
+                                    * threads arrive, so no bound tighter than any
+                                    * order's holds. Unflagged, inexact sum/dot
+                                    * rungs combine shares in a tree or in block
+                                    * order: an error that grows with log n */
 };
 
 /* Launch configuration. blocks/threads <= 0 mean "the method's default".

@@ -20,7 +20,7 @@
 //              both inputs in flight, warp shuffles, the resident grid, and
 //              the last block adds the block results in order: no host pass,
 //              deterministic (see vector.cuh).
-//  6. exact_global  the exact dot (CUA_F_EXACT, float32/float64 only):
+//  6. exact_global  the exact dot (CUA_F_EXACT; integers too, at weight 2^0):
 //              every product placed exactly (two float64 make 106 bits, five
 //              digits of xacc.h's superaccumulator; two float32 are exact in
 //              double) and added with 64-bit atomicAdd to one accumulator

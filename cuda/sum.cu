@@ -34,7 +34,7 @@
 //                  loads, several in flight per thread, warp shuffles, the
 //                  resident grid; small inputs in one block that writes the
 //                  result straight to the host (see vector.cuh).
-// 10. exact_global the exact sum (CUA_F_EXACT, float32/float64 only):
+// 10. exact_global the exact sum (CUA_F_EXACT; integers too, at weight 2^0):
 //                  every element placed as digits of a superaccumulator
 //                  (xacc.h: 136 words of 32-bit digits) and added with
 //                  64-bit atomicAdd to one accumulator in global memory;
@@ -392,13 +392,13 @@ SUM_ENTRY(VECTOR, sum_vector)
 
 static const cua_sum_row sum_rows[] = {
     {{"atomic", 1, "one atomicAdd per element: no lost updates, but every add queues on one address",
-      0},
+      CUA_F_ARRIVAL},
      sum_ATOMIC},
     {{"cas", 2, "per-thread local sum, then an add built from an atomicCAS loop (how custom atomics are made)",
-      0},
+      CUA_F_ARRIVAL},
      sum_CAS},
     {{"thread_local", 3, "grid-stride sum in a register, one native atomicAdd per thread",
-      0},
+      CUA_F_ARRIVAL},
      sum_THREAD_LOCAL},
     {{"block_tree", 4, "shared-memory tree per block, one atomicAdd per block",
       0},

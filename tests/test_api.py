@@ -1,4 +1,5 @@
 import os
+import pathlib
 import re
 import subprocess
 import sys
@@ -10,8 +11,6 @@ from conftest import BACKENDS, CUDA, make, requires_cuda
 
 import cuatomic
 from cuatomic import _C, _backend
-
-OPS = ["sum", "dot", "histogram", "filter", "mutex_add_one", "add_one", "prod", "reduce"]
 
 
 def test_backends_and_info():
@@ -49,17 +48,73 @@ def test_backend_info_keys_are_the_same_in_every_build():
     assert INFO_KEYS | BUILD_KEYS | CUDA_KEYS <= documented
 
 
-@pytest.mark.parametrize("op", OPS)
+# Flags that tell how one backend's version of a rung runs rather than what
+# the rung is: the cpu's weighted warp_private merges its copies in order
+# (deterministic) where the GPU's adds them with atomics. Every other flag is
+# the rung's idea, and the backends must agree on it.
+BACKEND_OWN_FLAGS = _C.F_DETERMINISTIC
+
+
+def shared_facts(rows):
+    """(name, step, flags but BACKEND_OWN_FLAGS) of each Rung of a table."""
+    return [(r.name, r.step, r.flags & ~BACKEND_OWN_FLAGS) for r in rows]
+
+
+@pytest.mark.parametrize("op", _backend.OPS)
 def test_methods_tables(op):
     for be in BACKENDS:
         rows = cuatomic.methods(op, be)
         assert rows and [r[1] for r in rows] == sorted(r[1] for r in rows)
         assert all(isinstance(n, str) and isinstance(s, str) and s for n, _, s in rows)
-    if _backend.cuda_built():  # the two backends are name for name
-        cpu = [(n, s) for n, s, _ in cuatomic.methods(op, "cpu")]
-        cuda = [(n, s) for n, s, _ in cuatomic.methods(op, "cuda")]
-        assert cpu == cuda
+    if _backend.cuda_built():  # the two backends are name for name, step for step, flag for flag
+        assert shared_facts(_backend.table(op, "cpu")) == shared_facts(_backend.table(op, "cuda"))
     assert cuatomic.methods(op) == cuatomic.methods(op, BACKENDS[0])
+
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+# One row of a C table: {{"name", step, "summary" (one or more literals), flags},
+TABLE_ROW = re.compile(r'\{\{"(\w+)",\s*(\d+),\s*(?:"(?:[^"\\]|\\.)*"\s*)+,\s*([\w\s|]+?)\s*\},')
+LADDER = re.compile(r'cua_cuda_(\w+)_ladder = CUA_LADDER\((\w+)\)')
+
+
+def flag_value(expr):
+    """A row's flags as C writes them ("0", "CUA_F_EXACT | CUA_F_DETERMINISTIC"),
+    valued through _C's F_* constants."""
+    value = 0
+    for name in expr.split("|"):
+        name = name.strip()
+        value |= 0 if name == "0" else getattr(_C, name[len("CUA_"):])
+    return value
+
+
+def cuda_source_tables():
+    """The cuda tables as cuda/*.cu writes them, for a build that has none:
+    op -> [(name, step, flags)]."""
+    tables = {}
+    for path in sorted((ROOT / "cuda").glob("*.cu")):
+        text = path.read_text()
+        for op, array in LADDER.findall(text):
+            start = text.index(f"{array}[] = {{")
+            body = text[start:text.index("\n};", start)]
+            tables[op] = [(name, int(step), flag_value(flags)) for name, step, flags in TABLE_ROW.findall(body)]
+    return tables
+
+
+def test_cuda_source_tables_match_the_cpu_tables():
+    """What test_methods_tables compares in a CUDA build, checked against
+    the cuda sources in every build (a CPU-only one has no cuda table to
+    load): names, steps and the flags that are the rung's idea."""
+    if not (ROOT / "cuda").is_dir():
+        pytest.skip("no cuda/ sources beside the tests")
+    cuda = cuda_source_tables()
+    assert sorted(cuda) == sorted(_backend.OPS)
+    for op in _backend.OPS:
+        cpu = _backend.table(op, "cpu")
+        want = shared_facts(cpu)
+        got = [(name, step, flags & ~BACKEND_OWN_FLAGS) for name, step, flags in cuda[op]]
+        assert got == want, op
+    if _backend.cuda_built():  # the parse reads what the compiler built
+        assert cuda == {op: [(r.name, r.step, r.flags) for r in _backend.table(op, "cuda")] for op in _backend.OPS}
 
 
 # The rungs the tutorial and the lessons name, in their order. A ladder may

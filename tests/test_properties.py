@@ -11,12 +11,12 @@ Float sums and dots are compared with the exact answer (``math.fsum``, or
 * ``method="auto"`` must be as accurate as NumPy on the same data:
   ``|got - exact| <= max(2 * |numpy - exact|, 2 ulp of exact)``.
 * rungs that add per-thread shares and combine them in a tree or in block
-  order (FLOAT_ORDER "tree") are held to ``4 * log2(n + 2) * eps * sum|x|``,
-  which grows with log n, not n.
-* the exact rungs (FLOAT_ORDER "exact") round the exact total once: a
+  order (the rows flagged neither F_EXACT nor F_ARRIVAL: "tree") are held
+  to ``4 * log2(n + 2) * eps * sum|x|``, which grows with log n, not n.
+* the exact rungs (F_EXACT: "exact") round the exact total once: a
   float64 total equals ``math.fsum``'s, a float32 one is within half its ulp.
 * rungs that add elements or thread partials one at a time in the order
-  threads arrive (FLOAT_ORDER "arrival") have no tighter guarantee than any
+  threads arrive (F_ARRIVAL: "arrival") have no tighter guarantee than any
   summation order: only Higham's order-free bound
   ``gamma(n - 1) * sum|x|`` is checked, a sanity check (dropped or doubled
   elements), not an accuracy claim.
@@ -67,25 +67,23 @@ COMPARE = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator
            "!=": operator.ne}
 BIG = 2.0**50  # finite float data stays within this: no sum or product of two reaches float32's overflow
 
-# How each float rung orders its additions (the variant tables carry no flag
-# for it, so it is written here once; a rung missing from it fails
-# test_every_float_rung_is_classified).
-FLOAT_ORDER = {
-    "sum": {"atomic": "arrival", "cas": "arrival", "thread_local": "arrival", "block_tree": "tree",
-            "grid_lock": "tree", "grid_flags": "tree", "cooperative": "tree", "last_block": "tree",
-            "vector": "tree", "exact_global": "exact", "exact_shared": "exact", "exact": "exact"},
-    # every dot rung builds block values with a tree, then adds the block values
-    "dot": {"partial": "tree", "mutex": "tree", "atomic": "tree", "cas": "tree", "vector": "tree",
-            "exact_global": "exact", "exact_shared": "exact", "exact": "exact"},
-}
-
-
 def rungs(op):
     return [name for name, _, _ in cuatomic.methods(op, BACKEND)]
 
 
 def flags(op, name):
     return cuatomic._backend.rung(op, BACKEND, name).flags
+
+
+def float_order(op, name):
+    """How a sum or dot rung orders its float additions, read from its
+    row's flags: "exact" (F_EXACT), "arrival" (F_ARRIVAL), else "tree".
+    A rung that adds in arrival order but lacks the flag is held to the
+    tree's bound, and fails it, rather than passing a looser one."""
+    f = flags(op, name)
+    if f & _C.F_EXACT:
+        return "exact"
+    return "arrival" if f & _C.F_ARRIVAL else "tree"
 
 
 # ------------------------------------------------------------ strategies
@@ -208,7 +206,7 @@ def check_float_total(got, reference, terms, exact, dt, rule, what):
 def check_rung(op, got, reference, terms, exact, method, what):
     """One rung's sum or dot against NumPy's: the same result type;
     integers exactly; floats with NaN and infinities as IEEE addition of
-    `terms` gives them, and within the rung's FLOAT_ORDER bound (auto's
+    `terms` gives them, and within the bound of the rung's float_order (auto's
     accuracy has tests of its own)."""
     assert type(got) is type(reference), f"{what}: {type(got)} vs NumPy's {type(reference)}"
     if terms is None:
@@ -216,7 +214,7 @@ def check_rung(op, got, reference, terms, exact, method, what):
     elif method == "auto":
         check_special(float(got), terms, what)
     else:
-        check_float_total(got, reference, terms, exact, np.asarray(reference).dtype, FLOAT_ORDER[op][method], what)
+        check_float_total(got, reference, terms, exact, np.asarray(reference).dtype, float_order(op, method), what)
 
 
 def sum_case(x, dtype):
@@ -295,9 +293,16 @@ def same_array(got, ref, ordered=True):
 
 # ------------------------------------------------------------ sum and prod
 
-def test_every_float_rung_is_classified():
-    for op, table in FLOAT_ORDER.items():
-        assert set(table) == set(rungs(op)), op
+def test_float_order_flags_are_consistent():
+    """F_ARRIVAL marks sum and dot rungs only (the ones float_order reads),
+    never an exact rung, and never a deterministic one: additions in the
+    order threads arrive cannot give the same bits every call."""
+    for op in cuatomic._backend.OPS:
+        for name in rungs(op):
+            f = flags(op, name)
+            if f & _C.F_ARRIVAL:
+                assert op in ("sum", "dot"), (op, name)
+                assert not f & (_C.F_EXACT | _C.F_DETERMINISTIC), (op, name)
 
 
 @PROPERTY

@@ -1,8 +1,8 @@
 /* exact.c -- the CPU twins of the exact rungs of sum and dot (cuda/exact.cu):
- * the exact sum of float32/float64 values (of the exact products a[i]*b[i])
- * in a superaccumulator of integers (cuda/xacc.h), rounded once by the
- * caller. Integer addition is associative, so the result is the same for
- * any team size, blocks, threads or order.
+ * the exact sum of values of any dtype (of the exact products a[i]*b[i];
+ * integers at weight 2^0) in a superaccumulator of integers (cuda/xacc.h),
+ * rounded once by the caller. Integer addition is associative, so the
+ * result is the same for any team size, blocks, threads or order.
  *
  *  exact_global  every element's term added to one shared superaccumulator
  *                with atomic fetch_add on its 3 (products: 5) words: the
