@@ -20,7 +20,7 @@ import numpy as np
 
 import cuatomic
 
-from .. import _backend
+from .. import _C, _backend
 from .._device import DeviceArray, to_device
 from ..datasets import english_like_text, text_to_array
 from ..timing import benchmark
