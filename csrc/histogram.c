@@ -3,6 +3,7 @@
  * in chunks and the counts added up. The weighted histogram the same way,
  * with float64 or int64 weights and sums. Also the min/max that sizes a
  * device array's range, and whether a rung can count a number of bins. */
+#include <math.h>
 #include <string.h>
 
 #include "call.h"
@@ -66,8 +67,18 @@ static int read_bins(PyObject *obj, int dtype, cua_bins *bins)
      * arithmetic. */
     if (int_edges) bins->uniform = 0;
     bins->edges = PyArray_DATA(edges);
-    if (bins->integer && bins->iwidth < 1) {
-        PyErr_SetString(PyExc_SystemError, "cuatomic: integer bins need a width >= 1");
+    /* The rungs compute lo + width * k and (x - lo) / width in int64, and
+     * the uniform guess (x - first) * inv_width in double, converted to an
+     * integer: refuse values that would overflow or be NaN there (Python's
+     * bins stay within 2^53; this guards the ABI). */
+    if (bins->integer && (bins->iwidth < 1 || bins->ilo <= INT64_MIN + 1 ||
+                          bins->iwidth > (INT64_MAX - (bins->ilo > 0 ? bins->ilo : 0)) / bins->nbins)) {
+        PyErr_SetString(PyExc_SystemError,
+                        "cuatomic: integer bins need a width >= 1 and lo + width * nbins within int64");
+        return -1;
+    }
+    if (bins->uniform && !(isfinite(bins->inv_width) && bins->inv_width >= 0)) {
+        PyErr_SetString(PyExc_SystemError, "cuatomic: uniform bins need a finite inv_width >= 0");
         return -1;
     }
     return 0;

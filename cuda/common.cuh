@@ -49,11 +49,13 @@ struct cua_call_event {
         if (cua_cuda_event_take(&ev, &device)) return;
         if (cudaEventRecord((cudaEvent_t)ev, s) != cudaSuccess) {
             cudaGetLastError();
-            cua_cuda_event_give(ev, device);
+            cudaEventDestroy((cudaEvent_t)ev);  // not back to the spares: the event may be what failed
             return;
         }
         e = (cudaEvent_t)ev;
     }
+    cua_call_event(const cua_call_event &) = delete;  // one owner gives the event back, once
+    cua_call_event &operator=(const cua_call_event &) = delete;
     ~cua_call_event() { cua_cuda_event_give((void *)e, device); }
     cudaError_t query(cudaStream_t s) const { return e ? cudaEventQuery(e) : cudaStreamQuery(s); }
 };
@@ -324,7 +326,7 @@ template <class F>
 static inline int cua_dispatch(int dtype, F &&f)
 {
 #define CUA_DISPATCH_CASE_(id, name, ctype, ...) \
-    case CUA_##id: return f(ctype());
+    case id: return f(ctype());
     switch (dtype) {
         CUA_DTYPES(CUA_DISPATCH_CASE_)
     default: return CUA_EINTERNAL;

@@ -26,23 +26,25 @@ extern "C" {
  * (filter.c) all come from it.
  *
  * CUA_DTYPES_P(X, p) passes p first to every X (for a list made of
- * another macro's X); CUA_DTYPES(X) calls X(id, name, ctype, npy, pred). */
-#define CUA_DTYPES_P(X, p)                          \
-    X(p, BOOL, "bool", uint8_t, NPY_BOOL, u)        \
-    X(p, INT8, "int8", int8_t, NPY_INT8, i)         \
-    X(p, UINT8, "uint8", uint8_t, NPY_UINT8, u)     \
-    X(p, INT16, "int16", int16_t, NPY_INT16, i)     \
-    X(p, UINT16, "uint16", uint16_t, NPY_UINT16, u) \
-    X(p, INT32, "int32", int32_t, NPY_INT32, i)     \
-    X(p, UINT32, "uint32", uint32_t, NPY_UINT32, u) \
-    X(p, INT64, "int64", int64_t, NPY_INT64, i)     \
-    X(p, UINT64, "uint64", uint64_t, NPY_UINT64, u) \
-    X(p, FLOAT32, "float32", float, NPY_FLOAT32, f) \
-    X(p, FLOAT64, "float64", double, NPY_FLOAT64, d)
+ * another macro's X); CUA_DTYPES(X) calls X(id, name, ctype, npy, pred).
+ * The ids are written whole (CUA_INT8, not INT8 pasted later): forwarded
+ * through __VA_ARGS__, a short name would be macro-expanded first. */
+#define CUA_DTYPES_P(X, p)                              \
+    X(p, CUA_BOOL, "bool", uint8_t, NPY_BOOL, u)        \
+    X(p, CUA_INT8, "int8", int8_t, NPY_INT8, i)         \
+    X(p, CUA_UINT8, "uint8", uint8_t, NPY_UINT8, u)     \
+    X(p, CUA_INT16, "int16", int16_t, NPY_INT16, i)     \
+    X(p, CUA_UINT16, "uint16", uint16_t, NPY_UINT16, u) \
+    X(p, CUA_INT32, "int32", int32_t, NPY_INT32, i)     \
+    X(p, CUA_UINT32, "uint32", uint32_t, NPY_UINT32, u) \
+    X(p, CUA_INT64, "int64", int64_t, NPY_INT64, i)     \
+    X(p, CUA_UINT64, "uint64", uint64_t, NPY_UINT64, u) \
+    X(p, CUA_FLOAT32, "float32", float, NPY_FLOAT32, f) \
+    X(p, CUA_FLOAT64, "float64", double, NPY_FLOAT64, d)
 #define CUA_DTYPE_CALL_(X, ...) X(__VA_ARGS__)
 #define CUA_DTYPES(X) CUA_DTYPES_P(CUA_DTYPE_CALL_, X)
 
-#define CUA_DTYPE_ENUM_(id, ...) CUA_##id,
+#define CUA_DTYPE_ENUM_(id, ...) id,
 enum cua_dtype { CUA_DTYPES(CUA_DTYPE_ENUM_) CUA_NDTYPES };
 
 /* Accumulator kinds for sum and dot. Integers accumulate in 64 bits with
@@ -291,7 +293,7 @@ static inline const cua_rung *cua_ladder_rung(const cua_ladder *ladder, int i)
 /* Size in bytes of one element of a cua_dtype, 0 for an unknown id. */
 static inline size_t cua_dtype_size(int dtype)
 {
-#define CUA_DTYPE_SIZE_(id, name, ctype, ...) case CUA_##id: return sizeof(ctype);
+#define CUA_DTYPE_SIZE_(id, name, ctype, ...) case id: return sizeof(ctype);
     switch (dtype) {
     CUA_DTYPES(CUA_DTYPE_SIZE_)
     default: return 0;

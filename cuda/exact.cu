@@ -522,7 +522,7 @@ __global__ void __launch_bounds__(1024) exact_kernel(const T *__restrict__ x, co
 static const char *dtype_name(int dtype)
 {
 #define EXACT_DTYPE_NAME_(id, name, ...) \
-    case CUA_##id: return name;
+    case id: return name;
     switch (dtype) {
         CUA_DTYPES(EXACT_DTYPE_NAME_)
     default: return "an unknown dtype";

@@ -277,3 +277,24 @@ def test_histogram_plan_is_not_used_for_other_arguments():
     check_hist(cuatomic.histogram(a[::2], 10, (0, 300)), a[::2], 10, (0, 300))
     got = cuatomic.histogram(a, 10, (0, 300), density=True)
     np.testing.assert_allclose(got[0], np.histogram(a, 10, (0, 300), density=True)[0])
+
+
+# ------------------------------------------------- the bins the core is told
+
+def test_the_core_refuses_bins_whose_arithmetic_would_overflow():
+    from cuatomic import _C, _backend
+    from cuatomic._bins import KernelBins
+    x = np.arange(100, dtype=np.int32)
+    edges = np.linspace(0, 100, 11)
+    call = dict(backend=_backend.backend_id("cpu"), rung=_backend.rung("histogram", "cpu", "global").index, x=x,
+                n=x.size, dtype=_C.DTYPES.index("int32"), blocks=-1, threads=-1, device_out=False, stream=0)
+    assert np.array_equal(_C.histogram(bins=KernelBins(edges, 1, 0.1, 1, 0, 10), **call), np.full(10, 10))
+    for bad in (KernelBins(edges, 1, 0.1, 1, 0, 2**62),          # lo + width * nbins past int64
+                KernelBins(edges, 1, 0.1, 1, -2**63, 10),        # lo at int64's minimum
+                KernelBins(edges, 1, 0.1, 1, 0, 0),              # no width
+                KernelBins(edges, 1, float("nan"), 0, 0, 1),     # a NaN scale for the uniform guess
+                KernelBins(edges, 1, float("inf"), 0, 0, 1),
+                (edges, 1, 0.1),                                 # not the six fields
+                KernelBins(list(edges), 1, 0.1, 0, 0, 1)):       # edges not an ndarray
+        with pytest.raises((SystemError, TypeError)):
+            _C.histogram(bins=bad, **call)

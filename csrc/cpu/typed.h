@@ -9,7 +9,7 @@
 
 /* X(id, C type, member of cua_pred's union holding a bound of this type)
  * for each element type of CUA_DTYPES (cuatomic_abi.h), the one list. */
-#define CUA_CPU_TYPE_(X, id, name, ctype, npy, pred) X(CUA_##id, ctype, pred)
+#define CUA_CPU_TYPE_(X, id, name, ctype, npy, pred) X(id, ctype, pred)
 #define CUA_CPU_TYPES(X) CUA_DTYPES_P(CUA_CPU_TYPE_, X)
 
 #endif
