@@ -19,13 +19,23 @@ extern "C" int cua_cuda_free(void *ptr)
     return 0;
 }
 
+// Wait for what was queued on s up to now -- the copy just queued, and the
+// work before it -- but not for work other threads queue on s after it
+// (the legacy default stream is every thread's that passes none): an event
+// recorded now, synchronized; the stream itself only if none can be.
+static int wait_queued(cudaStream_t s)
+{
+    const cua_call_event done(s);
+    CUA_CHECK(done.e ? cudaEventSynchronize(done.e) : cudaStreamSynchronize(s));
+    return 0;
+}
+
 static int copy(void *dst, const void *src, size_t nbytes, cudaMemcpyKind kind, void *stream)
 {
     if (nbytes == 0) return 0;
     cudaStream_t s = (cudaStream_t)stream;
     CUA_CHECK(cudaMemcpyAsync(dst, src, nbytes, kind, s));
-    CUA_CHECK(cudaStreamSynchronize(s));
-    return 0;
+    return wait_queued(s);
 }
 
 // ------------------------------------------------------------------ pool
@@ -239,8 +249,7 @@ extern "C" int cua_cuda_memcpy_dtod(void *dst, const void *src, size_t n, void *
     if (attr.type != cudaMemoryTypeDevice || attr.device == here)
         return copy(dst, src, n, cudaMemcpyDeviceToDevice, s);
     CUA_CHECK(cudaMemcpyPeerAsync(dst, here, src, attr.device, n, (cudaStream_t)s));
-    CUA_CHECK(cudaStreamSynchronize((cudaStream_t)s));
-    return 0;
+    return wait_queued((cudaStream_t)s);
 }
 
 // ------------------------------------------------------------- call slots
