@@ -33,6 +33,7 @@ import json
 import statistics
 import threading
 import time
+from unittest import mock
 
 import numpy as np
 
@@ -120,21 +121,6 @@ def _median_s(fn, repeat):
     return statistics.median(ts)
 
 
-class _Patched:
-    """cuatomic.dask's chunk function `name` replaced by `fn` while in the
-    block: graphs built inside call `fn` for each chunk."""
-
-    def __init__(self, module, name, fn):
-        self.module, self.name, self.fn = module, name, fn
-
-    def __enter__(self):
-        self.saved = getattr(self.module, self.name)
-        setattr(self.module, self.name, self.fn)
-
-    def __exit__(self, *exc):
-        setattr(self.module, self.name, self.saved)
-
-
 def _timed(f, marks, t0):
     """f, recording each call's thread, chunk GPU, start and end (µs since t0[0])."""
     def timed(c, *args):
@@ -147,7 +133,7 @@ def _timed(f, marks, t0):
     return timed
 
 
-def dask_rows(args, gpus, data, per_gpu, rows):
+def dask_rows(args, gpus, data, per_gpu, out):
     """cuatomic.dask with dask's threaded scheduler (no worker processes)
     over the chunks as they lie: all GPUs' chunks, against GPU 0's taken
     `gpus` times (the same number of chunks and bytes). Beside each:
@@ -160,7 +146,8 @@ def dask_rows(args, gpus, data, per_gpu, rows):
       dask's.
 
     One row per thread count of --dask-workers (0: dask's default, a
-    thread per core), appended to `rows` (and saved) as it is measured;
+    thread per core), appended to out["dask_threads"] (and `out` saved) as
+    it is measured;
     with --timeline, each chunk task's thread, GPU, start and end in one
     more compute, and that compute's total."""
 
@@ -190,6 +177,7 @@ def dask_rows(args, gpus, data, per_gpu, rows):
                       lambda c, *a: cuatomic.ExactSum(),
                       lambda parts: cd._combine_exact(parts, np.float64), (np.float64, "exact", None)),
     }
+    rows = out.setdefault("dask_threads", [])
     with dask.config.set(scheduler="threads"):
         for name, (kind, make, chunk_fn, empty, combine, chunk_args) in works.items():
             if kind not in data:
@@ -224,7 +212,7 @@ def dask_rows(args, gpus, data, per_gpu, rows):
                 with dask.config.set(config):
                     for label, x, chunks in (("one", one[kind], one_chunks[kind]),
                                              ("all", every[kind], every_chunks[kind])):
-                        with _Patched(cd, chunk_fn, empty):
+                        with mock.patch.object(cd, chunk_fn, empty):
                             floor = make(x)  # built here: its chunk tasks call `empty`
                         times[label] = {
                             "dask": _median_s(make(x).compute, args.repeat),
@@ -233,7 +221,7 @@ def dask_rows(args, gpus, data, per_gpu, rows):
                                               args.repeat)}
                         if args.timeline:
                             m, t0 = [], [0.0]
-                            with _Patched(cd, chunk_fn, _timed(real, m, t0)):
+                            with mock.patch.object(cd, chunk_fn, _timed(real, m, t0)):
                                 timed = make(x)
                             t0[0] = time.perf_counter()
                             timed.compute()
@@ -248,7 +236,7 @@ def dask_rows(args, gpus, data, per_gpu, rows):
                 if marks:
                     row["timeline"] = marks
                 rows.append(row)
-                save(args.out, args.saved)  # after every row: a run cut short keeps what it measured
+                save(args.out, out)  # after every row: a run cut short keeps what it measured
                 print(f"dask threads {name:10s} workers {workers or 'default':>7} one GPU {row['one_gpu_ms']:7.2f} ms"
                       f"  {len(gpus)} GPUs {row['all_gpus_ms']:7.2f} ms  {row['scaling']:5.2f}x  "
                       f"floor {row['floor_one_ms']:.2f} / {row['floor_all_ms']:.2f} ms  "
@@ -343,9 +331,7 @@ def main():
             print(f"{name:10s} {who:9s} one GPU {t1 * 1e3:8.2f} ms   {ngpu} GPUs {tn * 1e3:8.2f} ms   "
                   f"{t1 / tn:5.2f}x", flush=True)
     if args.dask:
-        out["dask_threads"] = []
-        args.saved = out
-        dask_rows(args, gpus, data, per_gpu, out["dask_threads"])
+        dask_rows(args, gpus, data, per_gpu, out)
 
 
 def save(path, out):
