@@ -95,6 +95,10 @@ int cua_copy_on_device(void *dst, const void *src, size_t nbytes, void *stream)
 {
     return cua_cuda_memcpy_dtod(dst, src, nbytes, stream);
 }
+int cua_deliver(int backend, const void *dev, size_t nbytes, void *host, cua_launch *cfg)
+{
+    return backend == BACKEND_CUDA ? cua_cuda_deliver(dev, nbytes, host, cfg) : 0;
+}
 #else
 int cua_stage(cua_input *in) { return in->host ? CUA_EINTERNAL : 0; }
 void cua_unstage(cua_input *in) { (void)in; }
@@ -114,6 +118,11 @@ int cua_copy_on_device(void *dst, const void *src, size_t nbytes, void *stream)
 {
     (void)dst, (void)src, (void)nbytes, (void)stream;
     return CUA_EINTERNAL;
+}
+int cua_deliver(int backend, const void *dev, size_t nbytes, void *host, cua_launch *cfg)
+{
+    (void)dev, (void)nbytes, (void)host, (void)cfg;
+    return backend == BACKEND_CUDA ? CUA_EINTERNAL : 0;
 }
 #endif
 

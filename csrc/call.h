@@ -39,6 +39,11 @@ void cua_unstage(cua_input *in);
 int cua_device_alloc(int backend, void **ptr, size_t nbytes, void *stream);
 void cua_device_free(void *ptr, void *stream);
 int cua_copy_to_host(void *dst, const void *src, size_t nbytes, void *stream);
+/* The result route of a launcher that left `nbytes` of results in `dev`
+ * (cua_cuda_deliver): on CUDA the one wait, and the results to the call
+ * slot (cfg->result_device), or copied to `host` when it is not NULL; on
+ * the CPU nothing (the launcher wrote them where they belong). */
+int cua_deliver(int backend, const void *dev, size_t nbytes, void *host, cua_launch *cfg);
 /* Device to device on `stream` (a source on another GPU: a peer copy), waited for. */
 int cua_copy_on_device(void *dst, const void *src, size_t nbytes, void *stream);
 

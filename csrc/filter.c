@@ -130,3 +130,34 @@ PyObject *cua_op_filter(PyObject *self, PyObject *args, PyObject *kw)
     cua_record_launch(backend, CUA_OP_FILTER, &row->rung, &cfg);
     return Py_BuildValue("(NL)", out, (long long)count);
 }
+
+/* filter_fits(backend, rung, x, dtype, blocks, threads) -> None if the rung
+ * can filter dtype data at address x (0: memory the call allocates) with
+ * that launch configuration on the current device, else the reason (the
+ * ValueError a call would raise). */
+PyObject *cua_filter_fits(PyObject *self, PyObject *args, PyObject *kw)
+{
+    (void)self;
+    static char *kwlist[] = {"backend", "rung", "x", "dtype", "blocks", "threads", NULL};
+    int backend, rung, dtype, threads;
+    long long blocks;
+    PyObject *xobj;
+    void *x;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "iiOiLi", kwlist, &backend, &rung, &xobj, &dtype, &blocks, &threads) ||
+        cua_as_ptr(xobj, &x) < 0)
+        return NULL;
+    if (cua_dtype_size(dtype) == 0) {
+        PyErr_SetString(PyExc_SystemError, "cuatomic: bad dtype id");
+        return NULL;
+    }
+    const cua_filter_row *row = (const cua_filter_row *)cua_find_rung(backend, CUA_OP_FILTER, rung);
+    cua_launch cfg;
+    if (!row || cua_launch_config(blocks, threads, NULL, &cfg) < 0) return NULL;
+    int st;
+    Py_BEGIN_ALLOW_THREADS
+    st = row->fits(x, dtype, &cfg);
+    Py_END_ALLOW_THREADS
+    if (st == CUA_EINVAL) return PyUnicode_FromString(cfg.msg);
+    if (st) return cua_raise(st, &cfg);
+    Py_RETURN_NONE;
+}

@@ -71,6 +71,7 @@ PyObject *cua_op_reduce(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *cua_op_histogram(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *cua_op_weighted_histogram(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *cua_histogram_fits(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *cua_filter_fits(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *cua_op_minmax(PyObject *self, PyObject *args);
 PyObject *cua_op_filter(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *cua_op_counter(PyObject *self, PyObject *args, PyObject *kw);

@@ -21,7 +21,7 @@ static int hist_chunk(const void *const *dev, int64_t m, cua_launch *cfg, void *
     hist_ctx *c = vctx;
     const size_t bytes = (size_t)c->bins->nbins * sizeof(uint64_t);
     int st = c->run(dev[0], m, c->dtype, c->bins, c->dev_counts, cfg);
-    if (!st) st = cua_copy_to_host(c->tmp, c->dev_counts, bytes, cfg->stream);
+    if (!st) st = cua_deliver(BACKEND_CUDA, c->dev_counts, bytes, c->tmp, cfg);
     for (int64_t b = 0; !st && b < c->bins->nbins; b++) c->counts[b] += c->tmp[b];
     return st;
 }
@@ -118,7 +118,7 @@ static int whist_chunk(const void *const *dev, int64_t m, cua_launch *cfg, void 
     whist_ctx *c = vctx;
     const int64_t nb = c->bins->nbins;
     int st = c->run(dev[0], dev[1], m, c->dtype, c->wdtype, c->bins, c->dev_sums, cfg);
-    if (!st) st = cua_copy_to_host(c->tmp, c->dev_sums, (size_t)nb * 8, cfg->stream);
+    if (!st) st = cua_deliver(BACKEND_CUDA, c->dev_sums, (size_t)nb * 8, c->tmp, cfg);
     if (st) return st;
     if (c->wdtype == CUA_FLOAT64)
         for (int64_t b = 0; b < nb; b++) ((double *)c->sums)[b] += ((const double *)c->tmp)[b];
@@ -131,9 +131,9 @@ static int whist_chunk(const void *const *dev, int64_t m, cua_launch *cfg, void 
  * else sums the weights w (wdtype FLOAT64 or INT64, where x is) per bin.
  * The output is an ndarray, or a DeviceBuffer when device_out. A large host
  * input is streamed in chunks through the pipeline and the chunks' results
- * added up; otherwise one staged run, whose counts come back through a call
- * slot when one is free (the rung is given no device counts and publishes
- * them there: counts only). */
+ * added up; otherwise one staged run. Either way the rung writes device
+ * memory (on CUDA) and the result route (cua_deliver) brings it back:
+ * counts through a call slot when one is free. */
 static PyObject *run_histogram(int backend, int rung, PyObject *x, long long n, int dtype, PyObject *w, int wdtype,
                                PyObject *bins_obj, long long blocks, int threads, int device_out, void *stream)
 {
@@ -197,13 +197,13 @@ static PyObject *run_histogram(int backend, int rung, PyObject *x, long long n, 
                 cua_slot_take(backend, &sl);
                 mapped = cua_slot_output(&sl, bytes, &cfg, NULL);
             }
-            if (!mapped) st = cua_device_alloc(backend, &dev, bytes, stream);
+            st = cua_device_alloc(backend, &dev, bytes, stream); /* NULL on the CPU: res is the target */
         }
-        void *target = mapped ? NULL : dev ? dev : res;
+        void *target = dev ? dev : res;
         if (!st) st = weighted ? sum(in.ptr, win.ptr, n, dtype, wdtype, &bins, target, &cfg)
                                : count(in.ptr, n, dtype, &bins, (uint64_t *)target, &cfg);
+        if (!st) st = cua_deliver(backend, target, bytes, dev && !mapped ? res : NULL, &cfg);
         if (!st && mapped) memcpy(res, mapped, bytes);
-        if (!st && dev) st = cua_copy_to_host(res, dev, bytes, stream);
         cua_slot_give(&sl);
         if (weighted) cua_unstage(&win);
         cua_unstage(&in);
@@ -255,34 +255,37 @@ PyObject *cua_op_weighted_histogram(PyObject *self, PyObject *args, PyObject *kw
     return run_histogram(backend, rung, x, n, dtype, w, wdtype, bins, blocks, threads, device_out, stream);
 }
 
-/* histogram_fits(backend, rung, nbins, dtype, blocks, threads, op=histogram)
+/* histogram_fits(backend, rung, bins, dtype, blocks, threads, op=histogram)
  * -> None if the rung of op's ladder (histogram or weighted_histogram) can
- * count that many bins with that launch configuration, else the reason
- * (the ValueError a call would raise). */
+ * count dtype data in these bins (a KernelBins tuple) with that launch
+ * configuration, else the reason (the ValueError a call would raise). */
 PyObject *cua_histogram_fits(PyObject *self, PyObject *args, PyObject *kw)
 {
     (void)self;
-    static char *kwlist[] = {"backend", "rung", "nbins", "dtype", "blocks", "threads", "op", NULL};
+    static char *kwlist[] = {"backend", "rung", "bins", "dtype", "blocks", "threads", "op", NULL};
     int backend, rung, dtype, threads, op = CUA_OP_HISTOGRAM;
-    long long nbins, blocks;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "iiLiLi|i", kwlist, &backend, &rung, &nbins, &dtype, &blocks,
+    long long blocks;
+    PyObject *bins_obj;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "iiOiLi|i", kwlist, &backend, &rung, &bins_obj, &dtype, &blocks,
                                      &threads, &op))
         return NULL;
     if (op != CUA_OP_HISTOGRAM && op != CUA_OP_WEIGHTED_HISTOGRAM) {
         PyErr_SetString(PyExc_SystemError, "cuatomic: histogram_fits is for the histogram ladders");
         return NULL;
     }
-    const cua_rung *r = cua_find_rung(backend, op, rung);
-    cua_launch cfg;
-    if (!r || cua_launch_config(blocks, threads, NULL, &cfg) < 0) return NULL;
-    if (nbins < 1 || cua_dtype_size(dtype) == 0) {
-        PyErr_SetString(PyExc_SystemError, "cuatomic: bad bin count or dtype id");
+    if (cua_dtype_size(dtype) == 0) {
+        PyErr_SetString(PyExc_SystemError, "cuatomic: bad dtype id");
         return NULL;
     }
+    const cua_rung *r = cua_find_rung(backend, op, rung);
+    cua_launch cfg;
+    cua_bins bins;
+    if (!r || read_bins(bins_obj, dtype, &bins) < 0 || cua_launch_config(blocks, threads, NULL, &cfg) < 0)
+        return NULL;
     cua_hist_fits_fn fits = op == CUA_OP_HISTOGRAM ? ((const cua_hist_row *)r)->fits : ((const cua_whist_row *)r)->fits;
     int st;
     Py_BEGIN_ALLOW_THREADS
-    st = fits(nbins, dtype, &cfg);
+    st = fits(&bins, dtype, &cfg);
     Py_END_ALLOW_THREADS
     if (st == CUA_EINVAL) return PyUnicode_FromString(cfg.msg);
     if (st) return cua_raise(st, &cfg);

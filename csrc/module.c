@@ -124,9 +124,12 @@ static PyMethodDef methods[] = {
      "As histogram, with n weights w of dtype id wdtype (FLOAT64, or INT64 summed with wrap-around) where x is; "
      "rung indexes variants(backend, OPS.index('weighted_histogram'))."},
     {"histogram_fits", KWFN(cua_histogram_fits), KW,
-     "histogram_fits(backend, rung, nbins, dtype, blocks, threads, op=OPS.index('histogram')) -> None, or why "
-     "the rung of op's ladder (histogram or weighted_histogram) cannot count nbins bins with that launch "
-     "configuration on the current device"},
+     "histogram_fits(backend, rung, bins, dtype, blocks, threads, op=OPS.index('histogram')) -> None, or why "
+     "the rung of op's ladder (histogram or weighted_histogram) cannot count dtype data in these bins (a "
+     "KernelBins tuple) with that launch configuration on the current device"},
+    {"filter_fits", KWFN(cua_filter_fits), KW,
+     "filter_fits(backend, rung, x, dtype, blocks, threads) -> None, or why the filter rung cannot filter dtype "
+     "data at address x (0: memory the call allocates) with that launch configuration on the current device"},
     {"filter", KWFN(cua_op_filter), KW,
      "filter(backend, rung, x, n, dtype, negate, lo, hi, blocks, threads, device_out, stream) -> (out, count)\n\n"
      "Keeps x iff (lo <= x <= hi) != negate; lo/hi are 8 bytes each, the bound in the data's type."},

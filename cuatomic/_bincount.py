@@ -172,7 +172,7 @@ def bincount(x, weights=None, minlength=0, *, method="auto", backend=None, block
         sums = sum_weights(be, rung, inp, w, bins, nb, nt, s)
         return DeviceArray(sums, (nbins,), np.float64) if inp.device else sums
     if rung is None:
-        rung = auto_rung("histogram", be, inp.n, inp.dtype, nbins, fits=rung_fits(be, nbins, inp.id, nb, nt))
+        rung = auto_rung("histogram", be, inp.n, inp.dtype, nbins, fits=rung_fits(be, bins, inp.id, nb, nt))
     counts = _C.histogram(_backend.backend_id(be), rung.index, inp.x, inp.n, inp.id, bins, nb, nt, inp.device, s)
     return DeviceArray(counts, (nbins,), np.int64) if inp.device else counts
 
@@ -187,4 +187,5 @@ def explain(backend, x, weights=None, minlength=0, *, blocks=None, threads=None,
     if inp.n == 0:  # NumPy's int64 zeros, and nothing launched
         return _auto.Choice(op, backend, None, "empty input: the call returns NumPy's int64 zeros and launches no "
                             "rung", facts(inp, nbins))
-    return _auto.choose(op, backend, facts(inp, max(nbins, 1)), fits=rung_fits(backend, max(nbins, 1), inp.id, nb, nt, op))
+    kb = unit_bins(max(nbins, 1), inp.dtype)
+    return _auto.choose(op, backend, facts(inp, max(nbins, 1)), fits=rung_fits(backend, kb, inp.id, nb, nt, op))

@@ -267,14 +267,15 @@ def facts(inp, nbins):
     return {"n": inp.n, "dtype": str(inp.dtype), "bins": nbins}
 
 
-def rung_fits(backend, nbins, dtype_id, blocks, threads, op="histogram"):
+def rung_fits(backend, kb, dtype_id, blocks, threads, op="histogram"):
     """fits(rung) for :func:`cuatomic._auto.choose`: None if the rung of
-    op's ladder (histogram or weighted_histogram) can count `nbins` bins
-    with this launch configuration on this device, else the limit it would
-    refuse with (the same test its launcher makes)."""
+    op's ladder (histogram or weighted_histogram) can count dtype_id data
+    in the KernelBins `kb` with this launch configuration on this device,
+    else the limit it would refuse with (the same test its launcher
+    makes)."""
     be_id = _backend.backend_id(backend)
     op_id = _backend.op_id(op)
-    return lambda row: _C.histogram_fits(backend=be_id, rung=row.index, nbins=nbins, dtype=dtype_id,
+    return lambda row: _C.histogram_fits(backend=be_id, rung=row.index, bins=kb, dtype=dtype_id,
                                          blocks=blocks, threads=threads, op=op_id)
 
 

@@ -135,11 +135,16 @@ def filter(a, op, value, *, ordered=True, method="auto", backend=None, blocks=No
         True (default): exactly ``a.ravel()[a.ravel() <op> value]``. False:
         the same multiset in any order.
     method : str, optional
-        ``"atomic"`` (push_back with atomicAdd's old value; unordered),
-        ``"ordered"`` (count, scan, scatter) or ``"lookback"`` (single pass
-        with decoupled look-back; ordered). ``"auto"``: the rung measured
-        fastest for this dtype and size among those that keep order when
-        ``ordered=True`` (see :func:`explain`).
+        A rung of :func:`methods` ``("filter")``: ``"atomic"`` (push_back
+        with atomicAdd's old value; unordered), ``"ordered"`` (count, scan,
+        scatter), ``"lookback"`` (single pass with decoupled look-back;
+        ordered), ``"warp_aggregated"`` (push_back with one atomic per warp;
+        unordered) or ``"pipelined"`` (lookback with the next tile copied in
+        while it looks back; ordered; on a GPU it needs sm_80 and input on a
+        16-byte boundary, and raises ValueError otherwise). ``"auto"``: the
+        rung measured fastest for this dtype and size among those that keep
+        order when ``ordered=True`` and can run this call (see
+        :func:`explain`).
     backend, blocks, threads, stream
         As for :func:`sum`.
 
@@ -169,8 +174,10 @@ def filter(a, op, value, *, ordered=True, method="auto", backend=None, blocks=No
     if (type(value) in _PLAIN_VALUES and type(op) is str and type(method) is str and backend is None
             and blocks is None and threads is None and stream is None and (direct := direct_input(a)) is not None):
         x, n, dt, _ = direct
+        # auto's choice depends on the size and, on a GPU, on whether the
+        # data starts on a 16-byte boundary (pipelined's limit)
         key = (type(a), dt, op, type(value), value, bool(ordered), method, os.environ.get("CUATOMIC_BACKEND"),
-               n if method == "auto" else None)
+               (n, type(x) is not int or x % 16 == 0) if method == "auto" else None)
         plan = _PLANS.get(key)
         if plan is not None:
             return _run(plan, x, n, -1, -1, None)
@@ -192,6 +199,18 @@ _PLANS = BytesLRU(_PLAN_COUNT)  # (each plan counted as one "byte")
 # What the core is told: every resolved argument but the data and the
 # launch options.
 _Plan = collections.namedtuple("_Plan", "backend rung dtype_id negate lo hi device dtype")
+
+
+def rung_fits(backend, inp, blocks, threads):
+    """fits(rung) for :func:`cuatomic._auto.choose`: None if the filter
+    rung can filter this prepared input with this launch configuration on
+    this device, else the limit it would refuse with (the same test its
+    launcher makes: ``pipelined`` needs sm_80 and input on a 16-byte
+    boundary). Host input is staged into memory the call allocates, which
+    is aligned."""
+    be_id = _backend.backend_id(backend)
+    address = inp.x if inp.device else 0
+    return lambda row: _C.filter_fits(be_id, row.index, address, inp.id, blocks, threads)
 
 
 def _run(plan, x, n, blocks, threads, stream):
@@ -222,8 +241,8 @@ def _filter(a, op, value, ordered, method, backend, blocks, threads, stream, pla
     inp = prepare(a, be, stream=s)
     negate, lo, hi = predicate(inp.dtype, op, value)
     if rung is None:
-        rung = auto_rung("filter", be, inp.n, inp.dtype,
-                         require=_C.F_ORDERED if ordered else 0)
+        rung = auto_rung("filter", be, inp.n, inp.dtype, require=_C.F_ORDERED if ordered else 0,
+                         fits=rung_fits(be, inp, nb, nt))
     plan = _Plan(_backend.backend_id(be), rung.index, inp.id, negate, lo, hi, inp.device, inp.dtype)
     result = _run(plan, inp.x, inp.n, nb, nt, s)
     if inp.given != inp.dtype:  # a.ravel()[mask] keeps a's byte order (the core wrote native order)

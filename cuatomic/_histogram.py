@@ -161,7 +161,7 @@ def _histogram(a, bins, range, density, method, backend, blocks, threads, stream
         return (DeviceArray.from_host(hist) if inp.device else hist), edges
     nbins = kb.edges.size - 1
     if rung is None:
-        rung = auto_rung("histogram", be, inp.n, inp.dtype, nbins, fits=rung_fits(be, nbins, inp.id, nb, nt))
+        rung = auto_rung("histogram", be, inp.n, inp.dtype, nbins, fits=rung_fits(be, kb, inp.id, nb, nt))
     plan = _Plan(_backend.backend_id(be), rung.index, inp.id, kb, inp.device)
     counts = _count(plan, inp.x, inp.n, nb, nt, s)
     if plan_for and read_as_is(inp, plan_for[1], a):
@@ -195,4 +195,4 @@ def explain(backend, a, bins=10, range=None, *, weights=None, weighted=False, bl
     nbins = kb.edges.size - 1
     known = facts(inp, nbins)
     known["top_bin_share"] = round(_auto.top_bin_share(_auto.sample(inp, stream), edges), 4)
-    return _auto.choose(op, backend, known, fits=rung_fits(backend, nbins, inp.id, nb, nt, op))
+    return _auto.choose(op, backend, known, fits=rung_fits(backend, kb, inp.id, nb, nt, op))

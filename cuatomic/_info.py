@@ -110,7 +110,10 @@ def explain(op, *args, backend=None, stream=None, **kwargs):
                 _filter.predicate(inp.dtype, args[1], args[2])
         facts = {"n": inp.n, "dtype": str(inp.dtype)}
     require = _C.F_ORDERED if op == "filter" and flag("ordered", kwargs.get("ordered", True)) else 0
-    return _auto.choose(op, be, facts, require=require)
+    fits = None
+    if op == "filter" and given:  # the rungs that cannot run this call are passed by, as the call does
+        fits = _filter.rung_fits(be, inp, *launch_config(kwargs.get("blocks"), kwargs.get("threads")))
+    return _auto.choose(op, be, facts, require=require, fits=fits)
 
 
 def last_launch():

@@ -136,6 +136,6 @@ def sum_weights(be, rung, inp, w, bins, nb, nt, s):
     input) of the KernelBins `bins`, by `rung`, or by the rung auto picks."""
     nbins = bins.edges.size - 1
     if rung is None:
-        rung = auto_rung(WEIGHTED, be, inp.n, inp.dtype, nbins, fits=rung_fits(be, nbins, inp.id, nb, nt, WEIGHTED))
+        rung = auto_rung(WEIGHTED, be, inp.n, inp.dtype, nbins, fits=rung_fits(be, bins, inp.id, nb, nt, WEIGHTED))
     return _C.weighted_histogram(_backend.backend_id(be), rung.index, inp.x, inp.n, inp.id, w.x, w.id, bins, nb, nt,
                                  inp.device, s)

@@ -155,11 +155,11 @@ static int plan_here(hist_plan_fn plan, int64_t nb, HistPlan *p, cua_launch *cfg
 
 // A row's `fits`: the rung's plan, without a launch.
 template <hist_plan_fn plan>
-static int hist_fits(int64_t nbins, int dtype, cua_launch *cfg)
+static int hist_fits(const cua_bins *bins, int dtype, cua_launch *cfg)
 {
     (void)dtype;
     HistPlan p;
-    return plan_here(plan, nbins, &p, cfg);
+    return plan_here(plan, bins->nbins, &p, cfg);
 }
 
 // The bins as the kernels read them. The edges go to the device (into

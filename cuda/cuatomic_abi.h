@@ -219,8 +219,10 @@ typedef int (*cua_sum_fn)(const void *x, int64_t n, int dtype, int acc,
 typedef cua_sum_fn cua_prod_fn;
 typedef int (*cua_dot_fn)(const void *a, const void *b, int64_t n, int dtype,
                           int acc, void *result, cua_launch *cfg);
-/* histogram: nbins counts into `counts` -- or, with counts NULL (CUDA, and
- * only when cfg->result_device is set), into cfg->result_device. */
+/* histogram: nbins counts into `counts` (device memory on CUDA, host memory
+ * on the CPU), which the launcher zeroes first. A CUDA launcher returns once
+ * its work is queued on cua_stream(cfg), without waiting: the caller routes
+ * the counts on (the result route, cua_cuda_deliver) and waits once. */
 typedef int (*cua_hist_fn)(const void *x, int64_t n, int dtype,
                            const cua_bins *bins, uint64_t *counts,
                            cua_launch *cfg);
@@ -228,7 +230,7 @@ typedef int (*cua_hist_fn)(const void *x, int64_t n, int dtype,
  * w and sums are float64 (wdtype CUA_FLOAT64) or int64 (CUA_INT64, summed
  * with two's-complement wrap-around: exact modulo 2^64); the Python layer
  * casts every other weight dtype to one of these. sums holds nbins values
- * and, like counts, is device memory on CUDA. */
+ * and, like counts, is device memory on CUDA, written without a wait. */
 typedef int (*cua_whist_fn)(const void *x, const void *w, int64_t n, int dtype, int wdtype,
                             const cua_bins *bins, void *sums, cua_launch *cfg);
 /* filter: the kept elements into `out` (device memory on CUDA), in input
@@ -245,12 +247,18 @@ typedef int (*cua_counter_fn)(int64_t *result, cua_launch *cfg);
 typedef int (*cua_reduce_fn)(const void *x, int64_t n, int dtype, int op, void *result /* 8 bytes, host */,
                              cua_launch *cfg);
 
-/* A histogram rung's limits: 0 if it can count `nbins` bins of `dtype`
- * data with the launch configuration asked for (blocks/threads <= 0: its
+/* A histogram rung's limits: 0 if it can count `dtype` data in these bins
+ * (only nbins, integer, ilo and iwidth are read: the edges may be NULL)
+ * with the launch configuration asked for (blocks/threads <= 0: its
  * defaults) on the current device; else CUA_EINVAL with the limit in
  * cfg->msg. The launcher applies the same test, so an explicitly requested
  * rung that cannot run raises, and "auto" asks first and picks another. */
-typedef int (*cua_hist_fits_fn)(int64_t nbins, int dtype, cua_launch *cfg);
+typedef int (*cua_hist_fits_fn)(const cua_bins *bins, int dtype, cua_launch *cfg);
+
+/* A filter rung's limits, the same way: 0 if it can filter `dtype` data at
+ * address x (device memory; NULL: memory the call allocates, aligned to 256
+ * bytes) with the launch configuration asked for on the current device. */
+typedef int (*cua_filter_fits_fn)(const void *x, int dtype, cua_launch *cfg);
 
 /* What every row of every ladder starts with: the only part of a rung that
  * is not typed by its op. */
@@ -270,7 +278,7 @@ typedef struct { cua_rung rung; cua_hist_fn run; cua_hist_fits_fn fits; } cua_hi
 /* The weighted ladder's limits have the histogram's shape (8-byte sums
  * whatever the weights' type). */
 typedef struct { cua_rung rung; cua_whist_fn run; cua_hist_fits_fn fits; } cua_whist_row;
-typedef struct { cua_rung rung; cua_filter_fn run; } cua_filter_row;
+typedef struct { cua_rung rung; cua_filter_fn run; cua_filter_fits_fn fits; } cua_filter_row;
 typedef struct { cua_rung rung; cua_counter_fn run; } cua_counter_row;
 typedef struct { cua_rung rung; cua_reduce_fn run; } cua_reduce_row;
 
@@ -300,6 +308,18 @@ static inline size_t cua_dtype_size(int dtype)
     }
 #undef CUA_DTYPE_SIZE_
 }
+
+/* The histogram's `bytes` rung counts only 1-byte data (int8, uint8, bool)
+ * in integer bins of width one (edges lo, lo + 1, ..., lo + nbins), by the
+ * byte's value. Both backends' `fits` and launchers refuse anything else
+ * with this message (one %d: the data's item size). */
+static inline int cua_byte_bins(const cua_bins *bins)
+{
+    return bins->integer && bins->iwidth == 1;
+}
+#define CUA_BYTE_BINS_ONLY                                                                                  \
+    "method 'bytes' counts 1-byte data (int8, uint8, bool) in bins of width one at integer edges, such as " \
+    "bins=256, range=(0, 256) (got %d-byte data or other bins); use method='warp_private'"
 
 /* A backend's index of its ladders: defines `const cua_ladder
  * *<prefix>_ladder(int op)` over the tables `<prefix>_<op>_ladder` that the

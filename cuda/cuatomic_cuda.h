@@ -32,6 +32,13 @@ int cua_cuda_probe(cua_cuda_device *info);
 /* The ladder of one op, in tutorial order; NULL for an unknown op (ladders.cu). */
 const cua_ladder *cua_cuda_ladder(int op);
 
+/* The result route (route.cu): `nbytes` of results that a launcher queued
+ * into device memory `dev`, delivered -- to the call slot when
+ * cfg->result_device is set (nbytes a multiple of 8), else copied to `host`
+ * (NULL: they stay on the device) -- after the call's one wait, which
+ * answers Ctrl-C. */
+int cua_cuda_deliver(const void *dev, size_t nbytes, void *host, cua_launch *cfg);
+
 /* Memory (memory.cu). Copies are synchronous with respect to the host. */
 int cua_cuda_malloc(void **ptr, size_t nbytes);
 int cua_cuda_free(void *ptr);

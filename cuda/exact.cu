@@ -32,7 +32,10 @@
 //                It runs at the memory's speed, as `vector` does (on an
 //                H200: float64 sum 3.9 TB/s a whole call, the float32
 //                kernel at 92% of DRAM bandwidth); its FP64 work is 11
-//                operations a term instead of 7.
+//                operations a term instead of 7. Integers, which have no
+//                rounding error to carry, go the same way in 64-bit digit
+//                sums (see "exact, integers"): a load and an add or two per
+//                element, as the plain integer sum.
 //
 // Pieces. A word takes digits below 2^32 with their sign, so its value
 // stays below 2^63 while it has taken fewer than 2^31 of them (xacc.h). The
@@ -516,6 +519,113 @@ __global__ void __launch_bounds__(1024) exact_kernel(const T *__restrict__ x, co
     if (th.special) atomicOr(&blk.special, th.special);
     block_acc_merge(blk, acc);
 }
+// ------------------------------------------------------- exact, integers
+//
+// Integers carry no rounding error, so `exact` sums them in registers as
+// they are. A term (a value, or the exact product of two) is split into
+// 32-bit digits -- the lower ones unsigned, the top one signed for signed
+// data -- and each thread adds digit j into its own 64-bit sum j: a sum of
+// fewer than 2^31 digits below 2^32 in magnitude cannot overflow, and a
+// thread's share of a launch is at most a piece (CUA_XACC_PIECE / 2
+// elements). A value of up to 32 bits, or the product of two 16-bit ones,
+// is one digit sum; a 64-bit value or the product of two 32-bit ones, two;
+// the 128-bit product of two 64-bit values, four. At the end each thread's
+// sums go to the block's accumulator as terms at weights 2^(32j): a few
+// shared atomics per thread instead of three per element, so the loop is
+// a load and an add or two, as the plain integer sum is.
+template <class T, bool DOT>
+struct IntSums {
+    static constexpr int K = sizeof(T) == 8 ? (DOT ? 4 : 2) : sizeof(T) == 4 && DOT ? 2 : 1;
+    using Wide = typename std::conditional<std::is_signed<T>::value, long long, unsigned long long>::type;
+    long long s[K];
+
+    __device__ IntSums()
+    {
+#pragma unroll
+        for (int j = 0; j < K; j++) s[j] = 0;
+    }
+    // A 64-bit term in two digits: low unsigned, high signed for signed data.
+    __device__ __forceinline__ void add64(Wide t)
+    {
+        s[0] += (long long)(t & 0xffffffffull);
+        s[1] += (long long)(t >> 32);  // arithmetic shift for signed data
+    }
+    __device__ __forceinline__ void add(T a, T b)
+    {
+        if constexpr (K == 1) {
+            s[0] += DOT ? (long long)a * (long long)b : (long long)a;
+        } else if constexpr (K == 2) {
+            add64(DOT ? (Wide)a * (Wide)b : (Wide)a);
+        } else {
+            const unsigned long long lo = (unsigned long long)a * (unsigned long long)b;
+            unsigned long long hi;
+            if constexpr (std::is_signed<T>::value) hi = (unsigned long long)__mul64hi((long long)a, (long long)b);
+            else hi = __umul64hi((unsigned long long)a, (unsigned long long)b);
+            s[0] += (long long)(lo & 0xffffffffull);
+            s[1] += (long long)(lo >> 32);
+            s[2] += (long long)(hi & 0xffffffffull);
+            s[3] += std::is_signed<T>::value ? (long long)hi >> 32 : (long long)(hi >> 32);
+        }
+    }
+    // The sums to the block's accumulator, each one term.
+    __device__ __forceinline__ void flush(BlockAcc &blk) const
+    {
+#pragma unroll
+        for (int j = 0; j < K; j++) {
+            if (s[j] == 0) continue;
+            const bool negative = s[j] < 0;
+            const u64 magnitude = negative ? 0ull - (u64)s[j] : (u64)s[j];
+            atomic_add_term(blk.w, cua_xacc_place(0, magnitude, 32 * j, negative, 3, 0u));
+        }
+    }
+};
+
+// This thread's grid-stride share, 16 bytes a load (the layout of
+// thread_share above), into its digit sums.
+template <class T, bool DOT>
+__global__ void __launch_bounds__(1024) exact_integers_kernel(const T *__restrict__ x, const T *__restrict__ y,
+                                                               int64_t n, cua_xacc *acc)
+{
+    __shared__ BlockAcc blk;
+    block_acc_zero(blk);
+    IntSums<T, DOT> sums;
+    constexpr int V = 16 / sizeof(T);
+    const int64_t gid = cua_global_id(), stride = cua_grid_stride();
+    const uintptr_t offset = (uintptr_t)x & 15;
+    const bool wide = offset % sizeof(T) == 0 && (!DOT || ((uintptr_t)y & 15) == offset);
+    int64_t head = wide ? (int64_t)(((16 - offset) & 15) / sizeof(T)) : n;
+    head = head < n ? head : n;
+    const int64_t nvec = (n - head) / V, tail = head + nvec * V;
+    for (int64_t i = gid; i < head; i += stride) sums.add(x[i], DOT ? y[i] : T());
+    for (int64_t i = tail + gid; i < n; i += stride) sums.add(x[i], DOT ? y[i] : T());
+    const uint4 *xv = reinterpret_cast<const uint4 *>(x + head);
+    const uint4 *yv = DOT ? reinterpret_cast<const uint4 *>(y + head) : nullptr;
+    auto take = [&](uint4 a, uint4 b) {
+        T va[V], vb[V];
+        memcpy(va, &a, 16);
+        memcpy(vb, &b, 16);
+#pragma unroll
+        for (int k = 0; k < V; k++) sums.add(va[k], vb[k]);
+    };
+    constexpr int U = 4;
+    int64_t i = gid;
+    for (; i + (U - 1) * stride < nvec; i += U * stride) {
+        uint4 a[U], b[U];
+#pragma unroll
+        for (int u = 0; u < U; u++) {  // all loads first: U (x2) in flight
+            a[u] = __ldg(xv + i + u * stride);
+            b[u] = DOT ? __ldg(yv + i + u * stride) : a[u];
+        }
+#pragma unroll
+        for (int u = 0; u < U; u++) take(a[u], b[u]);
+    }
+    for (; i < nvec; i += stride) take(__ldg(xv + i), DOT ? __ldg(yv + i) : uint4());
+    sums.flush(blk);
+    // A launch has at least one term, and an integer sum is never -0.0.
+    if (gid == 0) atomicOr(&blk.special, (unsigned)(CUA_XACC_ANY | CUA_XACC_NOT_NEGZERO));
+    block_acc_merge(blk, acc);
+}
+
 // -------------------------------------------------------------- launchers
 
 // The name of a dtype id, for a refusal.
@@ -610,12 +720,15 @@ static int exact_shared(const T *x, const T *y, int64_t n, cua_xacc *result, cua
     return per_element<T, DOT>(exact_shared_kernel<T, DOT>, x, y, n, result, cfg);
 }
 
-// The resident grid (as the vector rung), never more blocks than there are
-// threads' worth of 16-byte vectors.
+// `exact`: the resident grid (as the vector rung), never more blocks than
+// there are threads' worth of 16-byte vectors. Floats in expansions
+// (exact_kernel), integers in digit sums (exact_integers_kernel).
 template <class T, bool DOT>
-static int exact_expansions(const T *x, const T *y, int64_t n, cua_xacc *result, cua_launch *cfg)
+static int exact_fast(const T *x, const T *y, int64_t n, cua_xacc *result, cua_launch *cfg)
 {
-    auto kernel = exact_kernel<T, DOT>;
+    xacc_kernel<T> kernel;
+    if constexpr (std::is_floating_point<T>::value) kernel = exact_kernel<T, DOT>;
+    else kernel = exact_integers_kernel<T, DOT>;
     if (cfg->threads <= 0) cfg->threads = CUA_DEFAULT_THREADS;
     const int threads = cfg->threads;
     const int64_t want = cua_ceil_div(n > 0 ? n : 1, (int64_t)threads * (16 / sizeof(T)));
@@ -634,18 +747,6 @@ static int exact_expansions(const T *x, const T *y, int64_t n, cua_xacc *result,
     return run_pieces(n, CUA_XACC_PIECE / 2, result, cfg, [&](int64_t off, int64_t m, cua_xacc *acc) {
         kernel<<<blocks, threads, 0, s>>>(x + off, DOT ? y + off : nullptr, m, acc);
     });
-}
-
-// `exact`: floats in expansions. Integers have no rounding error to carry
-// in one: they take exact_shared's kernel (one term per element into the
-// block's words).
-template <class T, bool DOT>
-static int exact_fast(const T *x, const T *y, int64_t n, cua_xacc *result, cua_launch *cfg)
-{
-    if constexpr (std::is_floating_point<T>::value)
-        return exact_expansions<T, DOT>(x, y, n, result, cfg);
-    else
-        return per_element<T, DOT>(exact_shared_kernel<T, DOT>, x, y, n, result, cfg);
 }
 
 }  // namespace

@@ -20,16 +20,19 @@
 //              shared memory in order and writes them out coalesced. Reads
 //              the input once. Tiles are numbered in the order blocks start,
 //              so a block only ever waits for blocks that are running.
-//              From sm_80 on (aligned input, default block) the same walk
-//              runs in a pipeline: the block copies its next tile into
-//              shared memory (cp.async) while it looks back for the one
-//              before, see "lookback, pipelined" below.
 //  4. warp_aggregated  atomic's push_back with one atomicAdd per warp instead
 //              of one per kept element: the warp ballots which lanes keep
 //              their element, lane 0 reserves that many slots at once, and
 //              each keeper writes at the warp's first slot plus the keepers
 //              in lower lanes. Up to 32x fewer atomics on the counter; still
 //              unordered (warps reserve in whatever order they arrive).
+//  5. pipelined  lookback's walk in a pipeline: the block copies its next
+//              tile into shared memory (cp.async) while it looks back for
+//              the one before, so the look-back's latency hides behind the
+//              copy; see "lookback, pipelined" below. Ordered. Needs sm_80
+//              (cp.async and three 24 KiB buffers), input aligned to 16
+//              bytes and its own block of PIPE_THREADS threads: anything
+//              else is refused (its `fits`), and "auto" passes it by.
 //
 // The predicate is an interval test: keep x iff (lo <= x <= hi) != negate,
 // in the data's type (the Python layer turns `x <op> value` into this form
@@ -687,36 +690,43 @@ static int filter_ordered(const T *x, int64_t n, const cua_pred *pred, T *out, i
     return filter_finish(offsets + blocks, count, cfg);
 }
 
-// Whether the pipelined kernel can run this call: copies of 16 bytes need
-// an aligned input, cp.async and three 24 KiB buffers need sm_80, and its
-// block is PIPE_THREADS threads (another `threads` runs the register kernel).
-static int use_pipelined(const void *x, const cua_launch *cfg, bool *yes)
+// Rung 5's limits: copies of 16 bytes need an aligned input, cp.async and
+// three 24 KiB buffers need sm_80, and its block is PIPE_THREADS threads.
+static int pipelined_fits(const void *x, int, cua_launch *cfg)
 {
-    *yes = false;
-    if (((uintptr_t)x & 15) != 0 || (cfg->threads > 0 && cfg->threads != PIPE_THREADS)) return 0;
+    if (((uintptr_t)x & 15) != 0)
+        return cua_refuse(cfg, "method 'pipelined' copies 16-byte vectors: the input must start on a 16-byte "
+                               "boundary; use method='lookback'");
+    if (cfg->threads > 0 && cfg->threads != PIPE_THREADS)
+        return cua_refuse(cfg, "method 'pipelined' runs blocks of %d threads (got threads=%d); use method='lookback'",
+                          PIPE_THREADS, cfg->threads);
     int major;
     int st = cua_cc_major(&major);
     if (st) return st;
-    *yes = major >= 8;
+    if (major < 8)
+        return cua_refuse(cfg, "method 'pipelined' needs cp.async, sm_80 or newer (this device is sm_%d*); use "
+                               "method='lookback'", major);
     return 0;
 }
 
-// Persistent blocks take tiles until none is left: the default grid is
-// what is resident at once (never more than there are tiles).
+// Every other rung takes any input on any device.
+static int filter_fits_any(const void *, int, cua_launch *) { return 0; }
+
+// The look-back rungs share the launch: persistent blocks take tiles until
+// none is left, the default grid what is resident at once (never more than
+// there are tiles), and a scratch of the total, the tile counter and one
+// status word per tile, all zero. The last tile writes the total into the
+// caller's mapped result when there is one (no copy back after the kernel).
+// The two kernels take the same arguments.
 template <class T>
-static int filter_lookback(const T *x, int64_t n, const cua_pred *pred, T *out, int64_t *count, cua_launch *cfg)
+using lookback_kernel = void (*)(const T *, int64_t, DevPred<T>, T *, unsigned *, u64 *, int64_t, u64 *);
+
+template <class T>
+static int look_back(lookback_kernel<T> kernel, int threads, int64_t tile_size, size_t smem, const T *x, int64_t n,
+                     const cua_pred *pred, T *out, int64_t *count, cua_launch *cfg)
 {
     cudaStream_t s = cua_stream(cfg);
-    bool pipelined;
-    int st = use_pipelined(x, cfg, &pipelined);
-    if (st) return st;
-    if (cfg->threads <= 0) cfg->threads = pipelined ? PIPE_THREADS : CUA_DEFAULT_THREADS;
-    const int threads = cfg->threads;
-    // The two kernels take the same arguments: one pointer serves both.
-    const auto kernel = pipelined ? filter_pipelined_kernel<T> : filter_lookback_kernel<T>;
-    const int64_t tile_size = pipelined ? Pipe<T>::TILE : (int64_t)threads * LB_ITEMS;
-    const size_t smem = pipelined ? Pipe<T>::SMEM : (size_t)threads * LB_ITEMS * sizeof(T);
-    st = cua_allow_smem(kernel, smem);
+    int st = cua_allow_smem(kernel, smem);
     if (st) return st;
     if (cfg->blocks <= 0) {
         st = cua_max_resident_blocks(kernel, threads, smem, &cfg->blocks);
@@ -728,9 +738,6 @@ static int filter_lookback(const T *x, int64_t n, const cua_pred *pred, T *out, 
     *count = 0;
     if (n == 0) return 0;
     const int64_t ntiles = cua_ceil_div(n, tile_size);
-    // Scratch: total, tile counter, then one status word per tile, all zero.
-    // The last tile writes the total into the caller's mapped result when
-    // there is one (no copy back after the kernel).
     const size_t bytes = 16 + (size_t)ntiles * sizeof(u64);
     cua_scratch scratch;
     CUA_CHECK(scratch.get(bytes, s));
@@ -742,6 +749,25 @@ static int filter_lookback(const T *x, int64_t n, const cua_pred *pred, T *out, 
     cfg->used_blocks = grid;
     kernel<<<grid, threads, smem, s>>>(x, n, to_dev<T>(pred), out, counter, status, ntiles, total);
     return filter_finish(total, count, cfg);
+}
+
+template <class T>
+static int filter_lookback(const T *x, int64_t n, const cua_pred *pred, T *out, int64_t *count, cua_launch *cfg)
+{
+    if (cfg->threads <= 0) cfg->threads = CUA_DEFAULT_THREADS;
+    const int threads = cfg->threads;
+    return look_back<T>(filter_lookback_kernel<T>, threads, (int64_t)threads * LB_ITEMS,
+                        (size_t)threads * LB_ITEMS * sizeof(T), x, n, pred, out, count, cfg);
+}
+
+template <class T>
+static int filter_pipelined(const T *x, int64_t n, const cua_pred *pred, T *out, int64_t *count, cua_launch *cfg)
+{
+    int st = pipelined_fits(x, 0, cfg);
+    if (st) return st;
+    cfg->threads = PIPE_THREADS;
+    return look_back<T>(filter_pipelined_kernel<T>, PIPE_THREADS, Pipe<T>::TILE, Pipe<T>::SMEM, x, n, pred, out,
+                        count, cfg);
 }
 
 // ----------------------------------------------------------- variant table
@@ -760,19 +786,23 @@ FILTER_ENTRY(ATOMIC, filter_atomic)
 FILTER_ENTRY(ORDERED, filter_ordered)
 FILTER_ENTRY(LOOKBACK, filter_lookback)
 FILTER_ENTRY(WARP_AGGREGATED, filter_warp_aggregated)
+FILTER_ENTRY(PIPELINED, filter_pipelined)
 
 static const cua_filter_row filter_rows[] = {
     {{"atomic", 1, "push_back: the old value atomicAdd returns is the output slot (unordered)",
       0},
-     filter_ATOMIC},
+     filter_ATOMIC, filter_fits_any},
     {{"ordered", 2, "count per block, scan the counts, scatter with warp ballots: keeps input order",
       CUA_F_ORDERED | CUA_F_DETERMINISTIC},
-     filter_ORDERED},
-    {{"lookback", 3, "single pass: tile counts published, predecessors' prefixes read back (sm_80+: the next tile copied in meanwhile); ordered",
+     filter_ORDERED, filter_fits_any},
+    {{"lookback", 3, "single pass: tile counts published, predecessors' prefixes read back; keeps input order",
       CUA_F_ORDERED | CUA_F_DETERMINISTIC},
-     filter_LOOKBACK},
+     filter_LOOKBACK, filter_fits_any},
     {{"warp_aggregated", 4, "push_back with one atomicAdd per warp: a ballot, lane 0 reserves the warp's slots (unordered)",
       0},
-     filter_WARP_AGGREGATED},
+     filter_WARP_AGGREGATED, filter_fits_any},
+    {{"pipelined", 5, "lookback with the next tile copied into shared memory (cp.async, sm_80+) while it looks back; ordered",
+      CUA_F_ORDERED | CUA_F_DETERMINISTIC},
+     filter_PIPELINED, pipelined_fits},
 };
 extern "C" const cua_ladder cua_cuda_filter_ladder = CUA_LADDER(filter_rows);

@@ -20,16 +20,6 @@
 //             value). Needs (nbins + 1) * 4 bytes of shared memory for
 //             one copy; more bins than one copy fits are refused with a
 //             message pointing at `global` ("auto" passes this rung by).
-//             Bytes in bins of width one (the tutorial's case) take a kernel
-//             of their own, hist_bytes_kernel: 1024 threads, a copy of 256
-//             counters per warp (one per byte value), so a byte costs three
-//             instructions -- extract, address, one shared reduction -- with
-//             no range check and no branch. What limited the general path
-//             there (Nsight Compute, H200, 1 GiB of text): issue-bound at 82%
-//             SM throughput, 12 instructions a byte, each atomic behind a
-//             branch that recomputed the shared window; the byte kernel is
-//             bound by the shared-memory atomics' bank conflicts instead, as
-//             CUB's HistogramEven is.
 //  4. thread_counters  no atomics while counting: every thread owns an
 //             8-bit counter per bin in shared memory (four bins to a word,
 //             laid out so a warp's 32 counters of one bin sit in 32 banks).
@@ -40,63 +30,38 @@
 //             block shrinks (whole warps, down to 32 threads) until that
 //             fits; more bins than 32 threads' counters fit are refused.
 //
-// Every rung ends the same way when the caller wants the counts in its
-// mapped host memory (cfg->result_device, a call slot): the last block of the
-// call to finish copies them there and raises the caller's flag -- the last
-// block of CUDA's threadFenceReduction sample -- so a call is one memset and
-// one launch, and its wait ends on the flag.
+//  5. bytes  rung 3 cut to the tutorial's case, 1-byte data in bins of width
+//             one: 1024 threads, a copy of 256 counters per warp (one per
+//             byte value), so a byte costs three instructions -- extract,
+//             address, one shared reduction -- with no range check and no
+//             branch; the flush adds the counters of the byte values that
+//             fall in a bin. What limited rung 3 there (Nsight Compute,
+//             H200, 1 GiB of text): issue-bound at 82% SM throughput, 12
+//             instructions a byte, each atomic behind a branch that
+//             recomputed the shared window; this kernel is bound by the
+//             shared-memory atomics' bank conflicts instead, as CUB's
+//             HistogramEven is. Refuses any other data or bins (its `fits`).
+//
+// A launcher counts into `counts` (device memory) and returns once its work
+// is queued: where the counts go next -- the caller's array, a call slot's
+// mapped memory -- and the one wait are the result route's (route.cu),
+// which the glue runs after any launcher.
 //
 // The bin rule (np.histogram's, exactly), the plans and the dispatch are in
 // bins.cuh, shared with the weighted ladder (weighted.cu).
 #include "bins.cuh"
 
-// Where a launch's counts go beyond the device: with `ticket` set, the last
-// block of the call copies them to `out` (mapped host memory) and raises
-// `flag`. On an H200 a second kernel that copied them cost 4.0 us a call
-// (a harness of empty kernels); the 5.7 MB histogram with host counts went
-// from 21.2 to 19.2 us. (That kernel had in turn saved 8.7 us against a
-// copy-engine transfer.)
-struct Publish {
-    u64 *ticket;  // zeroed with the counts before the first launch; null: the counts stay on the device
-    u64 blocks;   // blocks of all the call's launches together
-    u64 *out;
-    unsigned *flag;  // may be null
-};
-
-// The last statement of every histogram kernel, reached by every thread of
-// the block after its flush into `counts`.
-__device__ __forceinline__ void publish_if_last(const Publish &p, const u64 *counts, int64_t nb)
-{
-    if (!p.ticket) return;
-    // This thread's flush is visible device-wide before its block's ticket
-    // is taken, and the whole block has flushed before thread 0 takes it.
-    __threadfence();
-    __syncthreads();
-    // (a barrier that broadcasts the answer: no shared variable, whose bytes
-    // would come out of what the plans give the private histograms)
-    const bool last = __syncthreads_or(threadIdx.x == 0 && atomicAdd(p.ticket, 1ULL) == p.blocks - 1);
-    if (!last) return;
-    // Every other block fenced its flush before its ticket; this fence
-    // orders our reads after ours. __ldcg: from L2, where the atomics landed.
-    __threadfence();
-    for (int64_t j = threadIdx.x; j < nb; j += blockDim.x) p.out[j] = __ldcg(counts + j);
-    __threadfence_system();  // each thread's counts reach host memory ...
-    __syncthreads();         // ... before thread 0 raises the flag
-    if (threadIdx.x == 0) cua_raise_flag(p.flag);
-}
-
 template <class T, class E>
-__global__ void hist_global_kernel(const T *__restrict__ x, int64_t n, DevBins<E> bn, u64 *counts, Publish pub)
+__global__ void hist_global_kernel(const T *__restrict__ x, int64_t n, DevBins<E> bn, u64 *counts)
 {
     for (int64_t i = cua_global_id(); i < n; i += cua_grid_stride()) {
         int64_t b = bin_of(x[i], bn);
         if (b >= 0) atomicAdd(&counts[b], 1ULL);
     }
-    publish_if_last(pub, counts, bn.nbins);
 }
 
 template <class T, class E>
-__global__ void hist_shared_kernel(const T *__restrict__ x, int64_t n, DevBins<E> bn, u64 *counts, Publish pub)
+__global__ void hist_shared_kernel(const T *__restrict__ x, int64_t n, DevBins<E> bn, u64 *counts)
 {
     unsigned *local = reinterpret_cast<unsigned *>(cua_smem);
     for (int64_t j = threadIdx.x; j < bn.nbins; j += blockDim.x) local[j] = 0;
@@ -107,7 +72,6 @@ __global__ void hist_shared_kernel(const T *__restrict__ x, int64_t n, DevBins<E
     }
     __syncthreads();  // every count of this block is in before the flush
     for (int64_t j = threadIdx.x; j < bn.nbins; j += blockDim.x) atomicAdd(&counts[j], (u64)local[j]);
-    publish_if_last(pub, counts, bn.nbins);
 }
 
 // ---------------------------------------------------- wide-load rungs (3, 4)
@@ -135,7 +99,7 @@ __device__ __forceinline__ void for_vectors(const uint4 *body, int64_t nvec, F f
 // counts that leave room for none); warp w counts into copy w % copies.
 template <class T, class E>
 __global__ void hist_warp_private_kernel(const T *__restrict__ x, int64_t n, DevBins<E> bn, int copies,
-                                         u64 *counts, Publish pub)
+                                         u64 *counts)
 {
     unsigned *local = reinterpret_cast<unsigned *>(cua_smem);
     const int64_t nb = bn.nbins;
@@ -164,72 +128,11 @@ __global__ void hist_warp_private_kernel(const T *__restrict__ x, int64_t n, Dev
         for (int c = 0; c < copies; c++) total += local[(int64_t)c * stride_c + j];
         if (total) atomicAdd(&counts[j], total);
     }
-    publish_if_last(pub, counts, nb);
-}
-
-// Rung 3 for 1-byte data in integer bins of width one. Warp w counts into
-// copy w % copies of 256 counters, indexed by the byte's bits: every byte has
-// a counter, so none is range-checked; the flush adds the counters of the
-// byte values that fall in a bin (lo + j, and for the last bin also the
-// closed top edge lo + nb).
-constexpr int BYTE_THREADS = 1024;  // on an H200 3-10% faster than 256 (2 blocks per SM)
-constexpr int BYTE_VECTORS = 2;     // 16-byte loads per thread per step, all issued before counting
-
-__device__ __forceinline__ void shared_increment(unsigned address)
-{
-    asm volatile("red.shared.add.u32 [%0], 1;" ::"r"(address) : "memory");
-}
-
-template <class T>
-__global__ void __launch_bounds__(BYTE_THREADS)
-    hist_bytes_kernel(const T *__restrict__ x, int64_t n, int64_t lo, int64_t nb, int copies, u64 *counts,
-                      Publish pub)
-{
-    static_assert(sizeof(T) == 1, "bytes only");
-    unsigned *local = reinterpret_cast<unsigned *>(cua_smem);
-    for (int j = threadIdx.x; j < 256 * copies; j += blockDim.x) local[j] = 0;
-    __syncthreads();  // every copy is zeroed before anyone counts
-    const unsigned mine = (unsigned)__cvta_generic_to_shared(local + ((threadIdx.x >> 5) % copies) * 256);
-    auto put = [&](unsigned byte) { shared_increment(mine + (byte << 2)); };  // byte: 0..255
-    Split<T> sp(x, n);
-    const int64_t gid = cua_global_id(), stride = cua_grid_stride();
-    for (int64_t i = gid; i < sp.head; i += stride) put((uint8_t)x[i]);
-    for (int64_t i = sp.tail_begin + gid; i < n; i += stride) put((uint8_t)x[i]);
-    const int64_t tile = (int64_t)blockDim.x * BYTE_VECTORS;
-    for (int64_t t = blockIdx.x; t * tile < sp.nvec; t += gridDim.x) {
-        uint4 r[BYTE_VECTORS];
-        bool in[BYTE_VECTORS];
-#pragma unroll
-        for (int k = 0; k < BYTE_VECTORS; k++) {
-            const int64_t i = t * tile + (int64_t)k * blockDim.x + threadIdx.x;
-            in[k] = i < sp.nvec;
-            if (in[k]) r[k] = __ldg(sp.body + i);
-        }
-#pragma unroll
-        for (int k = 0; k < BYTE_VECTORS; k++) {
-            if (!in[k]) continue;
-            const unsigned w[4] = {r[k].x, r[k].y, r[k].z, r[k].w};
-#pragma unroll
-            for (int q = 0; q < 4; q++)
-#pragma unroll
-                for (int b = 0; b < 4; b++) put(__byte_perm(w[q], 0, 0x4440 + b));  // byte b, zero-extended
-        }
-    }
-    __syncthreads();  // every count of this block is in before the flush
-    for (int u = threadIdx.x; u < 256; u += blockDim.x) {
-        const int64_t j = (int64_t)(T)u - lo;  // the bin of byte value (T)u
-        if (j < 0 || j > nb) continue;         // j == nb: the closed top edge, in the last bin
-        u64 total = 0;
-        for (int c = 0; c < copies; c++) total += local[c * 256 + u];
-        if (total) atomicAdd(&counts[j < nb ? j : nb - 1], total);
-    }
-    publish_if_last(pub, counts, nb);
 }
 
 // Thread t's counter of bin b is byte (b & 3) of word (b >> 2) * T + t.
 template <class T, class E>
-__global__ void hist_thread_counters_kernel(const T *__restrict__ x, int64_t n, DevBins<E> bn, u64 *counts,
-                                            Publish pub)
+__global__ void hist_thread_counters_kernel(const T *__restrict__ x, int64_t n, DevBins<E> bn, u64 *counts)
 {
     constexpr int V = Split<T>::V;
     constexpr int STEPS = (255 - 2) / V;  // elements per counter between flushes, head and tail included
@@ -300,7 +203,63 @@ __global__ void hist_thread_counters_kernel(const T *__restrict__ x, int64_t n, 
     flush();
     for (int64_t j = t; j < bn.nbins; j += T_)
         if (totals[j]) atomicAdd(&counts[j], (u64)totals[j]);
-    publish_if_last(pub, counts, bn.nbins);
+}
+
+// Rung 5: 1-byte data in integer bins of width one. Warp w counts into
+// copy w % copies of 256 counters, indexed by the byte's bits: every byte has
+// a counter, so none is range-checked; the flush adds the counters of the
+// byte values that fall in a bin (lo + j, and for the last bin also the
+// closed top edge lo + nb).
+constexpr int BYTE_THREADS = 1024;  // on an H200 3-10% faster than 256 (2 blocks per SM)
+constexpr int BYTE_VECTORS = 2;     // 16-byte loads per thread per step, all issued before counting
+
+__device__ __forceinline__ void shared_increment(unsigned address)
+{
+    asm volatile("red.shared.add.u32 [%0], 1;" ::"r"(address) : "memory");
+}
+
+template <class T>
+__global__ void __launch_bounds__(BYTE_THREADS)
+    hist_bytes_kernel(const T *__restrict__ x, int64_t n, int64_t lo, int64_t nb, int copies, u64 *counts)
+{
+    static_assert(sizeof(T) == 1, "bytes only");
+    unsigned *local = reinterpret_cast<unsigned *>(cua_smem);
+    for (int j = threadIdx.x; j < 256 * copies; j += blockDim.x) local[j] = 0;
+    __syncthreads();  // every copy is zeroed before anyone counts
+    const unsigned mine = (unsigned)__cvta_generic_to_shared(local + ((threadIdx.x >> 5) % copies) * 256);
+    auto put = [&](unsigned byte) { shared_increment(mine + (byte << 2)); };  // byte: 0..255
+    Split<T> sp(x, n);
+    const int64_t gid = cua_global_id(), stride = cua_grid_stride();
+    for (int64_t i = gid; i < sp.head; i += stride) put((uint8_t)x[i]);
+    for (int64_t i = sp.tail_begin + gid; i < n; i += stride) put((uint8_t)x[i]);
+    const int64_t tile = (int64_t)blockDim.x * BYTE_VECTORS;
+    for (int64_t t = blockIdx.x; t * tile < sp.nvec; t += gridDim.x) {
+        uint4 r[BYTE_VECTORS];
+        bool in[BYTE_VECTORS];
+#pragma unroll
+        for (int k = 0; k < BYTE_VECTORS; k++) {
+            const int64_t i = t * tile + (int64_t)k * blockDim.x + threadIdx.x;
+            in[k] = i < sp.nvec;
+            if (in[k]) r[k] = __ldg(sp.body + i);
+        }
+#pragma unroll
+        for (int k = 0; k < BYTE_VECTORS; k++) {
+            if (!in[k]) continue;
+            const unsigned w[4] = {r[k].x, r[k].y, r[k].z, r[k].w};
+#pragma unroll
+            for (int q = 0; q < 4; q++)
+#pragma unroll
+                for (int b = 0; b < 4; b++) put(__byte_perm(w[q], 0, 0x4440 + b));  // byte b, zero-extended
+        }
+    }
+    __syncthreads();  // every count of this block is in before the flush
+    for (int u = threadIdx.x; u < 256; u += blockDim.x) {
+        const int64_t j = (int64_t)(T)u - lo;  // the bin of byte value (T)u
+        if (j < 0 || j > nb) continue;         // j == nb: the closed top edge, in the last bin
+        u64 total = 0;
+        for (int c = 0; c < copies; c++) total += local[c * 256 + u];
+        if (total) atomicAdd(&counts[j < nb ? j : nb - 1], total);
+    }
 }
 
 // ------------------------------------------------------------------ plans
@@ -360,42 +319,46 @@ static int plan_thread_counters(int64_t nb, int optin, HistPlan *plan, cua_launc
     return 0;
 }
 
+// Rung 5 takes only its case (cua_byte_bins): any other data or bins are
+// refused, and "auto" passes it by.
+static int plan_bytes(const cua_bins *bins, size_t itemsize, HistPlan *plan, cua_launch *cfg)
+{
+    if (itemsize != 1 || !cua_byte_bins(bins))
+        return cua_refuse(cfg, CUA_BYTE_BINS_ONLY, (int)itemsize);
+    if (cfg->threads <= 0) cfg->threads = BYTE_THREADS;
+    plan->copies = (cfg->threads + 31) / 32;
+    plan->smem = (size_t)plan->copies * 256 * sizeof(unsigned);  // at most 32 KiB
+    return 0;
+}
+
+static int bytes_fits(const cua_bins *bins, int dtype, cua_launch *cfg)
+{
+    HistPlan plan;
+    return plan_bytes(bins, cua_dtype_size(dtype), &plan, cfg);
+}
+
 // ---------------------------------------------------------- launch helpers
 
 // The counting every rung ends with, once its grid is set: the counts
-// zeroed, the bins uploaded, launch(x + off, m, bins, counts, publish) for
-// chunks of at most blocks * 2^31 elements -- no block's 32-bit shared
-// counter can reach 2^32 within one launch -- each launch checked, and the
-// one wait. counts == nullptr: they go to cfg->result_device; they are
-// counted in scratch with the ticket after them (one memset clears both),
-// and at least one launch runs, to publish even the zeros of no elements.
+// zeroed, the bins uploaded, launch(x + off, m, bins) for chunks of at most
+// blocks * 2^31 elements -- no block's 32-bit shared counter can reach 2^32
+// within one launch -- each launch checked. No wait: the route's.
 template <class T, class E, class L>
 static int count_in_chunks(const T *x, int64_t n, const cua_bins *bins, u64 *counts, cua_launch *cfg, L launch)
 {
     cudaStream_t s = cua_stream(cfg);
-    const int64_t nb = bins->nbins;
     const int64_t chunk = (int64_t)(unsigned)cfg->blocks << 31;
-    cua_scratch own;
-    Publish pub = {};
-    if (!counts) {
-        if (!cfg->result_device) return CUA_EINTERNAL;
-        CUA_CHECK(own.get((size_t)(nb + 1) * sizeof(u64), s));
-        counts = (u64 *)own.ptr;
-        const int64_t launches = n > 0 ? cua_ceil_div(n, chunk) : 1;
-        pub = Publish{counts + nb, (u64)cfg->blocks * (u64)launches, (u64 *)cfg->result_device, cfg->result_flag};
+    CUA_CHECK(cudaMemsetAsync(counts, 0, (size_t)bins->nbins * sizeof(u64), s));
+    if (n == 0) return 0;
+    cua_scratch edges;  // freed in stream order, after the launches that read it
+    DevBins<E> bn;
+    int st = upload_bins<T>(bins, &edges, &bn, s);
+    if (st) return st;
+    for (int64_t off = 0; off < n; off += chunk) {
+        launch(x + off, n - off < chunk ? n - off : chunk, bn);
+        CUA_CHECK_LAUNCH();
     }
-    CUA_CHECK(cudaMemsetAsync(counts, 0, (size_t)(nb + (pub.ticket ? 1 : 0)) * sizeof(u64), s));
-    cua_scratch edges;
-    if (n > 0 || pub.ticket) {
-        DevBins<E> bn;
-        int st = upload_bins<T>(bins, &edges, &bn, s);
-        if (st) return st;
-        for (int64_t off = 0; off == 0 || off < n; off += chunk) {
-            launch(x + off, n - off < chunk ? n - off : chunk, bn, counts, pub);
-            CUA_CHECK_LAUNCH();
-        }
-    }
-    return pub.ticket ? cua_wait_result(cfg) : cua_wait(cfg);
+    return 0;
 }
 
 // -------------------------------------------------------------- launchers
@@ -405,9 +368,8 @@ static int hist_global(const T *x, int64_t n, const cua_bins *bins, u64 *counts,
 {
     int st = cua_default_config(cfg, n, NARROW_THREADS);
     if (st) return st;
-    return count_in_chunks<T, E>(x, n, bins, counts, cfg, [&](const T *xc, int64_t m, const DevBins<E> &bn, u64 *c,
-                                                          const Publish &pub) {
-        hist_global_kernel<T, E><<<(unsigned)cfg->blocks, cfg->threads, 0, cua_stream(cfg)>>>(xc, m, bn, c, pub);
+    return count_in_chunks<T, E>(x, n, bins, counts, cfg, [&](const T *xc, int64_t m, const DevBins<E> &bn) {
+        hist_global_kernel<T, E><<<(unsigned)cfg->blocks, cfg->threads, 0, cua_stream(cfg)>>>(xc, m, bn, counts);
     });
 }
 
@@ -421,55 +383,23 @@ static int hist_shared(const T *x, int64_t n, const cua_bins *bins, u64 *counts,
     if (st) return st;
     st = cua_allow_smem(hist_shared_kernel<T, E>, plan.smem);
     if (st) return st;
-    return count_in_chunks<T, E>(x, n, bins, counts, cfg, [&](const T *xc, int64_t m, const DevBins<E> &bn, u64 *c,
-                                                          const Publish &pub) {
-        hist_shared_kernel<T, E><<<(unsigned)cfg->blocks, cfg->threads, plan.smem, cua_stream(cfg)>>>(xc, m, bn, c,
-                                                                                                     pub);
-    });
-}
-
-// A resident grid (two 1024-thread blocks per SM), or one block per SM for
-// inputs too small to give every resident thread a few steps (on an H200,
-// kernels alone: 5.7 MB of text in 8.6 us with 132 blocks of per-warp
-// copies, 9.1 us with 264).
-template <class T, class E>
-static int hist_bytes(const T *x, int64_t n, const cua_bins *bins, u64 *counts, cua_launch *cfg)
-{
-    if (cfg->threads <= 0) cfg->threads = BYTE_THREADS;
-    const int threads = cfg->threads, copies = (threads + 31) / 32;
-    const size_t smem = (size_t)copies * 256 * sizeof(unsigned);  // at most 32 KiB
-    if (cfg->blocks <= 0) {  // small inputs: one block per SM; the rest as every wide rung
-        int64_t resident;
-        int sms;
-        int st = cua_max_resident_blocks(hist_bytes_kernel<T>, threads, smem, &resident);
-        if (!st) st = cua_sm_count(&sms);
-        if (st) return st;
-        const int64_t steps = cua_ceil_div(n / 16 + 1, (int64_t)threads * BYTE_VECTORS);
-        if (steps < 4 * resident) cfg->blocks = steps < sms ? steps : sms;
-    }
-    int st = wide_config<T>(hist_bytes_kernel<T>, n, smem, cfg);
-    if (st) return st;
-    return count_in_chunks<T, E>(x, n, bins, counts, cfg, [&](const T *xc, int64_t m, const DevBins<E> &, u64 *c,
-                                                          const Publish &pub) {
-        hist_bytes_kernel<T><<<(unsigned)cfg->blocks, threads, smem, cua_stream(cfg)>>>(xc, m, bins->ilo, bins->nbins,
-                                                                                      copies, c, pub);
+    return count_in_chunks<T, E>(x, n, bins, counts, cfg, [&](const T *xc, int64_t m, const DevBins<E> &bn) {
+        hist_shared_kernel<T, E><<<(unsigned)cfg->blocks, cfg->threads, plan.smem, cua_stream(cfg)>>>(xc, m, bn,
+                                                                                                     counts);
     });
 }
 
 template <class T, class E>
 static int hist_warp_private(const T *x, int64_t n, const cua_bins *bins, u64 *counts, cua_launch *cfg)
 {
-    if constexpr (sizeof(T) == 1)
-        if (bins->integer && bins->iwidth == 1) return hist_bytes<T, E>(x, n, bins, counts, cfg);
     HistPlan plan;
     int st = plan_here(plan_warp_private, bins->nbins, &plan, cfg);
     if (st) return st;
     st = wide_config<T>(hist_warp_private_kernel<T, E>, n, plan.smem, cfg);
     if (st) return st;
-    return count_in_chunks<T, E>(x, n, bins, counts, cfg, [&](const T *xc, int64_t m, const DevBins<E> &bn, u64 *c,
-                                                          const Publish &pub) {
+    return count_in_chunks<T, E>(x, n, bins, counts, cfg, [&](const T *xc, int64_t m, const DevBins<E> &bn) {
         hist_warp_private_kernel<T, E><<<(unsigned)cfg->blocks, cfg->threads, plan.smem, cua_stream(cfg)>>>(
-            xc, m, bn, plan.copies, c, pub);
+            xc, m, bn, plan.copies, counts);
     });
 }
 
@@ -483,11 +413,41 @@ static int hist_thread_counters(const T *x, int64_t n, const cua_bins *bins, u64
         return cua_refuse(cfg, "method 'thread_counters' needs input aligned to its element size");
     st = wide_config<T>(hist_thread_counters_kernel<T, E>, n, plan.smem, cfg);
     if (st) return st;
-    return count_in_chunks<T, E>(x, n, bins, counts, cfg, [&](const T *xc, int64_t m, const DevBins<E> &bn, u64 *c,
-                                                          const Publish &pub) {
+    return count_in_chunks<T, E>(x, n, bins, counts, cfg, [&](const T *xc, int64_t m, const DevBins<E> &bn) {
         hist_thread_counters_kernel<T, E><<<(unsigned)cfg->blocks, cfg->threads, plan.smem, cua_stream(cfg)>>>(
-            xc, m, bn, c, pub);
+            xc, m, bn, counts);
     });
+}
+
+// A resident grid (two 1024-thread blocks per SM), or one block per SM for
+// inputs too small to give every resident thread a few steps (on an H200,
+// kernels alone: 5.7 MB of text in 8.6 us with 132 blocks of per-warp
+// copies, 9.1 us with 264).
+template <class T, class E>
+static int hist_bytes(const T *x, int64_t n, const cua_bins *bins, u64 *counts, cua_launch *cfg)
+{
+    HistPlan plan;
+    int st = plan_bytes(bins, sizeof(T), &plan, cfg);
+    if (st) return st;
+    if constexpr (sizeof(T) == 1) {
+        const int threads = cfg->threads, copies = plan.copies;
+        if (cfg->blocks <= 0) {  // small inputs: one block per SM; the rest as every wide rung
+            int64_t resident;
+            int sms;
+            st = cua_max_resident_blocks(hist_bytes_kernel<T>, threads, plan.smem, &resident);
+            if (!st) st = cua_sm_count(&sms);
+            if (st) return st;
+            const int64_t steps = cua_ceil_div(n / 16 + 1, (int64_t)threads * BYTE_VECTORS);
+            if (steps < 4 * resident) cfg->blocks = steps < sms ? steps : sms;
+        }
+        st = wide_config<T>(hist_bytes_kernel<T>, n, plan.smem, cfg);
+        if (st) return st;
+        return count_in_chunks<T, E>(x, n, bins, counts, cfg, [&](const T *xc, int64_t m, const DevBins<E> &) {
+            hist_bytes_kernel<T><<<(unsigned)cfg->blocks, threads, plan.smem, cua_stream(cfg)>>>(
+                xc, m, bins->ilo, bins->nbins, copies, counts);
+        });
+    }
+    return CUA_EINTERNAL;  // plan_bytes refused every other size
 }
 
 // ----------------------------------------------------------- variant table
@@ -507,6 +467,7 @@ HIST_ENTRY(GLOBAL, hist_global)
 HIST_ENTRY(SHARED, hist_shared)
 HIST_ENTRY(WARP_PRIVATE, hist_warp_private)
 HIST_ENTRY(THREAD_COUNTERS, hist_thread_counters)
+HIST_ENTRY(BYTES, hist_bytes)
 
 static const cua_hist_row histogram_rows[] = {
     {{"global", 1, "one global atomicAdd per element: contention on popular bins",
@@ -521,5 +482,8 @@ static const cua_hist_row histogram_rows[] = {
     {{"thread_counters", 4, "8-bit counters per thread per bin, flushed before they overflow: no atomics, skew-proof",
       CUA_F_DETERMINISTIC},
      hist_THREAD_COUNTERS, hist_fits<plan_thread_counters>},
+    {{"bytes", 5, "bytes in bins of width one: a counter per byte value per warp, no range check, no branch",
+      CUA_F_DETERMINISTIC},
+     hist_BYTES, bytes_fits},
 };
 extern "C" const cua_ladder cua_cuda_histogram_ladder = CUA_LADDER(histogram_rows);

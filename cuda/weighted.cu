@@ -268,22 +268,21 @@ static int plan_warp_private(int64_t nb, int optin, HistPlan *plan, cua_launch *
 // ---------------------------------------------------------- launch helper
 
 // The summing every rung ends with, once its grid is set: the sums zeroed,
-// the bins uploaded, one launch(bins), checked, and the one wait. (No
-// chunks: an 8-byte sum cannot overflow the way histogram's 32-bit shared
-// counters can.)
+// the bins uploaded, one launch(bins), checked. (No chunks: an 8-byte sum
+// cannot overflow the way histogram's 32-bit shared counters can.) No wait:
+// the result route's (route.cu).
 template <class T, class E, class W, class L>
 static int sum_weights(int64_t n, const cua_bins *bins, W *sums, cua_launch *cfg, L launch)
 {
     cudaStream_t s = cua_stream(cfg);
     CUA_CHECK(cudaMemsetAsync(sums, 0, (size_t)bins->nbins * sizeof(W), s));
-    if (n == 0) return cua_wait(cfg);
-    cua_scratch edges;
+    if (n == 0) return 0;
+    cua_scratch edges;  // freed in stream order, after the launch that reads it
     DevBins<E> bn;
     int st = upload_bins<T>(bins, &edges, &bn, s);
     if (st) return st;
     launch(bn);
     CUA_CHECK_LAUNCH();
-    CUA_WAIT(cfg);
     return 0;
 }
 

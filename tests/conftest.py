@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import cuatomic
-from cuatomic import _auto
+from cuatomic import _C, _auto, _backend, _bins, _common
 from cuatomic._exact import error_bound
 
 BACKENDS = cuatomic.backends()
@@ -51,6 +51,50 @@ def where_params(op):
             for where in (["host", "device"] if be == "cuda" else ["host"]):
                 out.append(pytest.param(be, name, where, id=f"{be}-{name}-{where}"))
     return out
+
+
+# What hist_call returns for a call the rung refuses by its limits.
+REFUSED = ("refused",)
+
+
+def hist_refusal(x, bins=10, range=None, *, method, backend, blocks=None, threads=None):
+    """Why the histogram rung `method` refuses np.histogram(x, bins,
+    range) by its limits (its `fits`: the `bytes` rung takes only bytes in
+    bins of width one), or None."""
+    if method == "auto":
+        return None
+    inp = _common.prepare(x, backend)
+    kb = _bins.bins_for(inp, bins, range, 0)[2]
+    if kb is None:
+        return None
+    return _C.histogram_fits(backend=_backend.backend_id(backend), rung=_backend.rung("histogram", backend,
+                             method).index, bins=kb, dtype=inp.id, blocks=blocks or -1, threads=threads or -1)
+
+
+def bincount_refusal(x, *, method, backend):
+    """hist_refusal for np.bincount(x) of a NumPy array x: bins of width
+    one from 0 to max(x)."""
+    if method == "auto":
+        return None
+    inp = _common.prepare(x, backend)
+    kb = _bins.unit_bins(int(np.max(x)) + 1, inp.dtype)
+    return _C.histogram_fits(backend=_backend.backend_id(backend), rung=_backend.rung("histogram", backend,
+                             method).index, bins=kb, dtype=inp.id, blocks=-1, threads=-1)
+
+
+def hist_call(x, bins=10, range=None, *, method, backend, **kwargs):
+    """cuatomic.histogram(x, bins, range, ...) -- or REFUSED where the
+    named rung refuses these data and bins (hist_refusal): then the call
+    must raise a ValueError naming the rung, which this checks. A test of
+    every rung runs the rungs that can take its data, and checks the
+    refusal of the others."""
+    why = hist_refusal(x, bins, range, method=method, backend=backend, blocks=kwargs.get("blocks"),
+                       threads=kwargs.get("threads"))
+    if why is None:
+        return cuatomic.histogram(x, bins, range, method=method, backend=backend, **kwargs)
+    with pytest.raises(ValueError, match=f"method '{method}'"):
+        cuatomic.histogram(x, bins, range, method=method, backend=backend, **kwargs)
+    return REFUSED
 
 
 def placed(a, backend, where):

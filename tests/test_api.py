@@ -352,15 +352,18 @@ def test_cuda_error_is_raised_and_does_not_poison():
 
 
 def _forced_calls(backend):
-    """(op, call(method)) of every op on small data."""
+    """(op, call(method)) of every op on small data (for the histogram,
+    bytes in bins of width one: what every rung takes)."""
     x = np.arange(1, 2001, dtype=np.int32)
     d = cuatomic.to_device(x, backend=backend) if backend == "cuda" else x
+    b = (x % 128).astype(np.uint8)
+    db = cuatomic.to_device(b, backend=backend) if backend == "cuda" else b
     return [
         ("sum", lambda m, **k: cuatomic.sum(d, method=m, backend=backend, **k)),
         ("prod", lambda m, **k: cuatomic.prod(d, method=m, backend=backend, **k)),
         ("reduce", lambda m, **k: cuatomic.reduce(d, "maximum", method=m, backend=backend, **k)),
         ("dot", lambda m, **k: cuatomic.dot(d, d, method=m, backend=backend, **k)),
-        ("histogram", lambda m, **k: cuatomic.histogram(d, 64, method=m, backend=backend, **k)),
+        ("histogram", lambda m, **k: cuatomic.histogram(db, 128, (0, 128), method=m, backend=backend, **k)),
         ("filter", lambda m, **k: cuatomic.filter(d, "<", 100, ordered=False, method=m, backend=backend, **k)),
         ("add_one", lambda m, **k: cuatomic.add_one(4, 64, method=m, backend=backend, **k)),
         ("mutex_add_one", lambda m, **k: cuatomic.mutex_add_one(4, 64, method=m, backend=backend, **k)),
@@ -385,8 +388,9 @@ def test_a_forced_method_is_the_one_that_ran(backend):
 
 def _big_calls(n, grid):
     """(op, call(method, **launch)) of every op on n elements (the counters,
-    last: a grid)."""
+    last: a grid); the histogram's are bytes, which every rung takes."""
     x = np.arange(n, dtype=np.int32) % 128
+    b = x.astype(np.uint8)
     f = np.linspace(0.5, 1.5, n)
     p = 1 + 1e-9 * f
     return [
@@ -394,7 +398,7 @@ def _big_calls(n, grid):
         ("prod", lambda m, **k: cuatomic.prod(p, method=m, backend="cpu", **k)),
         ("reduce", lambda m, **k: cuatomic.reduce(x, "maximum", method=m, backend="cpu", **k)),
         ("dot", lambda m, **k: cuatomic.dot(f, f, method=m, backend="cpu", **k)),
-        ("histogram", lambda m, **k: cuatomic.histogram(x, 128, (0, 128), method=m, backend="cpu", **k)),
+        ("histogram", lambda m, **k: cuatomic.histogram(b, 128, (0, 128), method=m, backend="cpu", **k)),
         ("weighted_histogram",
          lambda m, **k: cuatomic.histogram(x, 128, (0, 128), weights=f, method=m, backend="cpu", **k)),
         ("filter", lambda m, **k: cuatomic.filter(x, "<", 100, ordered=False, method=m, backend="cpu", **k)),

@@ -9,7 +9,7 @@ import time
 
 import numpy as np
 import pytest
-from conftest import BACKENDS, DTYPES, DLOnly, placed, requires_cuda, where_params
+from conftest import BACKENDS, DTYPES, DLOnly, hist_refusal, placed, requires_cuda, where_params
 
 import cuatomic
 from cuatomic import datasets
@@ -180,7 +180,10 @@ def test_sweep_checks_every_method_against_numpy(backend, where):
         args = tuple(placed(a, backend, where) if isinstance(a, np.ndarray) else a for a in args)
         rows = cuatomic.sweep(op, *args, blocks=[1, 7], repeat=1, warmup=0, backend=backend, progress=False,
                               **kwargs)
-        assert {r.method for r in rows} == {m for m, _, _ in cuatomic.methods(op, backend)}, op
+        # every rung, but those whose limits refuse these data (left out)
+        want = {m for m, _, _ in cuatomic.methods(op, backend)
+                if op != "histogram" or hist_refusal(*args, method=m, backend=backend) is None}
+        assert {r.method for r in rows} == want, op
 
 
 def _wrong(monkeypatch, op, spoil):

@@ -213,6 +213,15 @@ double cua_cpu_dd_product_value(cua_dd p);
 /* Bin of element i (-1 if dropped), and a chunk counted into counts. */
 int64_t cua_cpu_bin(const void *x, int dtype, const cua_bins *bins, int64_t i);
 void cua_cpu_chunk_hist(const void *x, int dtype, const cua_bins *bins, int64_t lo, int64_t hi, uint64_t *counts);
+/* The `fits` of a CPU histogram or weighted rung whose counts live in heap
+ * memory: no bin count is too many (beyond what malloc refuses, reported as
+ * MemoryError when it happens). */
+static inline int cua_cpu_hist_fits_any(const cua_bins *bins, int dtype, cua_launch *cfg)
+{
+    (void)bins, (void)dtype, (void)cfg;
+    return CUA_OK;
+}
+
 /* Count [lo, hi) into CUA_CPU_HIST_COPIES interleaved 32-bit copies:
  * counts[COPIES * bin + copy], values outside the bins into bin nbins
  * (counts holds COPIES * (nbins + 1)); fewer than 2^32 elements per call. */

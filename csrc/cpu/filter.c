@@ -28,6 +28,12 @@
  *              order. Where the GPU's warp is 32 lanes voting in one ballot,
  *              here it is 32 consecutive elements of one thread's share.
  *              Up to 32x fewer atomics; unordered.
+ *  5. pipelined  lookback with the next tile taken and staged (its count
+ *              published) before the walk back for the current one, so the
+ *              wait for predecessors overlaps work, as the GPU's block copies
+ *              its next tile in (cp.async) while it looks back. Two tile
+ *              buffers per thread; keeps order; takes any input (the GPU's
+ *              needs sm_80 and aligned input).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -126,18 +132,67 @@ static int filter_ordered(const void *x, int64_t n, int dtype, const cua_pred *p
     return CUA_CPU_DONE(cfg);
 }
 
-static int filter_lookback(const void *x, int64_t n, int dtype, const cua_pred *pred, void *out, int64_t *count,
-                           cua_launch *cfg)
+/* A tile of lookback or pipelined: its number and the keepers staged in
+ * `buf`, their count published as the tile's aggregate. */
+typedef struct {
+    int64_t t;
+    uint64_t kept;
+    char *buf;
+} tile;
+
+/* Take the next tile number and stage its keepers (0: none left). */
+static int tile_take(tile *tl, _Atomic int64_t *next_tile, int64_t ntiles, const void *x, int64_t n, int dtype,
+                     const cua_pred *pred, _Atomic uint64_t *status)
+{
+    tl->t = atomic_fetch_add_explicit(next_tile, 1, memory_order_relaxed);
+    if (tl->t >= ntiles) return 0;
+    const int64_t lo = tl->t * TILE, hi = lo + TILE < n ? lo + TILE : n;
+    tl->kept = (uint64_t)cua_cpu_chunk_stage(x, dtype, pred, lo, hi, tl->buf);
+    /* Release: the count is published for successors walking back. */
+    if (tl->t > 0) atomic_store_explicit(&status[tl->t], AGGREGATE | tl->kept, memory_order_release);
+    return 1;
+}
+
+/* Walk back from the tile before tl to an inclusive prefix, publish tl's own
+ * and copy its keepers out; returns the number kept before and in tl. A tile
+ * not yet published belongs to a thread that took its number before us and
+ * is running (or has staged it and is about to walk back), so the wait ends. */
+static uint64_t tile_finish(const tile *tl, _Atomic uint64_t *status, void *out, size_t size)
+{
+    uint64_t prefix = 0;
+    unsigned spins = 0;
+    for (int64_t p = tl->t - 1; p >= 0;) {
+        const uint64_t st = atomic_load_explicit(&status[p], memory_order_acquire);
+        if (st == 0) {
+            cua_cpu_relax(&spins); /* spin: tile p has not published */
+            continue;
+        }
+        prefix += st & VALUE;
+        if (st & INCLUSIVE) break;
+        p--;
+    }
+    atomic_store_explicit(&status[tl->t], INCLUSIVE | (prefix + tl->kept), memory_order_release);
+    memcpy((char *)out + prefix * size, tl->buf, tl->kept * size);
+    return prefix + tl->kept;
+}
+
+/* What lookback and pipelined share: the grid (blocks are the logical
+ * workers taking tiles; the OS threads that run them are never more than the
+ * OpenMP team, than there are tiles, nor than the work is worth), the status
+ * words, and the team that runs `walk` -- each thread with `buffers` tile
+ * buffers -- and the total the last tile leaves. */
+typedef void (*tile_walk)(tile *tiles, _Atomic int64_t *next_tile, int64_t ntiles, const void *x, int64_t n,
+                          int dtype, const cua_pred *pred, _Atomic uint64_t *status, void *out, uint64_t *total,
+                          cua_launch *cfg);
+
+static int look_back(tile_walk walk, int buffers, const void *x, int64_t n, int dtype, const cua_pred *pred,
+                     void *out, int64_t *count, cua_launch *cfg)
 {
     const int64_t ntiles = (n + TILE - 1) / TILE;
     if (cfg->blocks <= 0) cfg->blocks = cua_cpu_threads();
     cfg->threads = 1;
     cfg->used_threads = 1;
     cua_cpu_clamp_grid(cfg, n, TILE); /* a worker takes whole tiles */
-    /* blocks are the logical workers taking tiles; the OS threads that run
-     * them are never more than the OpenMP team (OMP_NUM_THREADS, by default
-     * the cores), than there are tiles, nor than the work is worth
-     * (cua_cpu_team). */
     const int team = cua_cpu_team(cfg, n, cfg->blocks);
     const size_t size = cua_dtype_size(dtype);
     _Atomic uint64_t *status = calloc((size_t)(ntiles > 0 ? ntiles : 1), sizeof *status);
@@ -147,59 +202,91 @@ static int filter_lookback(const void *x, int64_t n, int dtype, const cua_pred *
     uint64_t total = 0;
 #pragma omp parallel num_threads(team)
     {
-        char *buf = malloc((size_t)TILE * size);
-        if (!buf) {
+        tile tiles[2] = {{0, 0, NULL}, {0, 0, NULL}};
+        int ok = 1;
+        for (int b = 0; b < buffers; b++) ok = ok && (tiles[b].buf = malloc((size_t)TILE * size)) != NULL;
+        if (!ok) {
 #pragma omp atomic write
             failed = 1;
+        } else {
+            walk(tiles, &next_tile, ntiles, x, n, dtype, pred, status, out, &total, cfg);
         }
-        /* Stop only between tiles: a tile number once taken is always
-         * published, or its successors would wait for it forever. */
-        while (buf && !cua_cpu_stop(cfg)) {
-            const int64_t t = atomic_fetch_add_explicit(&next_tile, 1, memory_order_relaxed);
-            if (t >= ntiles) break;
-            const int64_t lo = t * TILE, hi = lo + TILE < n ? lo + TILE : n;
-            const uint64_t mine = (uint64_t)cua_cpu_chunk_stage(x, dtype, pred, lo, hi, buf);
-            uint64_t prefix = 0;
-            if (t > 0) {
-                /* Release: the count is published. Then walk back; a tile
-                 * not yet published belongs to a thread that took its number
-                 * before us and is running, so the wait ends. */
-                atomic_store_explicit(&status[t], AGGREGATE | mine, memory_order_release);
-                unsigned spins = 0;
-                for (int64_t p = t - 1; p >= 0;) {
-                    const uint64_t st = atomic_load_explicit(&status[p], memory_order_acquire);
-                    if (st == 0) {
-                        cua_cpu_relax(&spins); /* spin: tile p has not published */
-                        continue;
-                    }
-                    prefix += st & VALUE;
-                    if (st & INCLUSIVE) break;
-                    p--;
-                }
-            }
-            atomic_store_explicit(&status[t], INCLUSIVE | (prefix + mine), memory_order_release);
-            memcpy((char *)out + prefix * size, buf, mine * size);
-            if (t == ntiles - 1) total = prefix + mine;
-        }
-        free(buf);
+        for (int b = 0; b < buffers; b++) free(tiles[b].buf);
     }
     free(status);
     *count = (int64_t)total;
     return failed ? CUA_ENOMEM : CUA_CPU_DONE(cfg);
 }
 
+/* lookback: take a tile, stage it, walk back, copy out; the next. Stop only
+ * between tiles: a tile number once taken is always published, or its
+ * successors would wait for it forever. */
+static void walk_one(tile *tiles, _Atomic int64_t *next_tile, int64_t ntiles, const void *x, int64_t n, int dtype,
+                     const cua_pred *pred, _Atomic uint64_t *status, void *out, uint64_t *total, cua_launch *cfg)
+{
+    const size_t size = cua_dtype_size(dtype);
+    while (!cua_cpu_stop(cfg) && tile_take(&tiles[0], next_tile, ntiles, x, n, dtype, pred, status)) {
+        const uint64_t upto = tile_finish(&tiles[0], status, out, size);
+        if (tiles[0].t == ntiles - 1) *total = upto;
+    }
+}
+
+/* pipelined: the next tile is taken and staged -- its count published --
+ * before the walk back for the current one, so the walk's wait overlaps
+ * the next tile's work, and successors can pass over both. Two tile
+ * numbers held at once is safe: the earlier one's aggregate is published
+ * before the later one is taken, and each is finished in order. Stop only
+ * between tiles, never leaving a taken tile unpublished. */
+static void walk_two(tile *tiles, _Atomic int64_t *next_tile, int64_t ntiles, const void *x, int64_t n, int dtype,
+                     const cua_pred *pred, _Atomic uint64_t *status, void *out, uint64_t *total, cua_launch *cfg)
+{
+    const size_t size = cua_dtype_size(dtype);
+    int cur = 0;
+    int have = !cua_cpu_stop(cfg) && tile_take(&tiles[cur], next_tile, ntiles, x, n, dtype, pred, status);
+    while (have) {
+        const int next = !cua_cpu_stop(cfg) &&
+                         tile_take(&tiles[1 - cur], next_tile, ntiles, x, n, dtype, pred, status);
+        const uint64_t upto = tile_finish(&tiles[cur], status, out, size);
+        if (tiles[cur].t == ntiles - 1) *total = upto;
+        cur = 1 - cur;
+        have = next;
+    }
+}
+
+static int filter_lookback(const void *x, int64_t n, int dtype, const cua_pred *pred, void *out, int64_t *count,
+                           cua_launch *cfg)
+{
+    return look_back(walk_one, 1, x, n, dtype, pred, out, count, cfg);
+}
+
+static int filter_pipelined(const void *x, int64_t n, int dtype, const cua_pred *pred, void *out, int64_t *count,
+                            cua_launch *cfg)
+{
+    return look_back(walk_two, 2, x, n, dtype, pred, out, count, cfg);
+}
+
+/* Every CPU rung takes any input. */
+static int filter_fits_any(const void *x, int dtype, cua_launch *cfg)
+{
+    (void)x, (void)dtype, (void)cfg;
+    return CUA_OK;
+}
+
 static const cua_filter_row filter_rows[] = {
     {{"atomic", 1, "push_back: fetch_add's old value is the output slot (unordered)",
       0},
-     filter_atomic},
+     filter_atomic, filter_fits_any},
     {{"ordered", 2, "count per block, scan, each block copies its keepers to its offset (a running index, no ballots): keeps input order",
       CUA_F_ORDERED | CUA_F_DETERMINISTIC},
-     filter_ordered},
+     filter_ordered, filter_fits_any},
     {{"lookback", 3, "single pass: tiles publish counts, predecessors' prefixes read back one at a time; keeps input order",
       CUA_F_ORDERED | CUA_F_DETERMINISTIC},
-     filter_lookback},
+     filter_lookback, filter_fits_any},
     {{"warp_aggregated", 4, "push_back with one fetch_add per 32 elements of a thread's share, reserving their keepers' slots at once (unordered)",
       0},
-     filter_warp_aggregated},
+     filter_warp_aggregated, filter_fits_any},
+    {{"pipelined", 5, "lookback with the next tile taken and staged before the walk back for the current one; keeps input order",
+      CUA_F_ORDERED | CUA_F_DETERMINISTIC},
+     filter_pipelined, filter_fits_any},
 };
 const cua_ladder cua_cpu_filter_ladder = CUA_LADDER(filter_rows);

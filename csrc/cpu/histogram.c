@@ -31,7 +31,15 @@
  *             piece by the bin rule (bins.c). The copies are
  *             added into the thread's 64-bit histogram after every piece of
  *             2^22 elements, long before they can overflow.
+ *  5. bytes   the tutorial's case only (1-byte data in bins of width one;
+ *             anything else is refused): a counter per byte value per
+ *             OpenMP thread, in four interleaved 32-bit copies, so a byte is
+ *             a load and an increment -- no bin rule, no range check, no
+ *             spare bin. The counters of the byte values inside the bins
+ *             are added to the bins once, after the team. (The GPU keeps
+ *             the 256 counters per warp in shared memory.)
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -195,26 +203,72 @@ static int hist_thread_counters(const void *x, int64_t n, int dtype, const cua_b
     return failed ? CUA_ENOMEM : CUA_CPU_DONE(cfg);
 }
 
-/* Every CPU rung keeps its counts in heap memory: no bin count is too many
- * (beyond what malloc refuses, reported as MemoryError when it happens). */
-static int hist_fits_any(int64_t nbins, int dtype, cua_launch *cfg)
+/* Rung 5's limits (the GPU's): 1-byte data in bins of width one. */
+static int bytes_fits(const cua_bins *bins, int dtype, cua_launch *cfg)
 {
-    (void)nbins, (void)dtype, (void)cfg;
-    return CUA_OK;
+    if (cua_dtype_size(dtype) == 1 && cua_byte_bins(bins)) return CUA_OK;
+    snprintf(cfg->msg, sizeof cfg->msg, CUA_BYTE_BINS_ONLY, (int)cua_dtype_size(dtype));
+    return CUA_EINVAL;
+}
+
+/* Bytes [lo, hi) counted by value into by_value[256]: byte i into copy
+ * i % 4 of 32-bit counters (a piece is too short to overflow one), so a
+ * run of one value is four chains of increments, not one. */
+static void count_bytes(const uint8_t *p, int64_t lo, int64_t hi, uint64_t *by_value)
+{
+    uint32_t c[4][256];
+    memset(c, 0, sizeof c);
+    int64_t i = lo;
+    for (; i + 8 <= hi; i += 8) {
+        uint64_t w;
+        memcpy(&w, p + i, sizeof w);
+        for (int k = 0; k < 8; k++) c[k & 3][(w >> (8 * k)) & 0xFF]++;
+    }
+    for (; i < hi; i++) c[0][p[i]]++;
+    for (int v = 0; v < 256; v++) by_value[v] += (uint64_t)c[0][v] + c[1][v] + c[2][v] + c[3][v];
+}
+
+static int hist_bytes(const void *x, int64_t n, int dtype, const cua_bins *bins, uint64_t *counts, cua_launch *cfg)
+{
+    int st = bytes_fits(bins, dtype, cfg);
+    if (st) return st;
+    const int64_t nb = bins->nbins;
+    private_histograms p;
+    if (private_open(&p, cfg, n, 256)) return CUA_ENOMEM; /* 256 counters per thread: one per byte value */
+#pragma omp parallel num_threads(p.team)
+    {
+        const int t = omp_get_thread_num();
+        int64_t lo, hi;
+        cua_cpu_thread_range(n, cfg->blocks, p.blocks, omp_get_num_threads(), t, &lo, &hi);
+        CUA_CPU_PIECES(cfg, lo, hi, start, stop) count_bytes(x, start, stop, p.local + (size_t)t * 256);
+    }
+    /* Byte value v is the number (int8 or uint8) v reads as; bin v - lo,
+     * and the closed top edge lo + nb in the last bin. */
+    memset(counts, 0, (size_t)nb * sizeof *counts);
+    for (int v = 0; v < 256; v++) {
+        const int64_t j = (dtype == CUA_INT8 ? (int64_t)(int8_t)v : (int64_t)v) - bins->ilo;
+        if (j < 0 || j > nb) continue;
+        for (int t = 0; t < p.team; t++) counts[j < nb ? j : nb - 1] += p.local[(size_t)t * 256 + v];
+    }
+    free(p.local);
+    return CUA_CPU_DONE(cfg);
 }
 
 static const cua_hist_row histogram_rows[] = {
     {{"global", 1, "one atomic fetch_add on the shared counts per element",
       CUA_F_DETERMINISTIC},
-     hist_global, hist_fits_any},
+     hist_global, cua_cpu_hist_fits_any},
     {{"shared", 2, "private histogram per block (plain increments: one OS thread runs a block), one atomic add per bin per block",
       CUA_F_DETERMINISTIC},
-     hist_shared, hist_fits_any},
+     hist_shared, cua_cpu_hist_fits_any},
     {{"warp_private", 3, "a private histogram per OpenMP thread, not per warp, for all its blocks' shares; merged without atomics",
       CUA_F_DETERMINISTIC},
-     hist_warp_private, hist_fits_any},
+     hist_warp_private, cua_cpu_hist_fits_any},
     {{"thread_counters", 4, "eight interleaved 32-bit copies per OpenMP thread (not 8-bit counters per thread), branch-free: runs of one value do not serialize",
       CUA_F_DETERMINISTIC},
-     hist_thread_counters, hist_fits_any},
+     hist_thread_counters, cua_cpu_hist_fits_any},
+    {{"bytes", 5, "bytes in bins of width one: a counter per byte value per OpenMP thread (four interleaved copies), no bin rule",
+      CUA_F_DETERMINISTIC},
+     hist_bytes, bytes_fits},
 };
 const cua_ladder cua_cpu_histogram_ladder = CUA_LADDER(histogram_rows);

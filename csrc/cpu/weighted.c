@@ -183,25 +183,17 @@ static int whist_warp_private(const void *x, const void *w, int64_t n, int dtype
     return CUA_CPU_DONE(cfg);
 }
 
-/* Every CPU rung keeps its sums in heap memory: no bin count is too many
- * (beyond what malloc refuses, reported as MemoryError when it happens). */
-static int whist_fits_any(int64_t nbins, int dtype, cua_launch *cfg)
-{
-    (void)nbins, (void)dtype, (void)cfg;
-    return CUA_OK;
-}
-
 static const cua_whist_row weighted_rows[] = {
     {{"global", 1, "one atomic add of the weight per element: fetch_add for int64, a CAS loop for float64 (C11 has no atomic double add)",
       0},
-     whist_global, whist_fits_any},
+     whist_global, cua_cpu_hist_fits_any},
     {{"cas", 2, "every weight added by an explicit compare-exchange loop on the sum's bits", 0},
-     whist_cas, whist_fits_any},
+     whist_cas, cua_cpu_hist_fits_any},
     {{"shared", 3, "private sums per block (plain adds: one OS thread runs a block), one atomic add per bin per block",
       0},
-     whist_shared, whist_fits_any},
+     whist_shared, cua_cpu_hist_fits_any},
     {{"warp_private", 4, "four interleaved private copies of the sums per OpenMP thread (not per warp), branch-free; merged in order without atomics",
       CUA_F_DETERMINISTIC},
-     whist_warp_private, whist_fits_any},
+     whist_warp_private, cua_cpu_hist_fits_any},
 };
 const cua_ladder cua_cpu_weighted_histogram_ladder = CUA_LADDER(weighted_rows);
