@@ -92,7 +92,8 @@ def histogram(a, bins=10, range=None, *, weights=None, density=False, method="au
         count these bins on this device (:func:`explain` says which and why,
         with the skew of a sample; with weights, unmeasured, the top rung
         that fits). A rung named here that cannot count the bins (shared
-        memory too small) raises a ValueError naming its limit.
+        memory too small; ``"bytes"``, which counts only 1-byte data in
+        bins of width one) raises a ValueError naming its limit.
         Integer data with integer edges of an integer width
         (``histogram(text, bins=128, range=(0, 128))``) is binned with
         integer arithmetic only.

@@ -56,7 +56,7 @@ def explain(op, *args, backend=None, stream=None, **kwargs):
     >>> import numpy as np, cuatomic
     >>> text = np.frombuffer(b"the quick brown fox " * 100, np.uint8)
     >>> cuatomic.explain("histogram", text, bins=128, range=(0, 128), backend="cpu").method
-    'thread_counters'
+    'bytes'
     """
     if not (isinstance(op, str) and op == "bincount"):
         _backend.op_id(op)

@@ -82,6 +82,17 @@ def bincount_refusal(x, *, method, backend):
                              method).index, bins=kb, dtype=inp.id, blocks=-1, threads=-1)
 
 
+def filter_refusal(x, *, method, backend, blocks=None, threads=None):
+    """Why the filter rung `method` refuses to filter x with this grid (its
+    `fits`: the GPU's `pipelined` needs sm_80, 16-byte aligned input and its
+    own block size), or None."""
+    if method == "auto":
+        return None
+    inp = _common.prepare(x, backend)
+    return _C.filter_fits(_backend.backend_id(backend), _backend.rung("filter", backend, method).index,
+                          inp.x if inp.device else 0, inp.id, blocks or -1, threads or -1)
+
+
 def hist_call(x, bins=10, range=None, *, method, backend, **kwargs):
     """cuatomic.histogram(x, bins, range, ...) -- or REFUSED where the
     named rung refuses these data and bins (hist_refusal): then the call

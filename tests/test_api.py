@@ -381,7 +381,11 @@ def test_a_forced_method_is_the_one_that_ran(backend):
             assert (ran["op"], ran["backend"], ran["method"]) == (op, backend, name)
             assert ran["blocks"] >= 1 and 1 <= ran["threads"] <= 1024 and ran["chunks"] == 1
             if op not in ("add_one", "mutex_add_one"):
-                call(name, blocks=2, threads=64)
+                try:
+                    call(name, blocks=2, threads=64)
+                except ValueError as e:  # a rung whose block size is its own refuses another, naming it
+                    assert f"method '{name}'" in str(e) and "threads" in str(e), (op, name, e)
+                    continue
                 ran = cuatomic.last_launch()
                 assert ran["method"] == name and ran["threads"] <= 64 and 1 <= ran["blocks"] <= 2, (op, ran)
 

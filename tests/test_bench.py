@@ -29,7 +29,7 @@ def test_inputs_of_each_entropy():
 
 
 def test_run_validates_times_and_compares(tmp_path):
-    results = bench.run(ops=["sum", "dot", "histogram", "filter"], sizes=[3000], dtypes=[np.int32],
+    results = bench.run(ops=["sum", "dot", "histogram", "filter"], sizes=[3000], dtypes=[np.int32, np.uint8],
                         entropies=["uniform", "one"], backend="cpu", repeat=2, quick=True, progress=None)
     rows = results["rows"]
     assert results["ceiling_gbps"] > 0 and results["environment"]["backend"] == "cpu"

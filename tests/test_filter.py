@@ -2,7 +2,7 @@ import operator
 
 import numpy as np
 import pytest
-from conftest import DTYPES, SIZES, FakeCAI, host, make, placed, requires_cuda, where_params
+from conftest import DTYPES, SIZES, FakeCAI, filter_refusal, host, make, placed, requires_cuda, where_params
 
 import cuatomic
 from cuatomic import _C, _backend
@@ -80,20 +80,26 @@ def test_filter_every_op_and_value(backend, method, where, op, dtype):
 @pytest.mark.parametrize("backend,method,where", where_params("filter"))
 def test_filter_launch_configs_and_one_value(backend, method, where):
     a = make(np.int32, 100_000, "one")
-    for blocks, threads in [(1, 1), (3, 33), (1000, 1024), (7, 100)]:
-        got = cuatomic.filter(placed(a, backend, where), "==", 3, ordered=_backend.rung("filter", backend, method).has(_C.F_ORDERED), method=method,
-                              backend=backend, blocks=blocks, threads=threads)
-        check_filter(got, a, "==", 3, _backend.rung("filter", backend, method).has(_C.F_ORDERED))
+    ordered = _backend.rung("filter", backend, method).has(_C.F_ORDERED)
+    for blocks, threads in [(1, 1), (3, 33), (1000, 1024), (7, 100), (2, 384)]:
+        x = placed(a, backend, where)
+        call = dict(ordered=ordered, method=method, backend=backend, blocks=blocks, threads=threads)
+        if filter_refusal(x, method=method, backend=backend, blocks=blocks, threads=threads):
+            with pytest.raises(ValueError, match=f"method '{method}'"):  # its limits, said
+                cuatomic.filter(x, "==", 3, **call)
+            continue
+        check_filter(cuatomic.filter(x, "==", 3, **call), a, "==", 3, ordered)
 
 
 @requires_cuda
 @pytest.mark.parametrize("dtype", [np.bool_, np.uint8, np.int16, np.int32, np.float64],
                          ids=lambda d: np.dtype(d).name)
 def test_filter_lookback_tiles_and_alignment(dtype):
-    """The lookback rung's two kernels: the pipelined one (sm_80+, default
-    block, 16-byte aligned input; 24 KiB tiles) and the register one (any
-    other block size, or input off 16-byte alignment). Every tile edge, one
-    block or many, nothing, about half or everything kept."""
+    """The look-back rungs: `pipelined` (sm_80+, its own block of 384
+    threads, 16-byte aligned input; 24 KiB tiles) and `lookback` (any
+    block size, any alignment). Every tile edge, one block or many,
+    nothing, about half or everything kept; what pipelined cannot take it
+    refuses, naming its limit, and auto passes it by."""
     itemsize = np.dtype(dtype).itemsize
     tile = 384 * 64 // itemsize
     for n in (1, tile - 1, tile, tile + 1, 3 * tile + 5):
@@ -105,8 +111,17 @@ def test_filter_lookback_tiles_and_alignment(dtype):
         for op, value in ((">=", s[0]), (">=", s[s.size // 2]), (">", s[-1])):
             for blocks, threads in ((None, None), (1, None), (2, None), (None, 256)):
                 for x, ref in ((d, a), (shifted, a[1:])):
-                    got = cuatomic.filter(x, op, value, method="lookback", blocks=blocks, threads=threads)
-                    check_filter(got, ref, op, value, True)
+                    for method in ("lookback", "pipelined"):
+                        call = dict(method=method, blocks=blocks, threads=threads)
+                        if filter_refusal(x, method=method, backend="cuda", blocks=blocks, threads=threads):
+                            assert method == "pipelined" and (x is shifted or threads == 256)
+                            with pytest.raises(ValueError, match="method 'pipelined'"):
+                                cuatomic.filter(x, op, value, **call)
+                            continue
+                        check_filter(cuatomic.filter(x, op, value, **call), ref, op, value, True)
+        got = cuatomic.filter(shifted, ">=", s[0])  # auto: never a rung that refuses the call
+        check_filter(got, a[1:], ">=", s[0], True)
+        assert cuatomic.explain("filter", shifted, ">=", s[0]).method == cuatomic.last_launch()["method"]
 
 
 @requires_cuda

@@ -6,9 +6,17 @@ import sys
 import numpy as np
 
 import cuatomic
-from cuatomic import _C, _backend, _common
+from cuatomic import _C, _backend, _bins, _common
 
 DTYPES = [np.uint8, np.int32, np.int64, np.float32, np.float64]
+
+
+def refuses(method, d, kw):
+    """Why the histogram rung refuses these data and bins (its fits), or None."""
+    inp = _common.prepare(d, "cuda")
+    kb = _bins.bins_for(inp, kw["bins"], kw.get("range"), 0)[2]
+    return _C.histogram_fits(backend=_backend.backend_id("cuda"), rung=_backend.rung("histogram", "cuda",
+                             method).index, bins=kb, dtype=inp.id, blocks=-1, threads=-1)
 
 
 def main():
@@ -39,6 +47,13 @@ def main():
         for m, _, _ in cuatomic.methods("histogram", "cuda"):
             for kw in ({"bins": 128, "range": (0, 128)}, {"bins": 37}, {"bins": [0, 3, 50, 51, 119]},
                        {"bins": 300, "range": (-20, 280)}):
+                if refuses(m, d, kw):  # the rung's limits (bytes: bytes in bins of width one): it must say so
+                    try:
+                        cuatomic.histogram(d, method=m, backend="cuda", **kw)
+                        check(f"histogram {m} {dt.__name__} {kw} refuses", False)
+                    except ValueError as e:
+                        check(f"histogram {m} {dt.__name__} {kw} refuses", f"method '{m}'" in str(e))
+                    continue
                 hist, _ = cuatomic.histogram(d, method=m, backend="cuda", **kw)
                 check(f"histogram {m} {dt.__name__} {kw}", np.array_equal(hist.copy_to_host(),
                                                                          np.histogram(a, **kw)[0]))

@@ -187,8 +187,8 @@ def main(argv=None):
         epilog="examples:\n"
                "  python -m cuatomic bench auto --backend cpu                 writes cuatomic-rules-cpu.json\n"
                "  CUATOMIC_AUTO_RULES=cuatomic-rules-cpu.json python -m cuatomic   the demo with those rules\n"
-               "  python -m cuatomic bench auto --ops histogram --update cuatomic-rules-cpu.json \\\n"
-               "      --out cuatomic-rules-cpu.json                          re-measures the histograms only\n")
+               "  python -m cuatomic bench auto --ops histogram --update cuatomic-rules-cpu.json\n"
+               "                                                             re-measures the histograms only\n")
     parser.add_argument("--backend", choices=["cpu", "cuda"], default=None,
                         help="where to measure (default: CUATOMIC_BACKEND, else cuda when usable, else cpu)")
     parser.add_argument("--quick", action="store_true", help="small sizes only (a smoke test, not a rule)")
@@ -197,7 +197,8 @@ def main(argv=None):
     parser.add_argument("--ops", nargs="+", choices=MEASURED_OPS, default=None, metavar="OP",
                         help=f"the ops to measure, of {', '.join(MEASURED_OPS)} (default: all of them; the other "
                              f"ops' auto takes the top rung that fits)")
-    parser.add_argument("--out", default=None, metavar="FILE", help="default: cuatomic-rules-<backend>.json")
+    parser.add_argument("--out", default=None, metavar="FILE",
+                        help="default: the --update FILE, else cuatomic-rules-<backend>.json")
     parser.add_argument("--update", default=None, metavar="FILE",
                         help="keep FILE's measurements of the ops not measured now (with --ops: re-measure some ops "
                              "of a rules file from the same device)")
@@ -209,7 +210,7 @@ def main(argv=None):
             data = merge(old, data)
         except ValueError as e:
             parser.error(str(e))
-    out = pathlib.Path(args.out or f"cuatomic-rules-{data['backend']}.json")
+    out = pathlib.Path(args.out or args.update or f"cuatomic-rules-{data['backend']}.json")
     out.write_text(json.dumps(data, indent=1) + "\n")
     print(f"bench auto: {len(data['cases'])} cases written to {out}; use them with CUATOMIC_AUTO_RULES={out}")
     return 0

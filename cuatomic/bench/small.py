@@ -45,7 +45,8 @@ def _calls(be, rng):
     hw = np.histogram(x & 127, 128, (0, 128), weights=w)[0]
     total = GRID[0] * GRID[1]
     d = (lambda a: cuatomic.to_device(a, backend=be)) if be == "cuda" else (lambda a: a)
-    dx, df, dn, dh, dw = d(x), d(f), d(near_one), d(x & 127), d(w)
+    # the histogram's input: bytes in bins of width one, which every rung takes
+    dx, df, dn, dh, dw = d(x), d(f), d(near_one), d((x & 127).astype(np.uint8)), d(w)
     host = lambda v: v.copy_to_host() if hasattr(v, "copy_to_host") else v  # noqa: E731
     return [
         ("sum", "int32", lambda m: cuatomic.sum(dx, method=m, backend=be), lambda v: v == x.sum()),
@@ -55,9 +56,9 @@ def _calls(be, rng):
          lambda v: abs(v - np.prod(near_one)) <= 1e-12),
         ("reduce", "int32 maximum", lambda m: cuatomic.reduce(dx, "maximum", method=m, backend=be),
          lambda v: v == x.max()),
-        ("histogram", "int32, 128 bins", lambda m: cuatomic.histogram(dh, 128, (0, 128), method=m, backend=be)[0],
+        ("histogram", "uint8, 128 bins", lambda m: cuatomic.histogram(dh, 128, (0, 128), method=m, backend=be)[0],
          lambda v: np.array_equal(host(v), h)),
-        ("weighted_histogram", "int32, float64 weights",
+        ("weighted_histogram", "uint8, float64 weights",
          lambda m: cuatomic.histogram(dh, 128, (0, 128), weights=dw, method=m, backend=be)[0],
          lambda v: np.allclose(host(v), hw, rtol=1e-12, atol=1e-12)),
         ("filter", "int32 >= 2", lambda m: cuatomic.filter(dx, ">=", 2, ordered=False, method=m, backend=be),

@@ -284,7 +284,7 @@ def _gpu_targets(t, rng, text, shrink, repeat):
             cd = found["cupy"].asarray(d)
             t.add(work, f"cuatomic auto ({RUNG}, cupy input)", lambda: cuatomic.histogram(cd, 128, (0, 128))[0], same,
                   data.nbytes, repeat, goal)
-        for m in ("warp_private", "thread_counters", "shared"):
+        for m in ("bytes", "warp_private", "thread_counters", "shared"):
             t.add(work, f"cuatomic {m}", lambda m=m: cuatomic.histogram(d, 128, (0, 128), method=m)[0], same,
                   data.nbytes, repeat)
         peers.byte_histogram_rows(t, found, work, d, same, same_open, data.nbytes, repeat)
