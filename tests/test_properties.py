@@ -54,6 +54,7 @@ from hypothesis.extra import numpy as hnp  # noqa: E402
 
 import cuatomic  # noqa: E402
 from cuatomic import _C  # noqa: E402
+from conftest import REFUSED, filter_refusal, hist_call, hist_refusal  # noqa: E402
 
 BACKEND = "cpu"
 PROPERTY = settings(max_examples=60, deadline=None, derandomize=True, database=None,
@@ -421,6 +422,9 @@ def test_histogram_matches_numpy(data, x):
     for method in ["auto"] + rungs("histogram"):
         got = outcome(lambda: cuatomic.histogram(x, bins, bounds, density=density, method=method, backend=BACKEND))
         what = f"histogram({x.dtype}{x.shape}, bins={bins}, range={bounds}, density={density}, method={method!r})"
+        if expected[0] == "ok" and outcome(lambda: hist_refusal(x, bins, bounds, method=method, backend=BACKEND))[1]:
+            assert got == ("raises", ValueError), f"{what}: the rung's limits refuse it, yet it ran"
+            continue  # the rung's limits (bytes: bytes in bins of width one), said as a ValueError
         if not agree(got, expected, what):
             continue
         (counts, edges), (ref_counts, ref_edges) = got[1], expected[1]
@@ -507,8 +511,8 @@ def test_every_launch_configuration_is_exact_on_integers(data, x, blocks, thread
     # the dtype's whole range, as floats (NumPy overflows on int bounds past int64)
     bounds = (0.0, 256.0) if x.dtype.kind == "b" else (float(np.iinfo(x.dtype).min), float(np.iinfo(x.dtype).max))
     for method in rungs("histogram"):
-        got, _ = cuatomic.histogram(x, 17, bounds, method=method, **grid)
-        assert np.array_equal(got, np.histogram(x, 17, bounds)[0]), method
+        got = hist_call(x, 17, bounds, method=method, **grid)
+        assert got is REFUSED or np.array_equal(got[0], np.histogram(x, 17, bounds)[0]), method
     flat = x.reshape(-1)
     for method in rungs("filter"):
         ordered = bool(flags("filter", method) & _C.F_ORDERED)
@@ -519,6 +523,10 @@ def test_every_launch_configuration_is_exact_on_integers(data, x, blocks, thread
                 with pytest.raises(OverflowError):
                     cuatomic.filter(x, ">=", value, ordered=ordered, method=method, **grid)
                 continue
+        if filter_refusal(x, method=method, backend=BACKEND, blocks=blocks, threads=threads):
+            with pytest.raises(ValueError, match=f"method '{method}'"):  # its limits (pipelined's block), said
+                cuatomic.filter(x, ">=", value, ordered=ordered, method=method, **grid)
+            continue
         got = cuatomic.filter(x, ">=", value, ordered=ordered, method=method, **grid)
         assert same_array(got, expected, ordered), method
     b, t = blocks or 10, threads or 16  # the counters' own defaults are the tutorial's 10 x 16
