@@ -174,10 +174,10 @@ def filter(a, op, value, *, ordered=True, method="auto", backend=None, blocks=No
     if (type(value) in _PLAIN_VALUES and type(op) is str and type(method) is str and backend is None
             and blocks is None and threads is None and stream is None and (direct := direct_input(a)) is not None):
         x, n, dt, _ = direct
-        # auto's choice depends on the size and, on a GPU, on whether the
-        # data starts on a 16-byte boundary (pipelined's limit)
+        # auto's choice depends on the size and, on a GPU, on the device and
+        # on whether the data starts on a 16-byte boundary (pipelined's limits)
         key = (type(a), dt, op, type(value), value, bool(ordered), method, os.environ.get("CUATOMIC_BACKEND"),
-               (n, type(x) is not int or x % 16 == 0) if method == "auto" else None)
+               (n, getattr(a, "device", None), type(x) is not int or x % 16 == 0) if method == "auto" else None)
         plan = _PLANS.get(key)
         if plan is not None:
             return _run(plan, x, n, -1, -1, None)

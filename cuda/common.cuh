@@ -310,7 +310,17 @@ static inline int cua_cc_major(int *major)
 struct cua_scratch {
     void *ptr = nullptr;
     cudaStream_t stream = 0;
-    ~cua_scratch() { if (ptr) cua_cuda_free_async(ptr, stream); }
+    // A launcher that returns before its kernels end (the histogram ladders)
+    // sets it: the free is only queued, since settling the pool would wait
+    // for the device here; the result route settles after its wait.
+    bool queued = false;
+    ~cua_scratch()
+    {
+        if (!ptr) return;
+        int over;
+        if (queued) cua_cuda_free_queued(ptr, stream, &over);
+        else cua_cuda_free_async(ptr, stream);
+    }
     cudaError_t get(size_t nbytes, cudaStream_t s)
     {
         stream = s;

@@ -312,14 +312,16 @@ static inline size_t cua_dtype_size(int dtype)
 /* The histogram's `bytes` rung counts only 1-byte data (int8, uint8, bool)
  * in integer bins of width one (edges lo, lo + 1, ..., lo + nbins), by the
  * byte's value. Both backends' `fits` and launchers refuse anything else
- * with this message (one %d: the data's item size). */
+ * with one of these messages (CUA_BYTES_ONLY takes the data's item size). */
 static inline int cua_byte_bins(const cua_bins *bins)
 {
     return bins->integer && bins->iwidth == 1;
 }
-#define CUA_BYTE_BINS_ONLY                                                                                  \
+#define CUA_BYTES_ONLY_                                                                                     \
     "method 'bytes' counts 1-byte data (int8, uint8, bool) in bins of width one at integer edges, such as " \
-    "bins=256, range=(0, 256) (got %d-byte data or other bins); use method='warp_private'"
+    "bins=256, range=(0, 256) "
+#define CUA_BYTES_ONLY CUA_BYTES_ONLY_ "(got %d-byte data); use method='warp_private'"
+#define CUA_BYTE_BINS_ONLY CUA_BYTES_ONLY_ "(got other bins); use method='warp_private'"
 
 /* A backend's index of its ladders: defines `const cua_ladder
  * *<prefix>_ladder(int op)` over the tables `<prefix>_<op>_ladder` that the

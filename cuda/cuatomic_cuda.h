@@ -57,6 +57,9 @@ int cua_cuda_free_queued(void *ptr, void *stream, int *over);
 /* Synchronize the current GPU (as cudaFree does) and trim its pool to what
  * is in use plus the cache limit. */
 int cua_cuda_pool_settle(void);
+/* cua_cuda_pool_settle, only when the pool caches more than its limit (after
+ * a wait, for frees that were only queued: cua_cuda_free_queued). */
+int cua_cuda_pool_settle_if_over(void);
 /* What cuatomic's pool of one GPU holds: bytes in use (allocated, not yet
  * freed), bytes cached (freed, kept for reuse) and the cache limit; all 0
  * before the pool's first use. */

@@ -323,8 +323,8 @@ static int plan_thread_counters(int64_t nb, int optin, HistPlan *plan, cua_launc
 // refused, and "auto" passes it by.
 static int plan_bytes(const cua_bins *bins, size_t itemsize, HistPlan *plan, cua_launch *cfg)
 {
-    if (itemsize != 1 || !cua_byte_bins(bins))
-        return cua_refuse(cfg, CUA_BYTE_BINS_ONLY, (int)itemsize);
+    if (itemsize != 1) return cua_refuse(cfg, CUA_BYTES_ONLY, (int)itemsize);
+    if (!cua_byte_bins(bins)) return cua_refuse(cfg, CUA_BYTE_BINS_ONLY);
     if (cfg->threads <= 0) cfg->threads = BYTE_THREADS;
     plan->copies = (cfg->threads + 31) / 32;
     plan->smem = (size_t)plan->copies * 256 * sizeof(unsigned);  // at most 32 KiB
@@ -351,6 +351,7 @@ static int count_in_chunks(const T *x, int64_t n, const cua_bins *bins, u64 *cou
     CUA_CHECK(cudaMemsetAsync(counts, 0, (size_t)bins->nbins * sizeof(u64), s));
     if (n == 0) return 0;
     cua_scratch edges;  // freed in stream order, after the launches that read it
+    edges.queued = true;  // (the route settles the pool after its wait)
     DevBins<E> bn;
     int st = upload_bins<T>(bins, &edges, &bn, s);
     if (st) return st;

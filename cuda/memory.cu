@@ -170,6 +170,17 @@ extern "C" int cua_cuda_pool_settle(void)
     return 0;
 }
 
+extern "C" int cua_cuda_pool_settle_if_over(void)
+{
+    int device;
+    CUA_CHECK(cudaGetDevice(&device));
+    cudaMemPool_t p = pool_if_made(device);
+    if (!p) return 0;
+    uint64_t cached, used;
+    CUA_CHECK(pool_bytes(p, &cached, &used));
+    return cached > pool_limit[device] ? cua_cuda_pool_settle() : 0;
+}
+
 extern "C" int cua_cuda_free_async(void *ptr, void *stream)
 {
     int over;

@@ -12,10 +12,12 @@
 //    ends on the flag, about a microsecond before the stream would report
 //    done, and no copy engine is involved (on an H200 a copy-engine
 //    transfer of the counts cost 8.7 us more per call than a kernel that
-//    copies them). From sm_90 it is launched as a programmatic dependent of
-//    the kernel before it: the launch is set up while that kernel runs, and
-//    griddepcontrol.wait holds the copy until it has finished and its
-//    writes are visible;
+//    copies them). Where the kernel was compiled for sm_90 or later it is
+//    launched as a programmatic dependent of the kernel before it, and
+//    griddepcontrol.wait holds the copy until that kernel has finished and
+//    its writes are visible (the rungs' kernels do not trigger early, so the
+//    most this can save is the gap between two launches; measured with the
+//    call-slot row of tools/bench_ab.py);
 //  - a host array: the wait, then a copy;
 //  - device results: the wait alone.
 //
@@ -41,12 +43,32 @@ __global__ void __launch_bounds__(PUBLISH_THREADS)
     if (threadIdx.x == 0) cua_raise_flag(flag);
 }
 
-// The copy into the slot, a programmatic dependent of the work before it
-// where the device has them (sm_90 and later).
+// Whether publish_kernel as it runs on the current device was compiled
+// with griddepcontrol.wait: from PTX of sm_90 or later. (The device's own
+// compute capability is not enough: a build for sm_80 only runs on an H100
+// through the compute_80 PTX, which has no wait.) Once per device per thread.
+int publish_waits(bool *waits)
+{
+    static thread_local int seen_device = -1;
+    static thread_local bool seen_waits = false;
+    int dev;
+    CUA_CHECK(cudaGetDevice(&dev));
+    if (dev != seen_device) {
+        cudaFuncAttributes attr;
+        CUA_CHECK(cudaFuncGetAttributes(&attr, publish_kernel));
+        seen_waits = attr.ptxVersion >= 90;
+        seen_device = dev;
+    }
+    *waits = seen_waits;
+    return 0;
+}
+
+// The copy into the slot; a programmatic dependent of the work before it
+// only where the kernel waits for it.
 int publish(const void *dev, size_t nbytes, cua_launch *cfg)
 {
-    int major;
-    int st = cua_cc_major(&major);
+    bool waits;
+    int st = publish_waits(&waits);
     if (st) return st;
     cudaLaunchAttribute attr[1];
     attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
@@ -56,7 +78,7 @@ int publish(const void *dev, size_t nbytes, cua_launch *cfg)
     lc.blockDim = dim3(PUBLISH_THREADS);
     lc.stream = cua_stream(cfg);
     lc.attrs = attr;
-    lc.numAttrs = major >= 9 ? 1 : 0;
+    lc.numAttrs = waits ? 1 : 0;
     CUA_CHECK(cudaLaunchKernelEx(&lc, publish_kernel, (const u64 *)dev, (u64 *)cfg->result_device,
                                  (int64_t)(nbytes / sizeof(u64)), cfg->result_flag));
     CUA_CHECK_LAUNCH();
@@ -70,9 +92,15 @@ extern "C" int cua_cuda_deliver(const void *dev, size_t nbytes, void *host, cua_
     if (cfg->result_device) {
         if (nbytes % sizeof(u64) != 0) return CUA_EINTERNAL;
         int st = publish(dev, nbytes, cfg);
-        return st ? st : cua_wait_result(cfg);
+        if (!st) st = cua_wait_result(cfg);
+        return st ? st : cua_cuda_pool_settle_if_over();
     }
     CUA_WAIT(cfg);
-    if (host && nbytes) return cua_cuda_memcpy_dtoh(host, dev, nbytes, cfg->stream);
-    return 0;
+    if (host && nbytes) {
+        const int st = cua_cuda_memcpy_dtoh(host, dev, nbytes, cfg->stream);
+        if (st) return st;
+    }
+    // The launcher's scratch was queued for freeing before this wait
+    // (cua_scratch::queued): trim the pool now, if that left it over its limit.
+    return cua_cuda_pool_settle_if_over();
 }

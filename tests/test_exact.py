@@ -240,6 +240,34 @@ def test_integers_are_summed_exactly_and_wrap_as_numpy(backend):
     assert cuatomic.sum(flags, method="exact", backend=backend) == np.sum(flags)
 
 
+@pytest.mark.parametrize("backend,method,where", exact_rungs("sum"))
+def test_integer_states_keep_every_bit(backend, method, where):
+    """The exact state of integers is their sum as a Python int, bits past
+    2^64 included (which a result wrapped to the dtype cannot show): sums of
+    int64/uint64 extremes and dots whose products reach 2^126 and 2^128, on
+    every exact rung, every input placement, odd lengths (a head, a body
+    of 16-byte vectors, a tail)."""
+    rng = np.random.default_rng(3)
+    i64, u64 = np.iinfo(np.int64), np.iinfo(np.uint64)
+    cases = [
+        np.full(10_003, i64.min, np.int64),
+        np.full(9_001, i64.max, np.int64),
+        rng.choice(np.array([i64.min, i64.max, -1, 1], np.int64), 10_005),
+        np.full(8_193, u64.max, np.uint64),
+        rng.integers(-(2**31), 2**31, 7_777).astype(np.int32),
+        np.full(5_001, np.iinfo(np.uint32).max, np.uint32),
+    ]
+    scale = 2 ** -_C.XACC_E0  # value * 2**XACC_E0 is the sum
+    for x in cases:
+        ints = [int(v) for v in x]
+        got = ExactSum().add(placed(x, backend, where), method=method, backend=backend)
+        assert got.value == sum(ints) * scale, (x.dtype, method)
+        y = x[::-1].copy()  # (the exact rungs of dot have the sum's names)
+        got = ExactSum().add_dot(placed(x, backend, where), placed(y, backend, where), method=method,
+                                 backend=backend)
+        assert got.value == sum(a * b for a, b in zip(ints, ints[::-1])) * scale, (x.dtype, method)
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_exact_state_errors(backend):
     with pytest.raises(ValueError, match="exact rung"):

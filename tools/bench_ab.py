@@ -1,6 +1,6 @@
 """A/B timing of whole calls on device arrays (median of 50 after 10 warm-ups): the
-rows stop 26 touched (histogram of bytes, filter, the 1,024-element sum, the exact
-integer sum). Run it under each build, alternating, on one machine:
+rows stop 26 touched (histogram of bytes, a small one from the host through the call
+slot, filter, the 1,024-element sum, the exact integer sum). Run it under each build, alternating, on one machine:
 
     PYTHONPATH=<build> python tools/bench_ab.py <label> <histogram rung>
 
@@ -34,6 +34,9 @@ for name, d in (("text 1 GiB", big), ("one value 256 MiB", one), ("text 5.7 MB",
     rows[f"histogram {name} auto"] = med(lambda: cuatomic.histogram(d, 128, (0, 128))[0])
     rows[f"histogram {name} {hist_rung}"] = med(lambda: cuatomic.histogram(d, 128, (0, 128), method=hist_rung)[0])
 rows["histogram text 5.7 MB host->host auto"] = med(lambda: cuatomic.histogram(host_small, 128, (0, 128))[0])
+tiny = text[:4096].copy()
+rows["histogram 4,096 host bytes to the host (call slot)"] = med(lambda: cuatomic.histogram(tiny, 128, (0, 128))[0],
+                                                                k=200, warm=50)
 rows["filter >= 2 int32 2^28 auto"] = med(lambda: cuatomic.filter(x, ">=", 2), k=20)
 rows["filter >= 980 int32 2^28 auto"] = med(lambda: cuatomic.filter(x, ">=", 980), k=20)
 rows["sum 1,024 int32 to host"] = med(lambda: int(cuatomic.sum(s1024)), k=200, warm=50)

@@ -206,8 +206,12 @@ static int hist_thread_counters(const void *x, int64_t n, int dtype, const cua_b
 /* Rung 5's limits (the GPU's): 1-byte data in bins of width one. */
 static int bytes_fits(const cua_bins *bins, int dtype, cua_launch *cfg)
 {
-    if (cua_dtype_size(dtype) == 1 && cua_byte_bins(bins)) return CUA_OK;
-    snprintf(cfg->msg, sizeof cfg->msg, CUA_BYTE_BINS_ONLY, (int)cua_dtype_size(dtype));
+    if (cua_dtype_size(dtype) != 1)
+        snprintf(cfg->msg, sizeof cfg->msg, CUA_BYTES_ONLY, (int)cua_dtype_size(dtype));
+    else if (!cua_byte_bins(bins))
+        snprintf(cfg->msg, sizeof cfg->msg, "%s", CUA_BYTE_BINS_ONLY);
+    else
+        return CUA_OK;
     return CUA_EINVAL;
 }
 
