@@ -188,6 +188,14 @@ def current_gpu(device):
             _C.use_device(previous)
 
 
+def gpu_count():
+    """The GPUs this process sees (asked once)."""
+    global _GPUS
+    if _GPUS is None:
+        _GPUS = _C.devices()[0]
+    return _GPUS
+
+
 def on_current_gpu(device):
     """Whether `device` is the current GPU (always, in a process that sees
     one GPU: no question asked)."""
