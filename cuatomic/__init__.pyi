@@ -50,7 +50,7 @@ _Backend = Literal["cuda", "cpu"]
 _Op = Literal["sum", "dot", "histogram", "filter", "mutex_add_one", "add_one", "prod", "reduce", "weighted_histogram"]
 _ExplainOp = _Op | Literal["bincount"]
 _ReduceOp = Literal["add", "multiply", "minimum", "maximum", "bitwise_and", "bitwise_or", "bitwise_xor"]
-_CompareOp = Literal["<", "<=", ">", ">=", "==", "!="]
+_CompareOp = Literal["<", "<=", ">", ">=", "==", "!="] | np.ufunc
 
 class CudaError(RuntimeError):
     code: int

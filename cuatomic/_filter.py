@@ -75,13 +75,27 @@ def _last_true(lo, hi, test):
     return hi
 
 
+# NumPy's comparison ufuncs, taken as op the way reduce takes its ufuncs.
+_UFUNC_OPS = {np.less: "<", np.less_equal: "<=", np.greater: ">", np.greater_equal: ">=", np.equal: "==",
+              np.not_equal: "!="}
+
+
 def check_op(op):
-    """TypeError for an op that is not a string, ValueError for an unknown
-    one, each naming the valid ones."""
+    """The comparison as its string: op itself, or the string of a NumPy
+    comparison ufunc (``np.greater`` is ``">"``). TypeError for anything
+    else that is not a string, ValueError for an unknown string, each
+    naming the valid ones."""
+    if isinstance(op, np.ufunc):
+        if op in _UFUNC_OPS:
+            return _UFUNC_OPS[op]
+        raise ValueError(f"unknown op {op.__name__!r}: expected one of {', '.join(_COMPARE)} or NumPy's comparison "
+                         f"ufuncs ({', '.join('np.' + u.__name__ for u in _UFUNC_OPS)})")
     if not isinstance(op, str):
-        raise TypeError(f"op must be a string, one of {', '.join(_COMPARE)} (got {type(op).__name__} {op!r})")
+        raise TypeError(f"op must be a string, one of {', '.join(_COMPARE)}, or a NumPy comparison ufunc (got "
+                        f"{type(op).__name__} {op!r})")
     if op not in _COMPARE:
         raise ValueError(f"unknown op {op!r}: expected one of {', '.join(_COMPARE)}")
+    return op
 
 
 def predicate(dt, op, value):
@@ -127,7 +141,10 @@ def filter(a, op, value, *, ordered=True, method="auto", backend=None, blocks=No
     Parameters
     ----------
     a : array_like or DeviceArray
-    op : {"<", "<=", ">", ">=", "==", "!="}
+    op : {"<", "<=", ">", ">=", "==", "!="} or ufunc
+        The comparison, or NumPy's ufunc of it (``np.less``,
+        ``np.less_equal``, ``np.greater``, ``np.greater_equal``,
+        ``np.equal``, ``np.not_equal``).
     value : scalar
         Compared as NumPy compares ``a.ravel() <op> value`` (out-of-range,
         fractional and NaN values included).
@@ -240,7 +257,7 @@ def _filter(a, op, value, ordered, method, backend, blocks, threads, stream, pla
     """filter without a plan, on the input's GPU; plan_for (a plan's key,
     and what the core reads) when the call can leave a plan for the next
     one."""
-    check_op(op)
+    op = check_op(op)
     be = _backend.resolve(backend)
     rung = named_rung("filter", be, method)
     if ordered and rung is not None and not rung.has(_C.F_ORDERED):

@@ -105,9 +105,9 @@ def explain(op, *args, backend=None, stream=None, **kwargs):
         else:
             inp = prepare(a, be, stream=s)
         if op == "filter" and len(args) > 1:  # (explain's own first argument is named op: filter's is positional)
-            _filter.check_op(args[1])
+            compare = _filter.check_op(args[1])
             if len(args) > 2:
-                _filter.predicate(inp.dtype, args[1], args[2])
+                _filter.predicate(inp.dtype, compare, args[2])
         facts = {"n": inp.n, "dtype": str(inp.dtype)}
     require = _C.F_ORDERED if op == "filter" and flag("ordered", kwargs.get("ordered", True)) else 0
     fits = None

@@ -226,12 +226,17 @@ def _exact_result(value, special, dt):
 # --------------------------------------------------------------------- dot
 
 def dot(a, b, *, method="auto", backend=None, blocks=None, threads=None, stream=None):
-    """Dot product of two 1-D vectors, as ``np.dot(a, b)``.
+    """Dot product of two 1-D vectors, as ``np.dot(a, b)`` of vectors.
+
+    Only vectors: this is the atomics lesson's dot product (partial sums
+    combined across blocks). Matrix products are BLAS's job -- use
+    ``np.matmul`` (``cupy.matmul``, ``torch.matmul`` on the device).
 
     Parameters
     ----------
     a, b : array_like or DeviceArray
-        1-D, of equal length.
+        1-D, of equal length (2-D or more raises ValueError naming
+        ``np.matmul``).
     method : str, optional
         A rung of the dot ladder (see ``methods("dot")``). ``"auto"``: the
         rung measured fastest for calls like this one; for floats only a
@@ -279,7 +284,9 @@ def dot_prepared(a, b, backend, stream):
     :func:`cuatomic.explain` reads the same."""
     ia, ib = prepare(a, backend, "a", stream), prepare(b, backend, "b", stream)
     if ia.ndim != 1 or ib.ndim != 1:
-        raise ValueError(f"dot takes two 1-D vectors (got a of {ia.ndim}-D and b of {ib.ndim}-D)")
+        raise ValueError(f"dot takes two 1-D vectors (got a of {ia.ndim}-D and b of {ib.ndim}-D): it is the "
+                         "atomics lesson's dot product; for matrix products use np.matmul (or cupy.matmul, "
+                         "torch.matmul on the device)")
     if ia.n != ib.n:
         raise ValueError(f"shapes ({ia.n},) and ({ib.n},) not aligned: {ia.n} (dim 0) != {ib.n} (dim 0): a and b "
                          "must have one length")

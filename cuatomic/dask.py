@@ -299,7 +299,8 @@ def dot(a, b, *, method="auto", backend=None):
     _dask()
     a, b = _as_dask(a, "a"), _as_dask(b, "b")
     if a.ndim != 1 or b.ndim != 1:
-        raise ValueError(f"cuatomic.dask.dot takes two 1-D arrays: a of shape {a.shape} and b of shape {b.shape}")
+        raise ValueError(f"cuatomic.dask.dot takes two 1-D arrays: a of shape {a.shape} and b of shape {b.shape} "
+                         "(matrix products: dask.array.matmul)")
     _same_chunks(a, b, "b")
     _check_method("dot", method, backend)
     rdt = np.dot(np.zeros(1, a.dtype), np.zeros(1, b.dtype)).dtype
@@ -469,7 +470,8 @@ def filter(a, op, value, *, method="auto", backend=None):
     Parameters
     ----------
     a : dask.array.Array or array_like
-    op : {"<", "<=", ">", ">=", "==", "!="}
+    op : {"<", "<=", ">", ">=", "==", "!="} or ufunc
+        As for :func:`cuatomic.filter` (NumPy's comparison ufuncs too).
     value : scalar
     method, backend
         A rung of ``methods("filter")`` that keeps order, or ``"auto"``.
@@ -482,7 +484,7 @@ def filter(a, op, value, *, method="auto", backend=None):
     """
     _dask()
     a = _as_dask(a, "a")
-    _filter.check_op(op)  # the in-memory call's checks: the op, and a value its elements compare with
+    op = _filter.check_op(op)  # the in-memory call's checks: the op, and a value its elements compare with
     _filter.predicate(a.dtype.newbyteorder("="), op, value)
     _check_method("filter", method, backend)
     if method != "auto" and not _backend.rung("filter", "cpu", method).has(_C.F_ORDERED):

@@ -156,6 +156,7 @@ def test_filter_keeps_order(backend, chunks):
     f = cd.filter(chunked(x, chunks), ">=", 17, backend=backend)
     assert f.dtype == x.dtype and math.isnan(f.shape[0])
     same(compute(f), x[x >= 17])
+    same(compute(cd.filter(chunked(x, chunks), np.greater_equal, 17, backend=backend)), x[x >= 17])  # a ufunc op
     m = x.reshape(1, N)  # n-d: flattened in C order
     same(compute(cd.filter(da.from_array(np.tile(m, (3, 1)), chunks=(2, 1_000)), "<", 0, backend=backend)),
          np.tile(m, (3, 1)).ravel()[np.tile(m, (3, 1)).ravel() < 0])

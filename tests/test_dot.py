@@ -2,7 +2,7 @@ import math
 
 import numpy as np
 import pytest
-from conftest import DTYPES, SIZES, assert_float_close, is_wide, make, placed, where_params
+from conftest import BACKENDS, DTYPES, SIZES, assert_float_close, is_wide, make, placed, where_params
 
 from cuatomic._exact import exact_dot
 
@@ -99,3 +99,14 @@ def test_dot_repeated_call_plan(backend, monkeypatch):
     if backend == "cpu":
         check_dot(cuatomic.dot(a, b.astype(np.float64)), a, b.astype(np.float64))  # promoted as NumPy
         check_dot(cuatomic.dot(a[::2], b[::2]), a[::2], b[::2])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_dot_of_matrices_names_matmul(backend):
+    """dot is the vector lesson: a matrix is a ValueError that says where
+    matrix products live, not NumPy's 2-D dot done some other way."""
+    m = np.ones((3, 3), np.float32)
+    with pytest.raises(ValueError, match=r"1-D vectors \(got a of 2-D and b of 2-D\).*np\.matmul"):
+        cuatomic.dot(m, m, backend=backend)
+    with pytest.raises(ValueError, match=r"np\.matmul"):
+        cuatomic.dot(np.ones(3, np.float32), m, backend=backend)

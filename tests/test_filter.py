@@ -273,3 +273,22 @@ def test_filter_errors(backend):
         cuatomic.filter(a, "<", "three", backend=backend)
     with pytest.raises(TypeError):
         cuatomic.filter(np.array(["a", "b"]), "<", "b", backend=backend)
+
+
+@pytest.mark.parametrize("backend", cuatomic.backends())
+def test_filter_takes_numpys_comparison_ufuncs(backend):
+    """op may be NumPy's comparison ufunc (as reduce takes its ufuncs): the
+    same result as its string; any other ufunc is a ValueError naming the
+    valid ones."""
+    a = make(np.int32, 10_001)
+    x = cuatomic.to_device(a, backend=backend) if backend == "cuda" else a
+    for ufunc, op in ((np.less, "<"), (np.less_equal, "<="), (np.greater, ">"), (np.greater_equal, ">="),
+                      (np.equal, "=="), (np.not_equal, "!=")):
+        value = int(a[17])
+        got = host(cuatomic.filter(x, ufunc, value, backend=backend))
+        np.testing.assert_array_equal(got, a[ufunc(a, value)])
+        np.testing.assert_array_equal(got, host(cuatomic.filter(x, op, value, backend=backend)))
+        assert cuatomic.explain("filter", x, ufunc, value, backend=backend).method == \
+            cuatomic.explain("filter", x, op, value, backend=backend).method
+    with pytest.raises(ValueError, match=r"unknown op 'add'.*np\.greater"):
+        cuatomic.filter(x, np.add, 0, backend=backend)
