@@ -425,11 +425,12 @@ struct Take<float, true> {
 // This thread's grid-stride share, 16 bytes a load: a scalar head up to the
 // first 16-byte boundary, the aligned body, a scalar tail (the layout of
 // vec::thread_share). A dot whose inputs sit at different offsets within
-// 16 bytes runs scalar.
-template <class T, bool DOT>
-__device__ __forceinline__ void thread_share(Thread &th, const T *__restrict__ x, const T *__restrict__ y, int64_t n)
+// 16 bytes runs scalar. one(i) takes element i; group(a, b) U vectors of x
+// (and of y), loaded before any is taken; vec(a, b) one vector.
+template <class T, bool DOT, int U, class One, class Group, class Vec>
+__device__ __forceinline__ void each_share(const T *__restrict__ x, const T *__restrict__ y, int64_t n, One one,
+                                           Group group, Vec vec)
 {
-    using In = Take<T, DOT>;
     constexpr int V = 16 / sizeof(T);
     const int64_t gid = cua_global_id(), stride = cua_grid_stride();
     const uintptr_t offset = (uintptr_t)x & 15;
@@ -438,13 +439,12 @@ __device__ __forceinline__ void thread_share(Thread &th, const T *__restrict__ x
     head = head < n ? head : n;
     const int64_t nvec = (n - head) / V, tail = head + nvec * V;
 
-    for (int64_t i = gid; i < head; i += stride) In::one(th, x, y, i);
-    for (int64_t i = tail + gid; i < n; i += stride) In::one(th, x, y, i);
+    for (int64_t i = gid; i < head; i += stride) one(i);
+    for (int64_t i = tail + gid; i < n; i += stride) one(i);
 
     const uint4 *xv = reinterpret_cast<const uint4 *>(x + head);
     const uint4 *yv = DOT ? reinterpret_cast<const uint4 *>(y + head) : nullptr;
     int64_t i = gid;
-    constexpr int U = UNROLL<DOT>;
     for (; i + (U - 1) * stride < nvec; i += U * stride) {
         uint4 a[U], b[U];
 #pragma unroll
@@ -452,10 +452,23 @@ __device__ __forceinline__ void thread_share(Thread &th, const T *__restrict__ x
             a[u] = __ldg(xv + i + u * stride);
             b[u] = DOT ? __ldg(yv + i + u * stride) : a[u];
         }
-#pragma unroll
-        for (int u = 0; u < U; u += 2) In::vec2(th, a[u], a[u + 1], b[u], b[u + 1]);
+        group(a, b);
     }
-    for (; i < nvec; i += stride) In::vec(th, __ldg(xv + i), DOT ? __ldg(yv + i) : uint4());
+    for (; i < nvec; i += stride) vec(__ldg(xv + i), DOT ? __ldg(yv + i) : uint4());
+}
+
+template <class T, bool DOT>
+__device__ __forceinline__ void thread_share(Thread &th, const T *__restrict__ x, const T *__restrict__ y, int64_t n)
+{
+    using In = Take<T, DOT>;
+    constexpr int U = UNROLL<DOT>;
+    each_share<T, DOT, U>(
+        x, y, n, [&](int64_t i) { In::one(th, x, y, i); },
+        [&](const uint4 *a, const uint4 *b) {
+#pragma unroll
+            for (int u = 0; u < U; u += 2) In::vec2(th, a[u], a[u + 1], b[u], b[u + 1]);
+        },
+        [&](uint4 a, uint4 b) { In::vec(th, a, b); });
 }
 
 // A zero c is no term (adding +0.0 would turn an s of -0.0 into +0.0).
@@ -580,8 +593,7 @@ struct IntSums {
     }
 };
 
-// This thread's grid-stride share, 16 bytes a load (the layout of
-// thread_share above), into its digit sums.
+// This thread's grid-stride share (each_share), into its digit sums.
 template <class T, bool DOT>
 __global__ void __launch_bounds__(1024) exact_integers_kernel(const T *__restrict__ x, const T *__restrict__ y,
                                                                int64_t n, cua_xacc *acc)
@@ -589,17 +601,7 @@ __global__ void __launch_bounds__(1024) exact_integers_kernel(const T *__restric
     __shared__ BlockAcc blk;
     block_acc_zero(blk);
     IntSums<T, DOT> sums;
-    constexpr int V = 16 / sizeof(T);
-    const int64_t gid = cua_global_id(), stride = cua_grid_stride();
-    const uintptr_t offset = (uintptr_t)x & 15;
-    const bool wide = offset % sizeof(T) == 0 && (!DOT || ((uintptr_t)y & 15) == offset);
-    int64_t head = wide ? (int64_t)(((16 - offset) & 15) / sizeof(T)) : n;
-    head = head < n ? head : n;
-    const int64_t nvec = (n - head) / V, tail = head + nvec * V;
-    for (int64_t i = gid; i < head; i += stride) sums.add(x[i], DOT ? y[i] : T());
-    for (int64_t i = tail + gid; i < n; i += stride) sums.add(x[i], DOT ? y[i] : T());
-    const uint4 *xv = reinterpret_cast<const uint4 *>(x + head);
-    const uint4 *yv = DOT ? reinterpret_cast<const uint4 *>(y + head) : nullptr;
+    constexpr int V = 16 / sizeof(T), U = 4;
     auto take = [&](uint4 a, uint4 b) {
         T va[V], vb[V];
         memcpy(va, &a, 16);
@@ -607,22 +609,16 @@ __global__ void __launch_bounds__(1024) exact_integers_kernel(const T *__restric
 #pragma unroll
         for (int k = 0; k < V; k++) sums.add(va[k], vb[k]);
     };
-    constexpr int U = 4;
-    int64_t i = gid;
-    for (; i + (U - 1) * stride < nvec; i += U * stride) {
-        uint4 a[U], b[U];
+    each_share<T, DOT, U>(
+        x, y, n, [&](int64_t i) { sums.add(x[i], DOT ? y[i] : T()); },
+        [&](const uint4 *a, const uint4 *b) {
 #pragma unroll
-        for (int u = 0; u < U; u++) {  // all loads first: U (x2) in flight
-            a[u] = __ldg(xv + i + u * stride);
-            b[u] = DOT ? __ldg(yv + i + u * stride) : a[u];
-        }
-#pragma unroll
-        for (int u = 0; u < U; u++) take(a[u], b[u]);
-    }
-    for (; i < nvec; i += stride) take(__ldg(xv + i), DOT ? __ldg(yv + i) : uint4());
+            for (int u = 0; u < U; u++) take(a[u], b[u]);
+        },
+        take);
     sums.flush(blk);
     // A launch has at least one term, and an integer sum is never -0.0.
-    if (gid == 0) atomicOr(&blk.special, (unsigned)(CUA_XACC_ANY | CUA_XACC_NOT_NEGZERO));
+    if (cua_global_id() == 0) atomicOr(&blk.special, (unsigned)(CUA_XACC_ANY | CUA_XACC_NOT_NEGZERO));
     block_acc_merge(blk, acc);
 }
 

@@ -143,10 +143,10 @@ static cudaError_t pool_bytes(cudaMemPool_t p, uint64_t *cached, uint64_t *used)
     return e;
 }
 
-extern "C" int cua_cuda_free_queued(void *ptr, void *stream, int *over)
+// Whether the current GPU's pool caches more than its limit.
+static int pool_over(int *over)
 {
     *over = 0;
-    CUA_CHECK(cudaFreeAsync(ptr, (cudaStream_t)stream));
     int device;
     CUA_CHECK(cudaGetDevice(&device));
     cudaMemPool_t p = pool_if_made(device);
@@ -155,6 +155,13 @@ extern "C" int cua_cuda_free_queued(void *ptr, void *stream, int *over)
     CUA_CHECK(pool_bytes(p, &cached, &used));
     *over = cached > pool_limit[device];
     return 0;
+}
+
+extern "C" int cua_cuda_free_queued(void *ptr, void *stream, int *over)
+{
+    *over = 0;
+    CUA_CHECK(cudaFreeAsync(ptr, (cudaStream_t)stream));
+    return pool_over(over);
 }
 
 extern "C" int cua_cuda_pool_settle(void)
@@ -172,13 +179,9 @@ extern "C" int cua_cuda_pool_settle(void)
 
 extern "C" int cua_cuda_pool_settle_if_over(void)
 {
-    int device;
-    CUA_CHECK(cudaGetDevice(&device));
-    cudaMemPool_t p = pool_if_made(device);
-    if (!p) return 0;
-    uint64_t cached, used;
-    CUA_CHECK(pool_bytes(p, &cached, &used));
-    return cached > pool_limit[device] ? cua_cuda_pool_settle() : 0;
+    int over;
+    int st = pool_over(&over);
+    return st ? st : over ? cua_cuda_pool_settle() : 0;
 }
 
 extern "C" int cua_cuda_free_async(void *ptr, void *stream)
