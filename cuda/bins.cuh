@@ -165,11 +165,15 @@ static int hist_fits(const cua_bins *bins, int dtype, cua_launch *cfg)
 // The bins as the kernels read them. The edges go to the device (into
 // `edges`, which must outlive the launches) only when the kernel reads
 // them: integer data in integer bins is binned by arithmetic alone (the
-// glue sets `integer` for 64-bit data only for bins within int64).
+// glue sets `integer` for 64-bit data only for bins within int64). The
+// histogram launchers return before their kernels end, so `edges` only
+// queues its free (cua_scratch::queued): the result route settles the
+// pool after its wait.
 template <class T, class E>
 static int upload_bins(const cua_bins *bins, cua_scratch *edges, DevBins<E> *bn, cudaStream_t s)
 {
     const int64_t nb = bins->nbins;
+    edges->queued = true;
     const bool arithmetic = bins->integer && std::is_integral<T>::value;
     if (!arithmetic) {
         CUA_CHECK(edges->get((size_t)(nb + 1) * sizeof(E), s));

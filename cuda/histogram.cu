@@ -350,8 +350,7 @@ static int count_in_chunks(const T *x, int64_t n, const cua_bins *bins, u64 *cou
     const int64_t chunk = (int64_t)(unsigned)cfg->blocks << 31;
     CUA_CHECK(cudaMemsetAsync(counts, 0, (size_t)bins->nbins * sizeof(u64), s));
     if (n == 0) return 0;
-    cua_scratch edges;  // freed in stream order, after the launches that read it
-    edges.queued = true;  // (the route settles the pool after its wait)
+    cua_scratch edges;  // freed in stream order, after the launches that read it (upload_bins)
     DevBins<E> bn;
     int st = upload_bins<T>(bins, &edges, &bn, s);
     if (st) return st;

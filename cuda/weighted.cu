@@ -277,8 +277,7 @@ static int sum_weights(int64_t n, const cua_bins *bins, W *sums, cua_launch *cfg
     cudaStream_t s = cua_stream(cfg);
     CUA_CHECK(cudaMemsetAsync(sums, 0, (size_t)bins->nbins * sizeof(W), s));
     if (n == 0) return 0;
-    cua_scratch edges;  // freed in stream order, after the launch that reads it
-    edges.queued = true;  // (the route settles the pool after its wait)
+    cua_scratch edges;  // freed in stream order, after the launch that reads it (upload_bins)
     DevBins<E> bn;
     int st = upload_bins<T>(bins, &edges, &bn, s);
     if (st) return st;

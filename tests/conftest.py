@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import cuatomic
-from cuatomic import _C, _auto, _backend, _bins, _common
+from cuatomic import _auto, _backend, _bins, _common, _filter
 from cuatomic._exact import error_bound
 
 BACKENDS = cuatomic.backends()
@@ -67,8 +67,8 @@ def hist_refusal(x, bins=10, range=None, *, method, backend, blocks=None, thread
     kb = _bins.bins_for(inp, bins, range, 0)[2]
     if kb is None:
         return None
-    return _C.histogram_fits(backend=_backend.backend_id(backend), rung=_backend.rung("histogram", backend,
-                             method).index, bins=kb, dtype=inp.id, blocks=blocks or -1, threads=threads or -1)
+    fits = _bins.rung_fits(backend, kb, inp.id, blocks or -1, threads or -1)
+    return fits(_backend.rung("histogram", backend, method))
 
 
 def bincount_refusal(x, *, method, backend):
@@ -78,8 +78,7 @@ def bincount_refusal(x, *, method, backend):
         return None
     inp = _common.prepare(x, backend)
     kb = _bins.unit_bins(int(np.max(x)) + 1, inp.dtype)
-    return _C.histogram_fits(backend=_backend.backend_id(backend), rung=_backend.rung("histogram", backend,
-                             method).index, bins=kb, dtype=inp.id, blocks=-1, threads=-1)
+    return _bins.rung_fits(backend, kb, inp.id, -1, -1)(_backend.rung("histogram", backend, method))
 
 
 def filter_refusal(x, *, method, backend, blocks=None, threads=None):
@@ -89,8 +88,7 @@ def filter_refusal(x, *, method, backend, blocks=None, threads=None):
     if method == "auto":
         return None
     inp = _common.prepare(x, backend)
-    return _C.filter_fits(_backend.backend_id(backend), _backend.rung("filter", backend, method).index,
-                          inp.x if inp.device else 0, inp.id, blocks or -1, threads or -1)
+    return _filter.rung_fits(backend, inp, blocks or -1, threads or -1)(_backend.rung("filter", backend, method))
 
 
 def hist_call(x, bins=10, range=None, *, method, backend, **kwargs):

@@ -13,17 +13,10 @@ import pytest
 
 import cuatomic
 from cuatomic import _C, _backend, _common, datasets
-from cuatomic._bins import KernelBins, bins_for
+from cuatomic._bins import KernelBins
 
-from conftest import BACKENDS, CUDA, assert_float_close, host, is_wide, requires_cuda
+from conftest import BACKENDS, CUDA, assert_float_close, hist_refusal, host, is_wide, requires_cuda
 
-
-def _fits(backend, method, x, bins, range_):
-    """_C.histogram_fits of a rung for np.histogram(x, bins, range_): None,
-    or the limit it refuses with."""
-    kb = bins_for(_common.prepare(x, backend), bins, range_, 0)[2]
-    return _C.histogram_fits(backend=_backend.backend_id(backend), rung=_backend.rung("histogram", backend,
-                             method).index, bins=kb, dtype=_common.dtype_id(x.dtype), blocks=-1, threads=-1)
 
 TEXT = datasets.text_to_array(datasets.english_like_text(200_000, seed=5))
 
@@ -141,7 +134,7 @@ def test_top_histograms_against_numpy(backend, method, case):
     else:
         x, bins, rng_ = rng.integers(-5, 65_600, 300_001).astype(np.int32), 65_536, (0, 65_536)
     a = cuatomic.to_device(x, backend=backend) if backend == "cuda" else x
-    limit = _fits(backend, method, x, bins, rng_)
+    limit = hist_refusal(x, bins, rng_, method=method, backend=backend)
     if limit is not None:  # shared memory too small for these bins: the named rung says so
         assert backend == "cuda" and method in limit
         with pytest.raises(ValueError, match=method):
@@ -229,7 +222,7 @@ def test_explain_histogram_reads_bins_and_skew(backend):
         assert cuatomic.last_launch()["method"] == said.method, bins
         assert np.array_equal(host(got), np.histogram(data, bins, (0, bins))[0])
         # the rung auto picked can count these bins: it said so and it did
-        assert _fits(backend, said.method, data, bins, (0, bins)) is None
+        assert hist_refusal(data, bins, (0, bins), method=said.method, backend=backend) is None
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -239,7 +232,7 @@ def test_a_named_rung_that_cannot_count_the_bins_raises_and_auto_passes_it_by(ba
     data = TEXT.astype(np.int32)
     ladder = _backend.table("histogram", backend)
     bins = 1 << 20
-    refusals = {r.name: _fits(backend, r.name, data, bins, (0, bins)) for r in ladder}
+    refusals = {r.name: hist_refusal(data, bins, (0, bins), method=r.name, backend=backend) for r in ladder}
     assert any(v is None for v in refusals.values())  # some rung can always run
     for name, why in refusals.items():
         if why is None:

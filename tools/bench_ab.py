@@ -1,18 +1,18 @@
-"""A/B timing of whole calls on device arrays (median of 50 after 10 warm-ups): the
-rows stop 26 touched (histogram of bytes, a small one from the host through the call
-slot, filter, the 1,024-element sum, the exact integer sum). Run it under each build,
-alternating, on one machine:
+"""A/B timing of whole calls on device arrays (median of 50 after 10 warm-ups,
+cuatomic.bench.measure.call_times): the rows stop 26 touched (histogram of bytes, a
+small one from the host through the call slot, filter, the 1,024-element sum, the
+exact integer sum). Run it under each build, alternating, on one machine:
 
     PYTHONPATH=<build> python tools/bench_ab.py <label> <histogram rung>
 
 and compare the rows of one run only. Prints label, row, median ms (tab-separated)."""
 import statistics
 import sys
-import time
 
 import numpy as np
 
 import cuatomic
+from cuatomic.bench.measure import call_times
 from cuatomic.datasets import english_like_text, text_to_array
 
 label, hist_rung = sys.argv[1], sys.argv[2]
@@ -20,14 +20,7 @@ label, hist_rung = sys.argv[1], sys.argv[2]
 
 def med(fn, k=50, warm=10):
     """Median ms of k whole calls of fn after `warm` untimed ones."""
-    for _ in range(warm):
-        fn()
-    ts = []
-    for _ in range(k):
-        t = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t)
-    return statistics.median(ts) * 1e3
+    return statistics.median(call_times(fn, k, warmup=warm, warm_s=0))
 
 
 text = text_to_array(english_like_text(5_700_000))

@@ -15,8 +15,7 @@ def refuses(method, d, kw):
     """Why the histogram rung refuses these data and bins (its fits), or None."""
     inp = _common.prepare(d, "cuda")
     kb = _bins.bins_for(inp, kw["bins"], kw.get("range"), 0)[2]
-    return _C.histogram_fits(backend=_backend.backend_id("cuda"), rung=_backend.rung("histogram", "cuda",
-                             method).index, bins=kb, dtype=inp.id, blocks=-1, threads=-1)
+    return _bins.rung_fits("cuda", kb, inp.id, -1, -1)(_backend.rung("histogram", "cuda", method))
 
 
 def main():
