@@ -133,6 +133,15 @@ static PyMethodDef methods[] = {
     {"filter", KWFN(cua_op_filter), KW,
      "filter(backend, rung, x, n, dtype, negate, lo, hi, blocks, threads, device_out, stream) -> (out, count)\n\n"
      "Keeps x iff (lo <= x <= hi) != negate; lo/hi are 8 bytes each, the bound in the data's type."},
+    {"at", KWFN(cua_op_at), KW,
+     "at(backend, rung, a, m, row, indices, idx_dtype, n, values, nvals, vk, vj, dtype, op, negate, blocks, "
+     "threads, stream) -> None\n\n"
+     "np.<op>.at in place: element indices[k] * row + j of a (m rows of row elements) combined with "
+     "values[k * vk + j * vj] (of nvals elements; negated when negate) by the reduce op id op. IndexError, "
+     "before anything is written, for an index outside [-m, m)."},
+    {"at_fits", KWFN(cua_at_fits), KW,
+     "at_fits(backend, rung, m, row, n, dtype, op, negate, blocks, threads) -> None, or why the at rung cannot "
+     "take this call with that launch configuration on the current device"},
     {"counter", KWFN(cua_op_counter), KW,
      "counter(backend, op, rung, blocks, threads, stream) -> int: the count after every thread added one "
      "(op: add_one or mutex_add_one)"},

@@ -28,6 +28,7 @@ from ._memory import free_memory, memory_info
 from ._interop import Stream
 from ._reduce import dot, prod, sum
 from ._reduce_op import max, min, reduce
+from ._scatter import add_at, at, reduceat
 from .timing import BenchmarkResult, SweepRow, Timer, benchmark, sweep
 
 _C._set_cuda_error(CudaError)
@@ -44,8 +45,11 @@ __all__ = [
     "benchmark",
     "sweep",
     "prod",
+    "reduceat",
     "DeviceArray",
+    "add_at",
     "add_one",
+    "at",
     "backend_info",
     "bincount",
     "backends",

@@ -22,7 +22,9 @@ __all__ = [
     "sweep",
     "prod",
     "DeviceArray",
+    "add_at",
     "add_one",
+    "at",
     "backend_info",
     "bincount",
     "backends",
@@ -41,15 +43,18 @@ __all__ = [
     "pinned_empty",
     "mutex_add_one",
     "reduce",
+    "reduceat",
     "sum",
     "to_device",
 ]
 
 # Names for the stubs only (not at runtime: private, so stubtest passes them over).
 _Backend = Literal["cuda", "cpu"]
-_Op = Literal["sum", "dot", "histogram", "filter", "mutex_add_one", "add_one", "prod", "reduce", "weighted_histogram"]
+_Op = Literal["sum", "dot", "histogram", "filter", "mutex_add_one", "add_one", "prod", "reduce", "weighted_histogram",
+              "at"]
 _ExplainOp = _Op | Literal["bincount"]
 _ReduceOp = Literal["add", "multiply", "minimum", "maximum", "bitwise_and", "bitwise_or", "bitwise_xor"]
+_ScatterOp = Literal["add", "subtract", "multiply", "minimum", "maximum", "bitwise_and", "bitwise_or", "bitwise_xor"]
 _CompareOp = Literal["<", "<=", ">", ">=", "==", "!="] | np.ufunc
 
 class CudaError(RuntimeError):
@@ -224,6 +229,40 @@ def reduce(
     threads: int | None = None,
     stream: Any = None,
 ) -> np.generic: ...
+def at(
+    a: Any,
+    indices: Any,
+    b: Any = None,
+    op: _ScatterOp | np.ufunc = "add",
+    *,
+    method: str = "auto",
+    backend: _Backend | None = None,
+    blocks: int | None = None,
+    threads: int | None = None,
+    stream: Any = None,
+) -> None: ...
+def add_at(
+    a: Any,
+    indices: Any,
+    b: Any = None,
+    *,
+    method: str = "auto",
+    backend: _Backend | None = None,
+    blocks: int | None = None,
+    threads: int | None = None,
+    stream: Any = None,
+) -> None: ...
+def reduceat(
+    a: npt.ArrayLike,
+    indices: npt.ArrayLike,
+    op: _ScatterOp | np.ufunc = "add",
+    *,
+    method: str = "auto",
+    backend: _Backend | None = None,
+    blocks: int | None = None,
+    threads: int | None = None,
+    stream: Any = None,
+) -> np.ndarray: ...
 def min(
     a: _ArrayIn,
     *,

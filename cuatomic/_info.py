@@ -3,7 +3,7 @@
 
 import numpy as np
 
-from . import _C, _auto, _backend, _bincount, _counter, _filter, _histogram, _reduce, _reduce_op
+from . import _C, _auto, _backend, _bincount, _counter, _filter, _histogram, _reduce, _reduce_op, _scatter
 from ._common import flag, launch_config, prepare, stream_of
 from ._interop import on_inputs_gpu
 
@@ -14,7 +14,7 @@ def explain(op, *args, backend=None, stream=None, **kwargs):
 
     Parameters
     ----------
-    op : {"sum", "dot", "histogram", "filter", "mutex_add_one", "add_one", "prod", "reduce", "weighted_histogram", "bincount"}
+    op : {"sum", "dot", "histogram", "filter", "mutex_add_one", "add_one", "prod", "reduce", "weighted_histogram", "bincount", "at"}
     *args, **kwargs
         The call's arguments, as for the op itself (only what the rule looks
         at is used: the input, ``bins``/``range`` for a histogram, whether
@@ -22,7 +22,8 @@ def explain(op, *args, backend=None, stream=None, **kwargs):
         weights --, for ``"bincount"`` the input, ``weights`` and
         ``minlength``, which give the number of bins, and the ufunc
         (positional: ``explain("reduce", a, "maximum")``) and ``dtype`` for
-        reduce).
+        reduce; for ``"at"``, ``a``, ``indices``, ``b`` and the ufunc, also
+        positional: ``explain("at", a, indices, b, "maximum")``).
     backend, stream
         As for :func:`sum`.
 
@@ -87,6 +88,10 @@ def explain(op, *args, backend=None, stream=None, **kwargs):
         a = args[0] if args else kwargs.get("a")
         ufunc = args[1] if len(args) > 1 else "add"  # positional: `op` names explain's own first argument
         return _reduce_op.explain(be, a, ufunc, kwargs.get("dtype"), s)
+    if op == "at":  # positional: `op` names explain's own first argument, so the ufunc is the fourth
+        names = ("a", "indices", "b", "ufunc")
+        given = dict(zip(names, args), **{k: kwargs[k] for k in names if k in kwargs})
+        return _scatter.explain(be, **given, blocks=kwargs.get("blocks"), threads=kwargs.get("threads"), stream=s)
     if op in ("add_one", "mutex_add_one"):
         blocks = args[0] if args else kwargs.get("blocks", 10)
         threads = args[1] if len(args) > 1 else kwargs.get("threads", 16)

@@ -64,7 +64,8 @@ enum cua_acc { CUA_ACC_INT64 = 0, CUA_ACC_FLOAT32, CUA_ACC_FLOAT64 };
     X(p, ADD_ONE, add_one, cua_counter_row)          \
     X(p, PROD, prod, cua_prod_row)                   \
     X(p, REDUCE, reduce, cua_reduce_row) \
-    X(p, WEIGHTED_HISTOGRAM, weighted_histogram, cua_whist_row)
+    X(p, WEIGHTED_HISTOGRAM, weighted_histogram, cua_whist_row) \
+    X(p, AT, at, cua_scatter_row)
 
 #define CUA_OP_ENUM_(p, id, name, row) CUA_OP_##id,
 enum cua_op { CUA_OPS(CUA_OP_ENUM_, ~) CUA_NOPS };
@@ -247,6 +248,33 @@ typedef int (*cua_counter_fn)(int64_t *result, cua_launch *cfg);
 typedef int (*cua_reduce_fn)(const void *x, int64_t n, int dtype, int op, void *result /* 8 bytes, host */,
                              cua_launch *cfg);
 
+/* Scatter (np.<op>.at): for every update k < n and every j < row, element
+ * idx[k] * row + j of `out` (m rows of `row` elements of `dtype`, C order)
+ * becomes out[e] OP v, v = vals[k * vk + j * vj] (strides in elements; 0
+ * broadcasts), negated first when `negate` (subtract: a - v is a + (-v) in
+ * IEEE arithmetic and in wrapping integers alike). op is an enum
+ * cua_reduce_op (no bitwise op on floats). idx holds n indices of idx_dtype
+ * (CUA_INT32 or CUA_INT64), every one in [-m, m): the caller checked them
+ * first (cua_cuda_scatter_check / cua_cpu_scatter_check), so nothing is
+ * written when one is not; a negative index counts from the end. `out`,
+ * `idx` and `vals` are device memory on CUDA. The launcher updates `out` in
+ * place and waits once (CUA_WAIT) before it returns. */
+typedef struct {
+    int64_t m, row, n;
+    int64_t vk, vj;
+    int dtype, op, idx_dtype, negate;
+} cua_scatter;
+typedef int (*cua_scatter_fn)(void *out, const void *idx, const void *vals, const cua_scatter *s,
+                              cua_launch *cfg);
+/* A scatter rung's limits, as the histogram's: 0 if it can take this call
+ * (dtype, op, shape; not the data) with the launch configuration asked for
+ * on the current device, else CUA_EINVAL with the limit in cfg->msg. */
+typedef int (*cua_scatter_fits_fn)(const cua_scatter *s, cua_launch *cfg);
+/* The messages of the `exact` rung's limit, one for both backends. */
+#define CUA_EXACT_SCATTER_ONLY                                                                               \
+    "method 'exact' scatters float add and subtract (got %s %s): integer, minimum, maximum and bitwise "      \
+    "results are exact with every method"
+
 /* A histogram rung's limits: 0 if it can count `dtype` data in these bins
  * (only nbins, integer, ilo and iwidth are read: the edges may be NULL)
  * with the launch configuration asked for (blocks/threads <= 0: its
@@ -281,6 +309,7 @@ typedef struct { cua_rung rung; cua_whist_fn run; cua_hist_fits_fn fits; } cua_w
 typedef struct { cua_rung rung; cua_filter_fn run; cua_filter_fits_fn fits; } cua_filter_row;
 typedef struct { cua_rung rung; cua_counter_fn run; } cua_counter_row;
 typedef struct { cua_rung rung; cua_reduce_fn run; } cua_reduce_row;
+typedef struct { cua_rung rung; cua_scatter_fn run; cua_scatter_fits_fn fits; } cua_scatter_row;
 
 /* One op's ladder as csrc/ indexes it: `rows` points at an array of the
  * op's row type (the cua_rung comes first in each), `stride` is that

@@ -97,6 +97,11 @@ int cua_cuda_debug_trap(void *stream);
 int cua_cuda_minmax(const void *x, int64_t n, int dtype, void *min_out,
                     void *max_out, int *has_nan, void *stream);
 
+/* The scatter's index check (scatter.cu): *bad = the first position k
+ * whose index (n of idx_dtype, CUA_INT32 or CUA_INT64) is outside [-m, m),
+ * or -1 when every one is in range; waits once. */
+int cua_cuda_scatter_check(const void *idx, int idx_dtype, int64_t n, int64_t m, int64_t *bad, cua_launch *cfg);
+
 /* Events for timing on a stream, and a whole-device synchronization (events.cu). */
 int cua_cuda_event_create(void **event);
 int cua_cuda_event_destroy(void *event);

@@ -131,6 +131,7 @@ LESSONS = {
     "prod": ["cas"],
     "reduce": ["atomic", "cas", "block_tree", "vector"],
     "weighted_histogram": ["global", "cas", "shared", "warp_private"],
+    "at": ["atomic", "cas", "warp_aggregated", "shared", "exact"],
 }
 
 

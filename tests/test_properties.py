@@ -730,6 +730,42 @@ def _weights_check(v, shape):
     return None if a.dtype.kind in "biuf" else TypeError
 
 
+def _at_indices_check(v):
+    """cuatomic.at's indices into 8 elements: NumPy's IndexError for
+    non-integers and out of range; booleans and slices (which NumPy takes
+    as a mask and a slice) a TypeError; NumPy's own error for a ragged list."""
+    if v is None or isinstance(v, (slice, type(Ellipsis))):
+        return TypeError
+    if isinstance(v, tuple):
+        return IndexError  # a tuple of two index arrays into a 1-D array: too many indices
+    try:
+        a = np.asarray(v)
+    except ValueError:
+        return ValueError
+    if a.dtype.kind == "b":
+        return TypeError
+    if a.dtype.kind not in "iu":
+        return IndexError
+    return None if ((a >= -8) & (a < 8)).all() else IndexError
+
+
+def _at_b_check(v):
+    """cuatomic.at's values: NumPy decides (np.add.at on the same call)."""
+    return ("numpy", lambda: np.add.at(np.zeros(8), [1, 2, 2], v))
+
+
+def _reduceat_indices_check(v):
+    try:
+        a = np.asarray(v)
+    except ValueError:
+        return ValueError
+    if a.dtype.kind == "b":
+        return TypeError
+    if a.dtype.kind not in "iu":
+        return IndexError
+    return None if ((a >= 0) & (a < 40)).all() else IndexError
+
+
 def _timeout_check(v):
     if v is None:
         return None
@@ -781,6 +817,9 @@ def _surface():
         "min": lambda **k: cuatomic.min(X, **{**be, **k}),
         "add_one": lambda **k: cuatomic.add_one(**{**be, **k}),
         "mutex_add_one": lambda **k: cuatomic.mutex_add_one(**{**be, **k}),
+        "at": lambda **k: cuatomic.at(np.zeros(8), [1, 2, 2], 1.0, **{**be, **k}),
+        "add_at": lambda **k: cuatomic.add_at(np.zeros(8), [1, 2, 2], 1.0, **{**be, **k}),
+        "reduceat": lambda **k: cuatomic.reduceat(X, [0, 3], **{**be, **k}),
     }
     args = [a for where, fn in calls.items() for a in _launch_args(where, fn)]
     is_dtype = lambda v: TypeError  # noqa: E731 - every NOT_DTYPES value is refused
@@ -853,6 +892,25 @@ def _surface():
         Arg("filter", "ordered", lambda v: cuatomic.filter(X, "<", 3, ordered=v, **be),
             st.sampled_from([np.arange(3), np.ones((2, 2))]), lambda v: ValueError),
         Arg("reduce", "op", lambda v: cuatomic.reduce(X, v, **be), NOT_NAMES.filter(other_than(*cuatomic._reduce_op.OPS)), lambda v: ValueError),
+        # scatter
+        *[Arg(where, "a", call, NOT_ARRAYS, lambda v: TypeError) for where, call in [
+            ("at", lambda v: cuatomic.at(v, [0], 1.0, **be)), ("add_at", lambda v: cuatomic.add_at(v, [0], 1, **be)),
+            ("reduceat", lambda v: cuatomic.reduceat(v, [0], **be))]],
+        Arg("at", "indices", lambda v: cuatomic.at(np.zeros(8), v, 1.0, **be), st.one_of(
+            st.sampled_from([None, slice(None), Ellipsis, [0.5], np.array([True, False]), ["a"], [[0, 1], [2]],
+                             2**70, [8], [-9], np.array([2**64 - 1], np.uint64), ([0], [1])]),
+            st.integers(-(2**40), 2**40), st.lists(st.integers(-20, 20), max_size=4)), _at_indices_check),
+        Arg("at", "b", lambda v: cuatomic.at(np.zeros(8), [1, 2, 2], v, **be), st.one_of(
+            st.sampled_from([None, "ab", [1.0, 2.0], 1 + 2j, np.ones((2, 2)), np.array(["a"]), [[1.0], [2.0, 3.0]],
+                             np.ones(3, np.complex64), np.arange(3.0), 2**70]),
+            st.floats(), st.integers(-(2**70), 2**70)), _at_b_check),
+        *[Arg(where, "op", call, NOT_NAMES.filter(other_than(*cuatomic._scatter.OPS)),
+              lambda v: TypeError if not isinstance(v, str) else ValueError) for where, call in [
+            ("at", lambda v: cuatomic.at(np.zeros(8), [0], 1.0, v, **be)),
+            ("reduceat", lambda v: cuatomic.reduceat(X, [0], v, **be))]],
+        Arg("reduceat", "indices", lambda v: cuatomic.reduceat(X, v, **be),
+            st.one_of(st.sampled_from([[40], [-1], [0.5], np.array([True]), ["a"], [[0, 1], [2]]]),
+                      st.lists(st.integers(-50, 50), min_size=1, max_size=4)), _reduceat_indices_check),
         # what cuatomic tells about itself
         Arg("methods", "op", lambda v: cuatomic.methods(v), NOT_NAMES.filter(other_than(*cuatomic._backend.OPS)),
             lambda v: ValueError),
@@ -988,9 +1046,9 @@ def test_the_good_calls_are_good():
             "density": True, "minlength": 3, "op": None, "value": 3, "ordered": False, "device": None,
             "fn": cuatomic.sum,
             "repeat": 1, "warmup": 0, "methods": ["block_tree"], "other": cuatomic.ExactSum(3), "special": 0,
-            "nbytes": 12, "seed": 1, "s": "abc", "timeout": 5.0, "url": "http://127.0.0.1:9/x"}
+            "nbytes": 12, "indices": [1, 2, 2], "seed": 1, "s": "abc", "timeout": 5.0, "url": "http://127.0.0.1:9/x"}
     ops = {"filter": "<", "reduce": "add", "methods": "sum", "explain": "sum", "sweep": "sum",
-           "dask.filter": "<", "dask.reduce": "add"}
+           "dask.filter": "<", "dask.reduce": "add", "at": "add", "reduceat": "add"}
     for arg in SURFACE:
         value = ops.get(arg.where) if arg.param == "op" else good[arg.param]
         if arg.where == "dot" and arg.param == "a":
@@ -1007,6 +1065,10 @@ def test_the_good_calls_are_good():
             value = 4
         if arg.where == "ExactSum" and arg.param == "value":
             value = 7
+        if arg.where in ("at", "add_at") and arg.param == "b":
+            value = 1.0
+        if arg.param == "indices":
+            value = [1, 2, 2]
         got = refusal(lambda: arg.call(value))
         assert got[0] == "answers", f"{arg!r} with {value!r}: {got}"
 

@@ -72,6 +72,26 @@ def main():
                 got = cuatomic.bincount(d, weights=w, method=m, backend="cuda")
                 check(f"bincount {m} {dt.__name__}",
                       np.allclose(got.copy_to_host(), np.bincount(a, weights=b.astype(np.float64))))
+        idx = rng.integers(-97, 97, 4099)
+        for m, _, _ in cuatomic.methods("at", "cuda"):
+            ops = (("add", "subtract") if m == "exact" and np.dtype(dt).kind == "f" else ()) if m == "exact" else \
+                ("add", "minimum", "maximum") + (("bitwise_xor",) if np.dtype(dt).kind != "f" else ())
+            for op in ops:
+                for rows in (1, 3):
+                    start = (a[:97 * rows].reshape(97, rows) if rows > 1 else a[:97]).copy()
+                    vals = np.repeat(b[:, None], rows, 1) if rows > 1 else b
+                    want = start.copy()
+                    getattr(np, op).at(want, idx, vals)
+                    got = cuatomic.to_device(start, backend="cuda")
+                    cuatomic.at(got, idx, vals, op, method=m, backend="cuda")
+                    got = got.copy_to_host()
+                    if np.dtype(dt).kind == "f":  # within what any order of float additions can differ by
+                        mag = np.abs(start).astype(np.float64)
+                        np.add.at(mag, idx, np.abs(vals).astype(np.float64))
+                        ok = bool(np.all(np.abs(got - want.astype(np.float64)) <= 2 * 4099 * np.finfo(dt).eps * mag))
+                    else:
+                        ok = np.array_equal(got, want)
+                    check(f"at {op} {m} rows={rows} {dt.__name__}", ok)
         for m, _, _ in cuatomic.methods("filter", "cuda"):
             keeps_order = _backend.rung("filter", "cuda", m).has(_C.F_ORDERED)
             got = cuatomic.filter(d, ">=", 2, ordered=keeps_order, method=m, backend="cuda").copy_to_host()

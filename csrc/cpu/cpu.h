@@ -245,6 +245,10 @@ int64_t cua_cpu_chunk_compact(const void *x, int dtype, const cua_pred *pred, in
 /* The same into a private buffer of hi - lo elements, without branches. */
 int64_t cua_cpu_chunk_stage(const void *x, int dtype, const cua_pred *pred, int64_t lo, int64_t hi, void *buf);
 
+/* ---- scatter.c: the index check of np.<op>.at (as cua_cuda_scatter_check) ---- */
+
+int cua_cpu_scatter_check(const void *idx, int idx_dtype, int64_t n, int64_t m, int64_t *bad, cua_launch *cfg);
+
 /* ---- spin.c: spin waits and the spin lock ---- */
 
 /* A CPU pause: the spin-wait hint, nothing more. */

@@ -1,0 +1,544 @@
+/* scatter.c -- the np.<op>.at ladder on the CPU (cuda/scatter.cu tells the
+ * lesson; here each step says what it does on a CPU).
+ *
+ * Every element is read as a 64-bit value (integers sign- or
+ * zero-extended, floats as double), combined as NumPy combines the
+ * element's type (integers wrapping, a float32 sum or product rounded to
+ * float32 once: a double holds the exact result of two float32), and
+ * written back narrowed. OpenMP threads take contiguous shares of the
+ * updates.
+ *
+ *  1. atomic          one atomic per update: C11 fetch_add, fetch_and/or/xor
+ *                     on integers of every width; a CPU has no atomic min,
+ *                     max, multiply or float add, so those go through rung
+ *                     2's compare-exchange. A hot element's cache line
+ *                     moves between cores on every update.
+ *  2. cas             every op through a compare-exchange loop on the
+ *                     element's own width (x86 and ARM have 1- to 8-byte
+ *                     ones): read, combine, exchange if unchanged, else
+ *                     retry. Bits are compared; a combine that changes
+ *                     nothing skips the exchange.
+ *  3. warp_aggregated a CPU "warp" is 32 consecutive updates of one thread:
+ *                     the updates naming the same element are combined
+ *                     first, in order, and one atomic applies each group.
+ *  4. shared          each OS thread owns a private copy of the output (the
+ *                     CPU's shared memory is its cache), applies its updates
+ *                     there with plain stores, and merges the elements it
+ *                     changed with rung 1's atomics. Fits an output of at
+ *                     most CUA_CPU_PRIVATE_BYTES.
+ *  5. exact           float add and subtract summed exactly in the
+ *                     fixed-point accumulators of cuda/fixed.h and rounded
+ *                     once: the same bits as the GPU's rung. Each OS thread
+ *                     adds into accumulators of its own (plain integer
+ *                     adds, no atomics), summed word by word at the end;
+ *                     the team is cut so that they take at most
+ *                     CUA_CPU_EXACT_BYTES.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu.h"
+#include "../../cuda/fixed.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+#else
+static int omp_get_thread_num(void) { return 0; }
+#endif
+
+/* A private copy of rung 4 holds at most this: 64 Ki elements of 8 bytes. */
+#define CUA_CPU_PRIVATE_BYTES ((int64_t)512 * 1024)
+/* The exact rung's accumulators of all OS threads take at most this. */
+#define CUA_CPU_EXACT_BYTES ((int64_t)1 << 30)
+
+enum {
+    ADD = CUA_REDUCE_ADD,
+    MUL = CUA_REDUCE_MULTIPLY,
+    MIN = CUA_REDUCE_MINIMUM,
+    MAX = CUA_REDUCE_MAXIMUM,
+    AND = CUA_REDUCE_BITWISE_AND,
+    OR = CUA_REDUCE_BITWISE_OR,
+    XOR = CUA_REDUCE_BITWISE_XOR
+};
+
+typedef union {
+    int64_t i;
+    uint64_t u;
+    double d;
+} sval;
+
+static int is_float(int dtype) { return dtype == CUA_FLOAT32 || dtype == CUA_FLOAT64; }
+static int is_signed(int dtype)
+{
+    return dtype == CUA_INT8 || dtype == CUA_INT16 || dtype == CUA_INT32 || dtype == CUA_INT64;
+}
+
+/* ---------------------------------------------------------------- values */
+
+/* An element's bits (its own width) as a value, and back. */
+static sval decode(uint64_t bits, int dtype)
+{
+    sval v;
+    switch (dtype) {
+    case CUA_INT8: v.i = (int8_t)bits; break;
+    case CUA_INT16: v.i = (int16_t)bits; break;
+    case CUA_INT32: v.i = (int32_t)bits; break;
+    case CUA_FLOAT32: {
+        float f;
+        const uint32_t b = (uint32_t)bits;
+        memcpy(&f, &b, sizeof f);
+        v.d = f;
+        break;
+    }
+    default: v.u = bits; break; /* bool, unsigned (zero-extended), int64, float64's bits */
+    }
+    return v;
+}
+
+static uint64_t encode(sval v, int dtype)
+{
+    if (dtype == CUA_FLOAT32) {
+        const float f = (float)v.d;
+        uint32_t b;
+        memcpy(&b, &f, sizeof b);
+        return b;
+    }
+    const size_t size = cua_dtype_size(dtype);
+    return size == 8 ? v.u : v.u & ((1ull << (8 * size)) - 1);
+}
+
+static uint64_t read_bits(const void *p, size_t size)
+{
+    switch (size) {
+    case 1: return *(const uint8_t *)p;
+    case 2: return *(const uint16_t *)p;
+    case 4: return *(const uint32_t *)p;
+    default: return *(const uint64_t *)p;
+    }
+}
+
+/* Minimum and maximum of floats in IEEE 754-2019's order, as on the GPU: a
+ * NaN wins, -0.0 counts below +0.0. */
+static double float_pick(int op, double a, double b)
+{
+    const int first = op == MIN ? a < b || (a == b && signbit(a)) : a > b || (a == b && !signbit(a));
+    return isnan(a) || first ? a : b;
+}
+
+/* a OP b as NumPy computes it in `dtype` (narrowed by encode). */
+static sval combine(int dtype, int op, sval a, sval b)
+{
+    sval r;
+    if (is_float(dtype)) {
+        switch (op) {
+        case ADD: r.d = a.d + b.d; break;
+        case MUL: r.d = a.d * b.d; break;
+        default: r.d = float_pick(op, a.d, b.d); break;
+        }
+        if (dtype == CUA_FLOAT32) r.d = (float)r.d;
+        return r;
+    }
+    switch (op) {
+    case ADD: r.u = a.u + b.u; break;
+    case MUL: r.u = a.u * b.u; break;
+    case MIN: r = (is_signed(dtype) ? b.i < a.i : b.u < a.u) ? b : a; break;
+    case MAX: r = (is_signed(dtype) ? a.i < b.i : a.u < b.u) ? b : a; break;
+    case AND: r.u = a.u & b.u; break;
+    case OR: r.u = a.u | b.u; break;
+    default: r.u = a.u ^ b.u; break;
+    }
+    return r;
+}
+
+/* The op's identity: a private copy's start; float add's is -0.0. */
+static sval identity(int dtype, int op)
+{
+    sval v;
+    const size_t size = cua_dtype_size(dtype);
+    const uint64_t umax = size == 8 ? ~0ull : (1ull << (8 * size)) - 1;
+    switch (op) {
+    case MUL: if (is_float(dtype)) v.d = 1.0; else v.u = 1; break;
+    case AND: v.u = ~0ull; break;
+    case MIN:
+        if (is_float(dtype)) v.d = INFINITY;
+        else if (is_signed(dtype)) v.i = (int64_t)(umax >> 1);
+        else v.u = umax;
+        break;
+    case MAX:
+        if (is_float(dtype)) v.d = -INFINITY;
+        else if (is_signed(dtype)) v.i = -(int64_t)(umax >> 1) - 1;
+        else v.u = 0;
+        break;
+    case ADD: if (is_float(dtype)) v.d = -0.0; else v.u = 0; break;
+    default: v.u = 0; break;
+    }
+    return v;
+}
+
+/* Update w: its element and value (negated for subtract). */
+typedef struct {
+    int64_t e;
+    sval v;
+} update;
+
+static update update_at(const void *idx, const void *vals, const cua_scatter *s, int64_t w)
+{
+    const int64_t k = s->row == 1 ? w : w / s->row, j = w - k * s->row;
+    int64_t i = s->idx_dtype == CUA_INT64 ? ((const int64_t *)idx)[k] : ((const int32_t *)idx)[k];
+    if (i < 0) i += s->m;
+    const size_t size = cua_dtype_size(s->dtype);
+    update u;
+    u.e = i * s->row + j;
+    u.v = decode(read_bits((const char *)vals + (size_t)(k * s->vk + j * s->vj) * size, size), s->dtype);
+    if (s->negate) {
+        if (is_float(s->dtype)) u.v.d = -u.v.d;
+        else u.v.u = 0 - u.v.u;
+    }
+    return u;
+}
+
+/* ---------------------------------------------------------------- atomics */
+
+static int exchange(void *p, size_t size, uint64_t *expected, uint64_t want)
+{
+    switch (size) {
+    case 1: {
+        uint8_t e = (uint8_t)*expected;
+        const int ok = __atomic_compare_exchange_n((uint8_t *)p, &e, (uint8_t)want, 1, __ATOMIC_RELAXED,
+                                                   __ATOMIC_RELAXED);
+        *expected = e;
+        return ok;
+    }
+    case 2: {
+        uint16_t e = (uint16_t)*expected;
+        const int ok = __atomic_compare_exchange_n((uint16_t *)p, &e, (uint16_t)want, 1, __ATOMIC_RELAXED,
+                                                   __ATOMIC_RELAXED);
+        *expected = e;
+        return ok;
+    }
+    case 4: {
+        uint32_t e = (uint32_t)*expected;
+        const int ok = __atomic_compare_exchange_n((uint32_t *)p, &e, (uint32_t)want, 1, __ATOMIC_RELAXED,
+                                                   __ATOMIC_RELAXED);
+        *expected = e;
+        return ok;
+    }
+    default:
+        return __atomic_compare_exchange_n((uint64_t *)p, expected, want, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+    }
+}
+
+static uint64_t atomic_read(const void *p, size_t size)
+{
+    switch (size) {
+    case 1: return __atomic_load_n((const uint8_t *)p, __ATOMIC_RELAXED);
+    case 2: return __atomic_load_n((const uint16_t *)p, __ATOMIC_RELAXED);
+    case 4: return __atomic_load_n((const uint32_t *)p, __ATOMIC_RELAXED);
+    default: return __atomic_load_n((const uint64_t *)p, __ATOMIC_RELAXED);
+    }
+}
+
+/* *p = *p OP v by compare-exchange: bits compared, no exchange when
+ * nothing changes. A failed exchange refreshes `old` and retries at once. */
+static void cas_apply(void *p, int dtype, int op, sval v)
+{
+    const size_t size = cua_dtype_size(dtype);
+    uint64_t old = atomic_read(p, size);
+    for (;;) {
+        const uint64_t want = encode(combine(dtype, op, decode(old, dtype), v), dtype);
+        if (want == old || exchange(p, size, &old, want)) return;
+    }
+}
+
+#define FETCH_OP_(p, size, v, fn)                                                      \
+    switch (size) {                                                                    \
+    case 1: fn((uint8_t *)(p), (uint8_t)(v), __ATOMIC_RELAXED); break;                 \
+    case 2: fn((uint16_t *)(p), (uint16_t)(v), __ATOMIC_RELAXED); break;               \
+    case 4: fn((uint32_t *)(p), (uint32_t)(v), __ATOMIC_RELAXED); break;               \
+    default: fn((uint64_t *)(p), (uint64_t)(v), __ATOMIC_RELAXED); break;              \
+    }
+
+/* *p = *p OP v with the CPU's atomic instruction for it, else a CAS loop. */
+static void native_apply(void *p, int dtype, int op, sval v)
+{
+    const size_t size = cua_dtype_size(dtype);
+    if (is_float(dtype) || op == MUL || op == MIN || op == MAX) {
+        cas_apply(p, dtype, op, v);
+        return;
+    }
+    switch (op) {
+    case ADD: FETCH_OP_(p, size, v.u, __atomic_fetch_add); break;
+    case AND: FETCH_OP_(p, size, v.u, __atomic_fetch_and); break;
+    case OR: FETCH_OP_(p, size, v.u, __atomic_fetch_or); break;
+    default: FETCH_OP_(p, size, v.u, __atomic_fetch_xor); break;
+    }
+}
+
+/* ------------------------------------------------------------------ rungs */
+
+typedef void (*apply_fn)(void *p, int dtype, int op, sval v);
+
+/* Rungs 1 and 2: every update applied with `apply`, the OS threads taking
+ * contiguous shares, a piece at a time (Ctrl-C is asked between pieces). */
+static int per_update(apply_fn apply, void *out, const void *idx, const void *vals, const cua_scatter *s,
+                      cua_launch *cfg)
+{
+    const int64_t total = s->n * s->row;
+    const cua_grid g = cua_cpu_grid(cfg, total);
+    const size_t size = cua_dtype_size(s->dtype);
+#pragma omp parallel for schedule(static) num_threads(g.team)
+    for (int64_t w = 0; w < g.busy; w++) {
+        if (cua_cpu_stop(cfg)) continue;
+        int64_t lo, hi;
+        cua_cpu_share(total, g.workers, w, &lo, &hi);
+        CUA_CPU_PIECES(cfg, lo, hi, a, b)
+        for (int64_t i = a; i < b; i++) {
+            const update u = update_at(idx, vals, s, i);
+            apply((char *)out + (size_t)u.e * size, s->dtype, s->op, u.v);
+        }
+    }
+    return CUA_CPU_DONE(cfg);
+}
+
+static int at_atomic(void *out, const void *idx, const void *vals, const cua_scatter *s, cua_launch *cfg)
+{
+    return per_update(native_apply, out, idx, vals, s, cfg);
+}
+
+static int at_cas(void *out, const void *idx, const void *vals, const cua_scatter *s, cua_launch *cfg)
+{
+    return per_update(cas_apply, out, idx, vals, s, cfg);
+}
+
+static int at_warp_aggregated(void *out, const void *idx, const void *vals, const cua_scatter *s, cua_launch *cfg)
+{
+    const int64_t total = s->n * s->row;
+    const cua_grid g = cua_cpu_grid(cfg, total);
+    const size_t size = cua_dtype_size(s->dtype);
+#pragma omp parallel for schedule(static) num_threads(g.team)
+    for (int64_t w = 0; w < g.busy; w++) {
+        if (cua_cpu_stop(cfg)) continue;
+        int64_t lo, hi;
+        cua_cpu_share(total, g.workers, w, &lo, &hi);
+        CUA_CPU_PIECES(cfg, lo, hi, a, b)
+        for (int64_t w0 = a; w0 < b; w0 += CUA_CPU_WARP) {
+            update lanes[CUA_CPU_WARP];
+            int done[CUA_CPU_WARP] = {0};
+            const int nl = (int)(b - w0 < CUA_CPU_WARP ? b - w0 : CUA_CPU_WARP);
+            for (int l = 0; l < nl; l++) lanes[l] = update_at(idx, vals, s, w0 + l);
+            for (int l = 0; l < nl; l++) {
+                if (done[l]) continue;
+                sval v = lanes[l].v;
+                for (int p = l + 1; p < nl; p++)
+                    if (!done[p] && lanes[p].e == lanes[l].e) {
+                        v = combine(s->dtype, s->op, v, lanes[p].v);
+                        done[p] = 1;
+                    }
+                native_apply((char *)out + (size_t)lanes[l].e * size, s->dtype, s->op, v);
+            }
+        }
+    }
+    return CUA_CPU_DONE(cfg);
+}
+
+static int shared_fits(const cua_scatter *s, cua_launch *cfg)
+{
+    const int64_t cells = s->m * s->row;
+    if (cells > CUA_CPU_PRIVATE_BYTES / 8) {
+        snprintf(cfg->msg, sizeof cfg->msg,
+                 "method 'shared' keeps a private copy of the output per thread: %lld elements need %lld bytes, "
+                 "more than the cpu backend's %lld; use method='warp_aggregated'",
+                 (long long)cells, (long long)cells * 8, (long long)CUA_CPU_PRIVATE_BYTES);
+        return CUA_EINVAL;
+    }
+    return 0;
+}
+
+static int at_shared(void *out, const void *idx, const void *vals, const cua_scatter *s, cua_launch *cfg)
+{
+    int st = shared_fits(s, cfg);
+    if (st) return st;
+    const int64_t total = s->n * s->row, cells = s->m * s->row;
+    cua_cpu_default_config(cfg, total);
+    const int team = cua_cpu_team(cfg, total, cfg->blocks);
+    const size_t size = cua_dtype_size(s->dtype);
+    const sval start = identity(s->dtype, s->op);
+    sval *copies = malloc((size_t)team * (size_t)(cells ? cells : 1) * sizeof(sval));
+    if (!copies) return CUA_ENOMEM;
+#pragma omp parallel num_threads(team)
+    {
+        const int t = omp_get_thread_num();
+        sval *mine = copies + (size_t)t * (size_t)cells;
+        for (int64_t e = 0; e < cells; e++) mine[e] = start;
+        int64_t lo, hi;
+        cua_cpu_share(total, team, t, &lo, &hi);
+        CUA_CPU_PIECES(cfg, lo, hi, a, b)
+        for (int64_t i = a; i < b; i++) {
+            const update u = update_at(idx, vals, s, i);
+            mine[u.e] = combine(s->dtype, s->op, mine[u.e], u.v);
+        }
+        for (int64_t e = 0; e < cells && !cfg->interrupted; e++)
+            if (mine[e].u != start.u) native_apply((char *)out + (size_t)e * size, s->dtype, s->op, mine[e]);
+    }
+    free(copies);
+    return CUA_CPU_DONE(cfg);
+}
+
+static int exact_fits(const cua_scatter *s, cua_launch *cfg)
+{
+    static const char *const ops[] = {"add", "multiply", "minimum", "maximum", "bitwise_and", "bitwise_or",
+                                      "bitwise_xor"};
+    if (!is_float(s->dtype) || s->op != ADD) {
+        const char *dt = s->dtype == CUA_FLOAT32 ? "float32" : s->dtype == CUA_FLOAT64 ? "float64" : "integer";
+        snprintf(cfg->msg, sizeof cfg->msg, CUA_EXACT_SCATTER_ONLY, dt,
+                 s->op >= 0 && s->op < CUA_NREDUCE_OPS ? (s->negate ? "subtract" : ops[s->op]) : "?");
+        return CUA_EINVAL;
+    }
+    return 0;
+}
+
+static double element(const void *out, int dtype, int64_t e)
+{
+    return dtype == CUA_FLOAT32 ? (double)((const float *)out)[e] : ((const double *)out)[e];
+}
+
+/* One value into an accumulator (words at acc[k * cells], flags *flag). */
+static void fixed_add(int64_t *acc, int64_t cells, unsigned *flag, double x, int lo, int track_negzero)
+{
+    if (!isfinite(x)) {
+        *flag |= cua_fixed_classify(x);
+        return;
+    }
+    if (track_negzero && !(x == 0.0 && signbit(x))) *flag |= CUA_FIXED_NOT_NEGZERO;
+    uint64_t m;
+    int ex, neg, k;
+    uint32_t d[3];
+    cua_fixed_split(x, &m, &ex, &neg);
+    if (!m) return;
+    cua_fixed_place(m, ex, lo, &k, d);
+    for (int i = 0; i < 3; i++)
+        if (d[i]) acc[(k + i) * cells] = (int64_t)((uint64_t)acc[(k + i) * cells] + (neg ? 0 - (uint64_t)d[i] : d[i]));
+}
+
+static int at_exact(void *out, const void *idx, const void *vals, const cua_scatter *s, cua_launch *cfg)
+{
+    int st = exact_fits(s, cfg);
+    if (st) return st;
+    const int64_t total = s->n * s->row, cells = s->m * s->row;
+    cua_cpu_default_config(cfg, total);
+    if (total == 0) return 0;
+    /* The window: the bits every value spans, and whether an element starts at -0.0. */
+    int lo = INT32_MAX, hi = INT32_MIN, negzero = 0;
+    int team = cua_cpu_team(cfg, total + cells, cfg->blocks);
+#pragma omp parallel for schedule(static) num_threads(team) reduction(min : lo) reduction(max : hi, negzero)
+    for (int64_t i = 0; i < total + cells; i++) {
+        const double x = i < total ? update_at(idx, vals, s, i).v.d : element(out, s->dtype, i - total);
+        if (i >= total && x == 0.0 && signbit(x)) negzero = 1;
+        uint64_t m;
+        int ex, neg;
+        if (!isfinite(x)) continue;
+        cua_fixed_split(x, &m, &ex, &neg);
+        if (!m) continue;
+        if (ex < lo) lo = ex;
+        if (ex + cua_fixed_bits(m) - 1 > hi) hi = ex + cua_fixed_bits(m) - 1;
+    }
+    if (lo > hi) lo = hi = 0;
+    const int words = cua_fixed_words(lo, hi);
+    /* Accumulators per OS thread: thread 0's start at the output's values. */
+    const int64_t per = cells * words * (int64_t)sizeof(int64_t) + cells * (int64_t)sizeof(unsigned);
+    team = cua_cpu_team(cfg, total, cfg->blocks);
+    while (team > 1 && team * per > CUA_CPU_EXACT_BYTES) team--;
+    cfg->used_team = team;
+    int64_t *acc = calloc((size_t)team * (size_t)(cells * words), sizeof(int64_t));
+    unsigned *flags = calloc((size_t)team * (size_t)cells, sizeof(unsigned));
+    if (!acc || !flags) {
+        free(acc);
+        free(flags);
+        return CUA_ENOMEM;
+    }
+    for (int64_t e = 0; e < cells; e++) {
+        const double x = element(out, s->dtype, e);
+        flags[e] = cua_fixed_classify(x) & ~(unsigned)CUA_FIXED_NOT_NEGZERO;
+        if (!(x == 0.0 && signbit(x))) flags[e] |= CUA_FIXED_NOT_NEGZERO;
+        fixed_add(acc + e, cells, &flags[e], x, lo, 0);
+    }
+#pragma omp parallel num_threads(team)
+    {
+        const int t = omp_get_thread_num();
+        int64_t *mine = acc + (size_t)t * (size_t)(cells * words);
+        unsigned *my_flags = flags + (size_t)t * (size_t)cells;
+        int64_t lo_u, hi_u, added = 0;
+        cua_cpu_share(total, team, t, &lo_u, &hi_u);
+        CUA_CPU_PIECES(cfg, lo_u, hi_u, a, b)
+        for (int64_t i = a; i < b; i++) {
+            const update u = update_at(idx, vals, s, i);
+            fixed_add(mine + u.e, cells, &my_flags[u.e], u.v.d, lo, negzero);
+            if (++added == CUA_FIXED_PIECE) { /* no word may take more between carries */
+                for (int64_t e = 0; e < cells; e++) cua_fixed_normalize(mine + e, words, cells);
+                added = 0;
+            }
+        }
+    }
+    if (!cfg->interrupted) {
+#pragma omp parallel for schedule(static) num_threads(team)
+        for (int64_t e = 0; e < cells; e++) {
+            unsigned f = flags[e];
+            for (int t = 1; t < team; t++) {
+                int64_t *theirs = acc + (size_t)t * (size_t)(cells * words);
+                cua_fixed_normalize(theirs + e, words, cells);
+                for (int k = 0; k < words; k++) acc[k * cells + e] += theirs[k * cells + e];
+                f |= flags[(size_t)t * (size_t)cells + e];
+                cua_fixed_normalize(acc + e, words, cells);
+            }
+            cua_fixed_normalize(acc + e, words, cells);
+            const int f32 = s->dtype == CUA_FLOAT32;
+            const double r = cua_fixed_result(cua_fixed_round(acc + e, words, cells, lo, f32 ? 24 : 53,
+                                                              f32 ? -149 : -1074, f32 ? 127 : 1023), f);
+            const double old = element(out, s->dtype, e);
+            if (isnan(r) && isnan(old)) continue; /* keep the start value's NaN */
+            if (f32) ((float *)out)[e] = (float)r;
+            else ((double *)out)[e] = r;
+        }
+    }
+    free(acc);
+    free(flags);
+    return CUA_CPU_DONE(cfg);
+}
+
+static int fits_any(const cua_scatter *s, cua_launch *cfg)
+{
+    (void)s;
+    (void)cfg;
+    return 0;
+}
+
+int cua_cpu_scatter_check(const void *idx, int idx_dtype, int64_t n, int64_t m, int64_t *bad, cua_launch *cfg)
+{
+    (void)cfg;
+    int64_t first = n;
+    for (int64_t k = 0; k < n; k++) {
+        const int64_t i = idx_dtype == CUA_INT64 ? ((const int64_t *)idx)[k] : ((const int32_t *)idx)[k];
+        if (i < -m || i >= m) {
+            first = k;
+            break;
+        }
+    }
+    *bad = first == n ? -1 : first;
+    return 0;
+}
+
+static const cua_scatter_row at_rows[] = {
+    {{"atomic", 1, "one atomic per update: C11 fetch_add/and/or/xor on integers, a compare-exchange loop for the rest", 0},
+     at_atomic, fits_any},
+    {{"cas", 2, "every op through a compare-exchange loop on the element's own width", 0}, at_cas, fits_any},
+    {{"warp_aggregated", 3, "32 consecutive updates of a thread: those naming one element combined first, one atomic each", 0},
+     at_warp_aggregated, fits_any},
+    {{"shared", 4, "a private copy of the output per OS thread, plain stores, merged once with atomics", 0},
+     at_shared, shared_fits},
+    {{"exact", 5, "float add/subtract in fixed-point integer accumulators per thread, summed and rounded once: the GPU's bits",
+      CUA_F_DETERMINISTIC | CUA_F_EXACT},
+     at_exact, exact_fits},
+};
+const cua_ladder cua_cpu_at_ladder = CUA_LADDER(at_rows);

@@ -1,0 +1,490 @@
+"""Scatter: ``np.<op>.at`` in place (:func:`at`, :func:`add_at`) and
+``np.<op>.reduceat`` (:func:`reduceat`), by the rungs of the ``at`` ladder.
+
+Here the call is put in the core's terms: the op (subtract is add of the
+negated values; bool's add and maximum are its or, multiply and minimum its
+and), the indices as one int32/int64 array naming rows of ``a`` (a tuple of
+index arrays is flattened to rows of the axes it leaves), the values cast to
+``a``'s dtype with NumPy's rule and their broadcast as two strides, and
+``a`` as memory the core can write: a C-contiguous host array (a copy,
+written back, for any other), a DeviceArray, or a device array's
+``__cuda_array_interface__``."""
+import math
+
+import numpy as np
+
+from . import _C, _auto, _interop
+from ._common import auto_rung, launch_config, named_rung, prepare, stream_of
+from ._backend import backend_id, resolve
+from ._device import DeviceArray, refuse_masked
+from ._dtypes import dtype_id
+from ._interop import on_inputs_gpu
+
+OP = "at"
+#: The ops :func:`at` takes, by NumPy's ufunc names.
+OPS = ("add", "subtract", "multiply", "minimum", "maximum", "bitwise_and", "bitwise_or", "bitwise_xor")
+_UFUNCS = {getattr(np, name): name for name in OPS}
+_CORE = {name: _C.REDUCE_OPS.index(name) for name in _C.REDUCE_OPS}
+# bool's ops as NumPy computes them: add is or, multiply is and; minimum and
+# maximum are and and or.
+_BOOL = {"add": "bitwise_or", "multiply": "bitwise_and", "minimum": "bitwise_and", "maximum": "bitwise_or"}
+_BOOL_SUBTRACT = ("numpy boolean subtract, the `-` operator, is not supported, use the bitwise_xor, the `^` "
+                  "operator, or the logical_xor function instead.")
+
+
+def check_op(op):
+    """The name of a scatter op given as a string or a NumPy ufunc."""
+    if isinstance(op, np.ufunc):
+        name = _UFUNCS.get(op)
+        if name is None:
+            raise ValueError(f"op {op.__name__!r} is not a scatter op: expected one of {', '.join(OPS)}")
+        return name
+    if not isinstance(op, str):
+        raise TypeError(f"op must be a string or a NumPy ufunc, one of {', '.join(OPS)} (got {type(op).__name__})")
+    if op not in OPS:
+        raise ValueError(f"unknown op {op!r}: expected one of {', '.join(OPS)}")
+    return op
+
+
+def core_op(name, dt):
+    """(reduce op id, negate) of op `name` on elements of dtype dt, or
+    NumPy's TypeError where it has no such loop."""
+    if dt.kind == "b":
+        if name == "subtract":
+            raise TypeError(_BOOL_SUBTRACT)
+        name = _BOOL.get(name, name)
+    if dt.kind == "f" and name.startswith("bitwise"):
+        raise TypeError(f"ufunc '{name}' not supported for the input types, and the inputs could not be safely "
+                        "coerced to any supported types according to the casting rule ''safe''")
+    if name == "subtract":
+        return _CORE["add"], True
+    return _CORE[name], False
+
+
+class _Target:
+    """`a` as memory the core writes: ``x`` (an ndarray or a device
+    pointer), its shape and dtype; ``finish()`` writes a host copy back."""
+
+    __slots__ = ("x", "shape", "dtype", "device", "_write_back", "keep")
+
+    def __init__(self, a, backend, stream):
+        self._write_back = None
+        self.keep = a
+        if isinstance(a, np.ndarray):
+            refuse_masked(a, "a")
+            if not a.flags.writeable:
+                raise ValueError("output array is read-only (a is not writeable)")
+            dtype_id(a.dtype, "a")
+            self.shape, self.device = a.shape, False
+            self.dtype = a.dtype.newbyteorder("=")
+            if a.flags.c_contiguous and a.dtype.isnative:
+                self.x = a
+            else:
+                self.x = np.ascontiguousarray(a, dtype=self.dtype)
+                self._write_back = a
+            return
+        if isinstance(a, DeviceArray):
+            if backend != "cuda":
+                raise TypeError(f"a is a cuatomic.DeviceArray but the backend is {backend!r}: use backend='cuda'")
+            _interop.take_gpu(a.device, None, "a")
+            self.x, self.shape, self.dtype, self.device = a.ptr, tuple(a.shape), a.dtype, True
+            dtype_id(a.dtype, "a")
+            return
+        cai = getattr(a, "__cuda_array_interface__", None)
+        if cai is None:
+            if _interop.on_cuda(a):
+                raise TypeError("a device array updated in place must be a cuatomic.DeviceArray or expose "
+                                "__cuda_array_interface__ (CuPy, PyTorch, Numba)")
+            raise TypeError(f"a must be an array to update in place (a NumPy array, a cuatomic.DeviceArray or a "
+                            f"CUDA device array), not {type(a).__name__}")
+        if backend != "cuda":
+            raise TypeError(f"a is a CUDA device array but the backend is {backend!r}: use backend='cuda'")
+        if cai["data"][1]:
+            raise ValueError("output array is read-only (a is a read-only device array)")
+        shape = tuple(int(s) for s in cai["shape"])
+        dt = np.dtype(cai["typestr"])
+        strides = cai.get("strides")
+        if strides is not None and tuple(strides) != _c_strides(shape, dt.itemsize):
+            raise ValueError("a device array updated in place must be C-contiguous: pass a contiguous array "
+                             "(.copy()) and copy the result back")
+        found = _interop.foreign(a, stream)  # checks the GPU, waits for the producer's stream
+        if found.ptr != int(cai["data"][0] or 0) and math.prod(shape):
+            raise ValueError("a device array updated in place must be C-contiguous on the current GPU")
+        dtype_id(dt, "a")
+        self.x, self.shape, self.dtype, self.device, self.keep = found.ptr, shape, dt, True, (a, found.keep)
+
+    def finish(self):
+        if self._write_back is not None:
+            self._write_back[...] = self.x
+
+
+def _c_strides(shape, itemsize):
+    out, step = [], itemsize
+    for s in reversed(shape):
+        out.append(step)
+        step *= max(s, 1)
+    return tuple(reversed(out))
+
+
+class _Indices:
+    """The indices as the core reads them: ``x`` (int64/int32 host array or a
+    device pointer), ``id``, ``n``; ``shape`` (the indices' broadcast shape),
+    ``m`` (rows of `a` they index) and ``row`` (elements per row)."""
+
+    __slots__ = ("x", "id", "n", "shape", "m", "row", "keep")
+
+
+def _host_index(part, axis, size):
+    try:
+        arr = np.asarray(part)
+    except (TypeError, ValueError, OverflowError) as e:
+        raise type(e)(f"indices: {e}") from None
+    if arr.dtype.kind == "b":
+        raise TypeError("indices must be integers, not booleans: pass np.flatnonzero(mask) for a mask")
+    if arr.dtype.kind not in "iu":
+        raise IndexError("arrays used as indices must be of integer (or boolean) type")
+    if arr.dtype.kind == "u" and arr.dtype.itemsize == 8 and arr.size and int(arr.max()) > np.iinfo(np.int64).max:
+        raise IndexError(f"index {int(arr.max())} is out of bounds for axis {axis} with size {size} (indices)")
+    return arr
+
+
+def indices_for(indices, shape, backend, stream):
+    """The core's view of `indices` into an array of `shape`."""
+    ix = _Indices()
+    if isinstance(indices, (slice, type(Ellipsis))) or indices is None:
+        raise TypeError("indices must be integer arrays (or a tuple of them); slices, Ellipsis and None are not "
+                        "taken: pass np.arange(...) for a slice")
+    parts = indices if isinstance(indices, tuple) else (indices,)
+    if len(parts) > len(shape):
+        raise IndexError(f"too many indices for array: array is {len(shape)}-dimensional, but {len(parts)} were "
+                         "indexed")
+    if len(parts) == 1 and not isinstance(parts[0], (np.ndarray, list, tuple, int, np.integer)) and (
+            isinstance(parts[0], DeviceArray) or _interop.on_cuda(parts[0])):
+        found = prepare(parts[0], backend, name="indices", stream=stream)
+        if found.dtype.name not in ("int32", "int64"):
+            raise TypeError(f"indices on the GPU must be int32 or int64 (got {found.dtype}): cast them first")
+        shp = getattr(parts[0], "shape", (found.n,))
+        ix.x, ix.id, ix.n, ix.shape, ix.keep = found.x, dtype_id(found.dtype), found.n, tuple(shp), found
+        ix.m, ix.row = shape[0], math.prod(shape[1:])
+        return ix
+    for p in parts:
+        if isinstance(p, (slice, type(Ellipsis))) or p is None:
+            raise TypeError("indices must be integer arrays (or a tuple of them); slices, Ellipsis and None are "
+                            "not taken: pass np.arange(...) for a slice")
+        if isinstance(p, DeviceArray) or _interop.on_cuda(p):
+            raise TypeError("a tuple of indices must be host arrays (one device array of indices is taken as "
+                            "it is)")
+    arrays = [_host_index(p, axis, shape[axis]) for axis, p in enumerate(parts)]
+    try:
+        arrays = np.broadcast_arrays(*arrays)
+    except ValueError as e:
+        raise IndexError(f"shape mismatch: indexing arrays could not be broadcast together ({e})") from None
+    k = len(arrays)
+    ix.shape = arrays[0].shape
+    ix.m, ix.row = math.prod(shape[:k]), math.prod(shape[k:])
+    if k == 1:
+        flat = np.ascontiguousarray(arrays[0].reshape(-1))
+        if flat.dtype != np.int64 and flat.dtype != np.int32:
+            flat = flat.astype(np.int64)
+    else:
+        flat = np.zeros(math.prod(ix.shape), np.int64)
+        for axis, arr in enumerate(arrays):  # each axis checked here: the core sees the flattened rows only
+            a64 = arr.reshape(-1).astype(np.int64)
+            size = shape[axis]
+            bad = (a64 < -size) | (a64 >= size)
+            if bad.any():
+                raise IndexError(f"index {int(a64[bad][0])} is out of bounds for axis {axis} with size {size} "
+                                 f"(indices[{axis}])")
+            flat = flat * size + np.where(a64 < 0, a64 + size, a64)
+    ix.x, ix.n, ix.keep = flat, flat.size, flat
+    ix.id = dtype_id(flat.dtype)
+    return ix
+
+
+def values_for(b, dt, shape, row_shape, device_ok, backend, stream, name):
+    """(values, nvals, vk, vj): `b` cast to dt with NumPy's rule, and how
+    update k, column j reads it."""
+    full = tuple(shape) + tuple(row_shape)
+    n, row = math.prod(shape), math.prod(row_shape)
+    if isinstance(b, DeviceArray) or _interop.on_cuda(b):
+        if not device_ok:
+            raise TypeError("b is on the GPU: updates of a host array take host values (or pass a on the GPU)")
+        found = prepare(b, backend, name="b", stream=stream)
+        if found.dtype != dt:
+            raise TypeError(f"b on the GPU must have a's dtype {dt} (got {found.dtype}): cast it first")
+        vk, vj = _strides_of(getattr(b, "shape", (found.n,)), full, shape, row_shape, n, row)
+        if vk is None:
+            raise TypeError(f"b on the GPU must be one value, every update's values {full}, one row "
+                            f"{tuple(row_shape)} or one value per update: broadcast it first")
+        return found.x, found.n, vk, vj
+    refuse_masked(b, "b")
+    try:
+        given = b if isinstance(b, (np.ndarray, int, float, bool, complex)) else np.asarray(b)
+        rt = np.result_type(dt, given)
+    except (TypeError, ValueError, OverflowError) as e:
+        raise type(e)(f"b: {e}") from None
+    if rt.kind not in "biufc" or (np.ndim(given) and np.asarray(given).dtype.kind not in "biufc"):
+        raise TypeError(f"b: ufunc '{name}' did not contain a loop with signature matching types "
+                        f"({dt!r}, {np.asarray(given).dtype!r})")
+    if dt.kind in "biu" and rt.kind not in "biu":
+        raise TypeError(f"b: {rt} values into {dt} elements: NumPy's {name}.at computes each update in {rt} and "
+                        f"truncates, which no atomic can; cast b to a's dtype first (b.astype(a.dtype))")
+    try:
+        # A Python int keeps its own value (NEP 50 would refuse 300 for int8; ufunc.at wraps it)
+        plain_int = isinstance(given, int) and not isinstance(given, bool)
+        wide = np.asarray(given, dtype=None if plain_int or rt.kind == "c" else rt)
+        vals = wide.astype(dt)  # NumPy's unsafe cast: integers wrap, complex drops its imaginary part (warned)
+    except (TypeError, ValueError, OverflowError) as e:
+        raise type(e)(f"b: {e}") from None
+    if name in ("minimum", "maximum") and dt.kind in "biu" and wide.dtype != dt and wide.size:
+        lo, hi = (0, 1) if dt.kind == "b" else (np.iinfo(dt).min, np.iinfo(dt).max)
+        if wide.min() < lo or wide.max() > hi:
+            raise TypeError(f"b: {name}.at of {dt} elements with values outside [{lo}, {hi}]: NumPy compares in "
+                            f"{rt} and wraps the result; cast b to a's dtype first (b.astype(a.dtype))")
+    try:
+        np.broadcast_shapes(vals.shape, full)
+    except ValueError:
+        raise ValueError(f"b of shape {vals.shape} cannot be broadcast to the updates' shape {full}") from None
+    if vals.size == 1:
+        return np.ascontiguousarray(vals.reshape(1)), 1, 0, 0
+    vk, vj = _strides_of(vals.shape, full, shape, row_shape, n, row)
+    if vk is None:
+        vals = np.broadcast_to(vals, full)
+        vk, vj = row, 1
+    flat = np.ascontiguousarray(vals).reshape(-1)
+    return flat, flat.size, vk, vj
+
+
+def _strides_of(bshape, full, shape, row_shape, n, row):
+    """(vk, vj) for values of shape bshape broadcast to `full`, where one of
+    the simple forms fits (one value, all values, one row for every update,
+    one value per update), else (None, None)."""
+    bshape, size = tuple(bshape), math.prod(bshape)
+    if size == 1:
+        return 0, 0
+    if bshape == full:
+        return row, 1
+    lead = len(bshape) - len(row_shape)
+    if row_shape and lead >= 0 and bshape[lead:] == tuple(row_shape) and all(s == 1 for s in bshape[:lead]):
+        return 0, 1
+    if bshape == tuple(shape) + (1,) * len(row_shape):
+        return 1, 0
+    return None, None
+
+
+def _drop_ones(shape):
+    return tuple(s for s in shape if s != 1)
+
+
+@on_inputs_gpu
+def at(a, indices, b=None, op="add", *, method="auto", backend=None, blocks=None, threads=None, stream=None):
+    """``getattr(np, op).at(a, indices, b)``: unbuffered in place updates of
+    `a`, by a rung of the scatter ladder.
+
+    Every update names an element (or a row) of `a` and combines its value
+    into it; updates that name the same element all take effect, as NumPy's
+    do (``a[indices] += b`` would keep only one).
+
+    Parameters
+    ----------
+    a : ndarray, DeviceArray or CUDA device array
+        Updated in place. A NumPy array stays on the host (on the cuda
+        backend it is copied to the GPU and the result written back); a
+        DeviceArray or another library's device array (CuPy, PyTorch,
+        Numba: ``__cuda_array_interface__``, C-contiguous) is updated on its
+        GPU, on the caller's `stream`.
+    indices : array_like of int, or tuple of them
+        An integer array indexes `a`'s first axis (a row of an N-D `a` is
+        updated whole); a tuple of integer arrays indexes the first axes,
+        one element each, broadcast together. Negative indices count from
+        the end. One device array of int32 or int64 indices is read on the
+        GPU as it is.
+    b : array_like or scalar
+        The values, broadcast to ``indices.shape + a.shape[k:]`` and cast to
+        `a`'s dtype as NumPy's ``ufunc.at`` casts them (unsafely: integers
+        wrap, a complex value drops its imaginary part). Float values into
+        an integer `a` are refused: NumPy adds each in float and truncates
+        after every update, an order-dependent answer.
+    op : str or numpy.ufunc, default "add"
+        add, subtract, multiply, minimum, maximum, bitwise_and, bitwise_or,
+        bitwise_xor.
+    method : str, default "auto"
+        A rung of ``methods("at")``. ``"auto"`` runs a deterministic rung
+        for float add and subtract (`exact`: the correctly rounded sum,
+        the same bits on every run and backend).
+    backend : {"cpu", "cuda"}, optional
+    blocks, threads : int, optional
+        The launch configuration (the rung's default when None).
+    stream : optional
+        A CUDA stream (a cuatomic.Stream, a CuPy or PyTorch stream, or a
+        handle) the update runs on.
+
+    Returns
+    -------
+    None
+        As NumPy's ``ufunc.at``.
+
+    Raises
+    ------
+    IndexError
+        An index out of range, before anything is written (NumPy may leave
+        `a` half updated); float indices.
+    TypeError
+        Boolean or slice indices; an op the dtype has no loop for; float
+        values into an integer `a`.
+    ValueError
+        A read-only `a`; values that do not broadcast.
+
+    Examples
+    --------
+    >>> import numpy as np, cuatomic
+    >>> a = np.zeros(4)
+    >>> cuatomic.at(a, [0, 1, 1, 3, 1], 1.0, backend="cpu")
+    >>> a
+    array([1., 3., 0., 1.])
+    """
+    be = resolve(backend)
+    rung = named_rung(OP, be, method)
+    nb, nt = launch_config(blocks, threads)
+    s = stream_of(stream)
+    c = _Call(a, indices, b, op, be, s)
+    if rung is None:
+        rung = auto_rung(OP, be, c.ix.n * c.ix.row, c.target.dtype, require=c.require(), fits=c.fits(be, nb, nt))
+    _C.at(backend_id(be), rung.index, c.target.x, c.ix.m, c.ix.row, c.ix.x, c.ix.id, c.ix.n, c.vals, c.nvals, c.vk,
+          c.vj, c.did, c.core, c.negate, nb, nt, s)
+    c.target.finish()
+
+
+class _Call:
+    """A call of :func:`at` in the core's terms: the target, the indices,
+    the values and their strides, the op's id and whether it negates."""
+
+    def __init__(self, a, indices, b, op, be, s):
+        name = check_op(op)
+        if b is None:
+            raise TypeError("second operand needed for ufunc (b=None)")
+        self.target = _Target(a, be, s)
+        self.core, self.negate = core_op(name, self.target.dtype)
+        if not self.target.shape:
+            if not (isinstance(indices, tuple) and not indices):
+                raise IndexError("too many indices for array: array is 0-dimensional, but 1 were indexed")
+            ix = self.ix = _Indices()
+            ix.x, ix.id, ix.n, ix.shape, ix.m, ix.row, ix.keep = np.zeros(1, np.int64), \
+                dtype_id(np.dtype(np.int64)), 1, (), 1, 1, None
+        else:
+            self.ix = indices_for(indices, self.target.shape, be, s)
+        row_shape = self.target.shape[len(indices) if isinstance(indices, tuple) else 1:]
+        self.vals, self.nvals, self.vk, self.vj = values_for(b, self.target.dtype, self.ix.shape, row_shape,
+                                                             self.target.device or be == "cuda", be, s, name)
+        self.did = dtype_id(self.target.dtype)
+
+    def require(self):
+        """auto's requirement: a deterministic rung for float add and subtract."""
+        return _C.F_DETERMINISTIC if self.target.dtype.kind == "f" and self.core == _CORE["add"] else 0
+
+    def fits(self, be, nb, nt):
+        return lambda r: rung_fits(be, r, self.ix.m, self.ix.row, self.ix.n, self.did, self.core, self.negate, nb, nt)
+
+
+def explain(backend, a=None, indices=None, b=None, ufunc="add", *, blocks=None, threads=None, stream=0):
+    """The Choice ``method="auto"`` makes for ``at(a, indices, b, ufunc)``
+    (cuatomic.explain("at", ...)): read as the call reads its arguments,
+    the rungs whose limits refuse it passed by."""
+    if a is None or indices is None:
+        raise TypeError("explain('at') needs the call's arrays: explain('at', a, indices, b[, op]) (the rule "
+                        "reads the op, the dtype and the number of updates)")
+    nb, nt = launch_config(blocks, threads)
+    c = _Call(a, indices, b, ufunc, backend, stream)
+    facts = {"n": c.ix.n * c.ix.row, "dtype": str(c.target.dtype)}
+    return _auto.choose(OP, backend, facts, require=c.require(), fits=c.fits(backend, nb, nt))
+
+
+def rung_fits(backend, rung, m, row, n, dtype_id_, op, negate, blocks=-1, threads=-1):
+    """None if `rung` can take the call, else why not (its row's ``fits``)."""
+    return _C.at_fits(backend_id(backend), rung.index, m, row, n, dtype_id_, op, negate, blocks, threads)
+
+
+def add_at(a, indices, b=None, *, method="auto", backend=None, blocks=None, threads=None, stream=None):
+    """``np.add.at(a, indices, b)``: :func:`at` with ``op="add"``.
+
+    Parameters
+    ----------
+    a, indices, b, method, backend, blocks, threads, stream
+        As :func:`at`.
+
+    Returns
+    -------
+    None
+
+    Examples
+    --------
+    >>> import numpy as np, cuatomic
+    >>> counts = np.zeros(3, np.int64)
+    >>> cuatomic.add_at(counts, [2, 0, 2], 1, backend="cpu")
+    >>> counts
+    array([1, 0, 2])
+    """
+    return at(a, indices, b, "add", method=method, backend=backend, blocks=blocks, threads=threads, stream=stream)
+
+
+def reduceat(a, indices, op="add", *, method="auto", backend=None, blocks=None, threads=None, stream=None):
+    """``getattr(np, op).reduceat(a, indices)`` for a 1-D host array `a`.
+
+    Result ``i`` folds ``a[indices[i]:indices[i + 1]]`` (the last runs to the
+    end); where ``indices[i] >= indices[i + 1]`` it is ``a[indices[i]]``,
+    NumPy's rule. Each result starts at its slice's first element and the
+    rest are scattered into it with :func:`at`: float add and subtract are
+    the correctly rounded sums of ``method="auto"``.
+
+    Parameters
+    ----------
+    a : ndarray
+        1-D, on the host.
+    indices : array_like of int
+        Slice starts, each in ``[0, len(a))``.
+    op : str or numpy.ufunc, default "add"
+        As :func:`at`, but subtract (NumPy's ``subtract.reduceat`` folds
+        ``a[i] - a[i+1] - ...``, which is also taken).
+    method, backend, blocks, threads, stream
+        As :func:`at`.
+
+    Returns
+    -------
+    ndarray
+        ``len(indices)`` results, of NumPy's dtype for them (add and
+        multiply widen small integers to 64 bits, as ``np.add.reduce``).
+
+    Examples
+    --------
+    >>> import numpy as np, cuatomic
+    >>> cuatomic.reduceat(np.arange(8), [0, 4, 1, 5], backend="cpu")
+    array([ 6,  4, 10, 18])
+    """
+    name = check_op(op)
+    if isinstance(a, DeviceArray) or _interop.on_cuda(a):
+        raise TypeError("reduceat takes a host array: pass .copy_to_host() (device reduceat is not built yet)")
+    refuse_masked(a, "a")
+    try:
+        arr = np.asarray(a)
+    except (TypeError, ValueError) as e:
+        raise type(e)(f"a: {e}") from None
+    dtype_id(arr.dtype, "a")
+    if arr.ndim != 1:
+        raise ValueError(f"reduceat takes a 1-D array a (got {arr.ndim}-D)")
+    idx = _host_index(indices, 0, arr.size).reshape(-1).astype(np.int64)
+    bad = (idx < 0) | (idx >= arr.size)
+    if bad.any():
+        raise IndexError(f"index {int(idx[bad][0])} out-of-bounds in {name}.reduceat [0, {arr.size}) (indices)")
+    # NumPy's result dtype (add and multiply widen small integers, as
+    # np.add.reduce does), and its TypeError where the op has no loop.
+    out_dt = getattr(np, name).reduce(np.zeros(1, arr.dtype)).dtype.newbyteorder("=")
+    out = arr[idx].astype(out_dt, copy=True)
+    ends = np.append(idx[1:], arr.size)
+    lengths = np.where(ends > idx, ends - idx - 1, 0)  # elements after each slice's first
+    total = int(lengths.sum())
+    if total:
+        seg = np.repeat(np.arange(idx.size), lengths)
+        offsets = np.cumsum(lengths) - lengths
+        pos = np.arange(total) - np.repeat(offsets, lengths) + np.repeat(idx + 1, lengths)
+        at(out, seg, arr[pos], name, method=method, backend=backend, blocks=blocks, threads=threads, stream=stream)
+    return out

@@ -1,0 +1,740 @@
+// scatter.cu -- np.<op>.at(a, indices, b): many updates scattered into a
+// large output, the atomics' everyday job (PyTorch's index_add_ and
+// scatter_add_, JAX's .at[].add, embedding gradients, graph messages).
+// Update k adds (or multiplies, mins, ...) its value into the element its
+// index names; many updates may name one element, so every rung is about
+// who wins the race for that element, and what it costs.
+//
+//  1. atomic          one atomic per update on its element, native where
+//                     the GPU has the op (atomicAdd of 32- and 64-bit
+//                     integers, float and double; atomicMin/Max and
+//                     And/Or/Xor of 32- and 64-bit integers), else rung 2's
+//                     CAS loop (multiply, float min/max, 8- and 16-bit
+//                     types). Fast while the updates spread over many
+//                     elements; updates of one element queue behind each
+//                     other at the L2 (the contention cliff), and a float
+//                     sum depends on the order they arrive in.
+//  2. cas             every op built from atomicCAS (seed 001's double add):
+//                     read the element, combine, swap the result in only if
+//                     the element still holds what was read, else retry.
+//                     Bits are compared, never floats (a NaN cannot spin);
+//                     a combine that changes nothing skips the swap. 8- and
+//                     16-bit elements swap the aligned 32-bit word that
+//                     holds them (a 16-bit one, or a lock for a lone byte,
+//                     at the output's ends). Losers back off; the slowest
+//                     rung under contention.
+//  3. warp_aggregated lanes of a warp whose updates name the same element
+//                     find each other (__match_any_sync), combine their
+//                     values with shuffles in a fixed tree, and the lowest
+//                     lane applies one atomic for the group: up to 32x fewer
+//                     atomics on a hot element. Costs a match and up to five
+//                     shuffles per update where elements repeat in a warp;
+//                     nothing where none does (one vote says so). sm_70.
+//  4. shared          each block owns a private copy of the whole output in
+//                     shared memory, starts it at the op's identity, applies
+//                     its updates there with shared-memory atomics, and
+//                     merges the elements it changed into the output: global
+//                     atomics become at most one per element per block, and
+//                     the hot elements' queue moves into the SM. Fits only
+//                     an output whose elements (widened to 32 bits) fit a
+//                     block's shared memory.
+//  5. exact           deterministic float add and subtract: every element's
+//                     start value and updates summed exactly in a
+//                     fixed-point integer accumulator (fixed.h; integer
+//                     atomics, whose order does not matter), rounded once.
+//                     The correctly rounded sum -- the same bits on every
+//                     run, every grid and both backends, never less
+//                     accurate than NumPy's sequential np.add.at. Costs a
+//                     pass to find the bits the values span (the
+//                     accumulator's width), two or three 64-bit atomics per
+//                     update, and a pass to round. Fits float add and
+//                     subtract only: every other op is exact with any rung.
+//
+// The caller has checked every index (cua_cuda_scatter_check, at the end of
+// this file) before a rung runs, so a rung never writes out of bounds and a
+// bad index leaves the output untouched. A rung reads the op at run time
+// (one uniform branch per update) rather than as a template: one kernel per
+// element type, not one per (type, op).
+#include <cuda/std/limits>
+#include <type_traits>
+
+#include "common.cuh"
+#include "fixed.h"
+
+namespace {
+
+constexpr int ADD = CUA_REDUCE_ADD, MUL = CUA_REDUCE_MULTIPLY, MIN = CUA_REDUCE_MINIMUM,
+              MAX = CUA_REDUCE_MAXIMUM, AND = CUA_REDUCE_BITWISE_AND, OR = CUA_REDUCE_BITWISE_OR,
+              XOR = CUA_REDUCE_BITWISE_XOR;
+
+template <class T>
+constexpr bool is_float = std::is_floating_point<T>::value;
+
+template <bool C, class A, class B>
+using pick = typename std::conditional<C, A, B>::type;
+
+// Integer arithmetic is done unsigned (wrapping, as NumPy's, with no
+// undefined signed overflow), in at least 32 bits (no promotion to int).
+template <class T>
+using wide_u = pick<sizeof(T) == 8, u64, unsigned>;
+
+// ------------------------------------------------------------ the updates
+
+// Update w of the call (w < n * row): the element it names and its value,
+// negated for subtract.
+template <class T>
+struct Update {
+    int64_t e;
+    T v;
+};
+
+__device__ __forceinline__ int64_t index_at(const void *idx, int idx_dtype, int64_t k, int64_t m)
+{
+    const int64_t i = idx_dtype == CUA_INT64 ? ((const int64_t *)idx)[k] : ((const int32_t *)idx)[k];
+    return i < 0 ? i + m : i;  // the check passed: -m <= i < m
+}
+
+template <class T>
+__device__ __forceinline__ T negated(T v)
+{
+    if constexpr (is_float<T>) return -v;
+    else return (T)(wide_u<T>(0) - (wide_u<T>)v);
+}
+
+template <class T>
+__device__ __forceinline__ Update<T> update_at(const void *idx, const T *vals, const cua_scatter &s, int64_t w)
+{
+    const int64_t k = s.row == 1 ? w : w / s.row, j = w - k * s.row;
+    Update<T> u;
+    u.e = index_at(idx, s.idx_dtype, k, s.m) * s.row + j;
+    u.v = vals[k * s.vk + j * s.vj];
+    if (s.negate) u.v = negated(u.v);
+    return u;
+}
+
+// ------------------------------------------------------------ the ops
+
+// Minimum and maximum of floats in IEEE 754-2019's order: a NaN wins (as
+// np.minimum's does), -0.0 counts below +0.0, so no order of arrival
+// changes the answer.
+template <class F>
+__device__ __forceinline__ F float_pick(int op, F a, F b)
+{
+    const bool first = op == MIN ? a < b || (a == b && signbit(a)) : a > b || (a == b && !signbit(a));
+    return isnan(a) || first ? a : b;
+}
+
+// a OP b in T, as NumPy's ufunc computes it.
+template <class T>
+__device__ __forceinline__ T combine(int op, T a, T b)
+{
+    if constexpr (is_float<T>) {
+        switch (op) {
+        case ADD: return a + b;
+        case MUL: return a * b;
+        default: return float_pick(op, a, b);
+        }
+    } else {
+        using W = wide_u<T>;
+        switch (op) {
+        case ADD: return (T)((W)a + (W)b);
+        case MUL: return (T)((W)a * (W)b);
+        case MIN: return b < a ? b : a;
+        case MAX: return a < b ? b : a;
+        case AND: return a & b;
+        case OR: return a | b;
+        default: return a ^ b;
+        }
+    }
+}
+
+template <class W, class T>
+__device__ __forceinline__ W bits_of(T v)
+{
+    W w = 0;
+    memcpy(&w, &v, sizeof v);
+    return w;
+}
+
+template <class T, class W>
+__device__ __forceinline__ T value_of(W w)
+{
+    T v;
+    memcpy(&v, &w, sizeof v);
+    return v;
+}
+
+// atomicCAS on a 32- or 64-bit word until `next` of what the word holds is
+// swapped in; a next equal to what is there needs no swap (min, max, and,
+// or soon stop writing). A loser sleeps before it retries, twice as long
+// each time up to 1 us, which spreads the retries of a hot word out.
+template <class W, class F>
+__device__ __forceinline__ void cas_word(W *word, F next)
+{
+    unsigned backoff = 32;
+    W old = *(volatile W *)word;
+    while (true) {
+        const W want = next(old);
+        if (want == old) return;
+        const W seen = atomicCAS(word, old, want);
+        if (seen == old) return;
+        old = seen;
+        __nanosleep(backoff);
+        backoff = backoff < 1024 ? 2 * backoff : 1024;
+    }
+}
+
+// The output's bytes [lo, hi), and a lock word (zeroed by the launcher) for
+// the 8-bit elements that no aligned word of their own fits around.
+struct Span {
+    const char *lo = nullptr, *hi = nullptr;
+    int *lock = nullptr;
+};
+
+// *p = *p OP v with atomicCAS. An 8- or 16-bit element has no CAS of its
+// own width (16-bit atomicCAS needs sm_70, 8-bit none): it is swapped as
+// part of the aligned 32-bit word that holds it, or the aligned 16-bit one
+// where the 32-bit word would reach past the output's ends (a buffer of 97
+// bytes ends inside its last word; a view may start inside its first). A
+// byte that not even its 16-bit word fits around is updated under a lock.
+// Every byte of one word takes the same path, so no two paths write one
+// byte.
+template <class S, class T>
+__device__ __forceinline__ void cas_part(S *word, T *p, T v, int op)
+{
+    using B = pick<sizeof(T) == 1, uint8_t, uint16_t>;
+    const int shift = (int)((uintptr_t)p - (uintptr_t)word) * 8;
+    const S mask = (S)((((1u << (8 * sizeof(T))) - 1) << shift));
+    cas_word(word, [&](S old) {
+        const T now = value_of<T>((B)((old & mask) >> shift));
+        const S next = (S)bits_of<B>(combine(op, now, v));
+        return (S)((old & ~mask) | ((S)(next << shift) & mask));
+    });
+}
+
+template <class T>
+__device__ __forceinline__ void cas_apply(T *p, T v, int op, const Span &out = Span())
+{
+    if constexpr (sizeof(T) >= 4) {
+        using W = pick<sizeof(T) == 8, u64, unsigned>;
+        cas_word((W *)p, [&](W old) { return bits_of<W>(combine(op, value_of<T>(old), v)); });
+    } else {
+        const uintptr_t a = (uintptr_t)p, w4 = a & ~(uintptr_t)3, w2 = a & ~(uintptr_t)1;
+        const uintptr_t lo = (uintptr_t)out.lo, hi = (uintptr_t)out.hi;
+        if (w4 >= lo && w4 + 4 <= hi) {
+            cas_part((unsigned *)w4, p, v, op);
+        } else if (w2 >= lo && w2 + 2 <= hi) {
+            cas_part((unsigned short *)w2, p, v, op);
+        } else {
+            // The lock's fences order the byte's read and write with the
+            // previous and next holder's.
+            cua_lock(out.lock);
+            *(volatile T *)p = combine(op, *(volatile T *)p, v);
+            cua_unlock(out.lock);
+        }
+    }
+}
+
+// The signed or unsigned integer type the atomic instructions take for T.
+template <class T>
+using atomic_int = pick<sizeof(T) == 8, pick<std::is_signed<T>::value, long long, u64>,
+                        pick<std::is_signed<T>::value, int, unsigned>>;
+
+// *p = *p OP v with the instruction the GPU has for it, else a CAS loop.
+// Works on global and shared memory alike (the address space is generic).
+template <class T>
+__device__ __forceinline__ void native_apply(T *p, T v, int op, const Span &out = Span())
+{
+    if constexpr (sizeof(T) < 4) {
+        cas_apply(p, v, op, out);
+    } else if constexpr (is_float<T>) {
+        if (op == ADD) atomicAdd(p, v);
+        else cas_apply(p, v, op);
+    } else {
+        using A = atomic_int<T>;
+        using U = wide_u<T>;
+        switch (op) {
+        case ADD: atomicAdd((U *)p, (U)v); break;
+        case MIN: atomicMin((A *)p, (A)v); break;
+        case MAX: atomicMax((A *)p, (A)v); break;
+        case AND: atomicAnd((U *)p, (U)v); break;
+        case OR: atomicOr((U *)p, (U)v); break;
+        case XOR: atomicXor((U *)p, (U)v); break;
+        default: cas_apply(p, v, op);
+        }
+    }
+}
+
+// ------------------------------------------------------------ rungs 1-3
+
+template <class T>
+__global__ void at_atomic_kernel(T *out, const void *idx, const T *vals, cua_scatter s, Span span)
+{
+    const int64_t total = s.n * s.row;
+    for (int64_t w = cua_global_id(); w < total; w += cua_grid_stride()) {
+        const Update<T> u = update_at(idx, vals, s, w);
+        native_apply(out + u.e, u.v, s.op, span);
+    }
+}
+
+template <class T>
+__global__ void at_cas_kernel(T *out, const void *idx, const T *vals, cua_scatter s, Span span)
+{
+    const int64_t total = s.n * s.row;
+    for (int64_t w = cua_global_id(); w < total; w += cua_grid_stride()) {
+        const Update<T> u = update_at(idx, vals, s, w);
+        cas_apply(out + u.e, u.v, s.op, span);
+    }
+}
+
+// Every lane of a warp takes the same turns of the loop (the turn is the
+// warp's first update), so all meet at each match and shuffle; lanes past
+// the end carry element -1 and apply nothing. `members` (the lanes this
+// warp has: a block of 48 threads has a half warp) is read at entry.
+template <class T>
+__global__ void at_warp_aggregated_kernel(T *out, const void *idx, const T *vals, cua_scatter s, Span span)
+{
+    const unsigned members = __activemask();
+    const int lane = threadIdx.x & 31;
+    const int64_t total = s.n * s.row;
+    const int64_t first = (int64_t)blockIdx.x * blockDim.x + (threadIdx.x & ~31u);
+    for (int64_t w0 = first; w0 < total; w0 += cua_grid_stride()) {
+        const int64_t w = w0 + lane;
+        Update<T> u{-1, T(0)};
+        if (w < total) u = update_at(idx, vals, s, w);
+        const unsigned peers = __match_any_sync(members, (unsigned long long)u.e);
+        // One vote: where no element repeats in this warp, no shuffles.
+        if (!__all_sync(members, peers == (1u << lane))) {
+            // An inclusive scan toward the group's lowest lane: at step d
+            // each lane takes the value of the group member d ranks above
+            // it (found by clearing the lowest set bits of the members
+            // above it), so after five steps the lowest lane holds the
+            // group's values combined in a fixed tree.
+            unsigned above = peers & ~((2u << lane) - 1u);
+            int cleared = 0;
+            for (int d = 1; d < 32; d <<= 1) {
+                for (; cleared < d - 1 && above; cleared++) above &= above - 1;
+                const int src = above ? __ffs(above) - 1 : lane;
+                const T theirs = __shfl_sync(members, u.v, src);
+                if (above) u.v = combine(s.op, u.v, theirs);
+            }
+        }
+        if (u.e >= 0 && (peers & ((1u << lane) - 1u)) == 0) native_apply(out + u.e, u.v, s.op, span);
+    }
+}
+
+// ------------------------------------------------------------ rung 4
+
+// The private copy's cells: 32 bits at least (the narrowest shared-memory
+// atomics), the value widened with its sign; float and double as they are.
+template <class T>
+using cell_t = pick<is_float<T>, T, pick<sizeof(T) == 8, T, pick<std::is_signed<T>::value, int, unsigned>>>;
+
+// The op's identity as a cell: a private copy starts there, and a cell still
+// holding it (bit for bit) has nothing to merge. Float add's is -0.0, which
+// leaves every value as it is (+0.0 would turn -0.0 into +0.0).
+template <class T, class C = cell_t<T>>
+__device__ __forceinline__ C identity(int op)
+{
+    switch (op) {
+    case MUL: return C(1);
+    case AND: return C(~wide_u<T>(0));
+    case MIN: return is_float<T> ? C(cuda::std::numeric_limits<T>::infinity()) : C(cuda::std::numeric_limits<T>::max());
+    case MAX: return is_float<T> ? C(-cuda::std::numeric_limits<T>::infinity()) : C(cuda::std::numeric_limits<T>::lowest());
+    case ADD: return is_float<T> ? C(-0.0) : C(0);
+    default: return C(0);
+    }
+}
+
+template <class T>
+__global__ void at_shared_kernel(T *out, const void *idx, const T *vals, cua_scatter s, Span span)
+{
+    using C = cell_t<T>;
+    C *mine = reinterpret_cast<C *>(cua_smem);
+    const int64_t cells = s.m * s.row;
+    const C start = identity<T>(s.op);
+    for (int64_t e = threadIdx.x; e < cells; e += blockDim.x) mine[e] = start;
+    __syncthreads();
+    const int64_t total = s.n * s.row;
+    for (int64_t w = cua_global_id(); w < total; w += cua_grid_stride()) {
+        const Update<T> u = update_at(idx, vals, s, w);
+        native_apply(mine + u.e, (C)u.v, s.op);
+    }
+    __syncthreads();  // every update of this block is in its copy
+    for (int64_t e = threadIdx.x; e < cells; e += blockDim.x) {
+        const C c = mine[e];
+        if (bits_of<wide_u<C>>(c) != bits_of<wide_u<C>>(start)) native_apply(out + e, (T)c, s.op, span);
+    }
+}
+
+// ------------------------------------------------------------ rung 5
+
+// What the pass over the data found: the window's lowest and highest bit,
+// whether any element of `out` is -0.0, and the first bad index's position.
+struct Window {
+    int lo, hi, negzero, pad;
+};
+
+__device__ __forceinline__ void window_of(double x, int *lo, int *hi)
+{
+    uint64_t m;
+    int e, neg;
+    if (!isfinite(x)) return;
+    cua_fixed_split(x, &m, &e, &neg);
+    if (!m) return;
+    *lo = min(*lo, e);
+    *hi = max(*hi, e + cua_fixed_bits(m) - 1);
+}
+
+// One pass over the updates' values and the output's start values: each
+// thread its window, the block's by shuffles and shared atomics, one global
+// atomicMin/Max per block.
+template <class T>
+__global__ void at_window_kernel(const T *out, const void *idx, const T *vals, cua_scatter s, Window *win)
+{
+    __shared__ Window block;
+    if (threadIdx.x == 0) block = {INT_MAX, INT_MIN, 0, 0};
+    __syncthreads();
+    int lo = INT_MAX, hi = INT_MIN, negzero = 0;
+    const int64_t total = s.n * s.row, cells = s.m * s.row;
+    for (int64_t w = cua_global_id(); w < total; w += cua_grid_stride())
+        window_of((double)update_at(idx, vals, s, w).v, &lo, &hi);
+    for (int64_t e = cua_global_id(); e < cells; e += cua_grid_stride()) {
+        const double x = (double)out[e];
+        window_of(x, &lo, &hi);
+        negzero |= x == 0.0 && signbit(x);
+    }
+    atomicMin(&block.lo, lo);
+    atomicMax(&block.hi, hi);
+    if (negzero) block.negzero = 1;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        atomicMin(&win->lo, block.lo);
+        atomicMax(&win->hi, block.hi);
+        if (block.negzero) atomicOr(&win->negzero, 1);
+    }
+}
+
+// The accumulators start at the output's values: element e's word k is at
+// acc[k * cells + e] (coalesced for the passes over elements), its flags at
+// flags[e].
+template <class T>
+__global__ void at_fixed_start_kernel(const T *out, int64_t cells, int lo, int words, int64_t *acc, unsigned *flags)
+{
+    for (int64_t e = cua_global_id(); e < cells; e += cua_grid_stride()) {
+        const double x = (double)out[e];
+        for (int k = 0; k < words; k++) acc[k * cells + e] = 0;
+        flags[e] = cua_fixed_classify(x);
+        if (!isfinite(x)) continue;
+        uint64_t m;
+        int ex, neg, k;
+        uint32_t d[3];
+        cua_fixed_split(x, &m, &ex, &neg);
+        if (!m) continue;
+        cua_fixed_place(m, ex, lo, &k, d);
+        for (int i = 0; i < 3 && k + i < words; i++)
+            acc[(k + i) * cells + e] = neg ? -(int64_t)d[i] : (int64_t)d[i];
+    }
+}
+
+// Updates [from, to): non-finite values and, where some element started at
+// -0.0 (`negzero`), every value that is not -0.0 set flags; the others add
+// their digits with 64-bit atomics (two's complement: a negative digit is
+// added as its wrap-around).
+template <class T>
+__global__ void at_fixed_add_kernel(const void *idx, const T *vals, cua_scatter s, int64_t from, int64_t to, int lo,
+                                    int words, int negzero, int64_t *acc, unsigned *flags)
+{
+    const int64_t cells = s.m * s.row;
+    for (int64_t w = from + cua_global_id(); w < to; w += cua_grid_stride()) {
+        const Update<T> u = update_at(idx, vals, s, w);
+        const double x = (double)u.v;
+        if (!isfinite(x)) {
+            atomicOr(flags + u.e, cua_fixed_classify(x));
+            continue;
+        }
+        if (negzero && !(x == 0.0 && signbit(x))) atomicOr(flags + u.e, (unsigned)CUA_FIXED_NOT_NEGZERO);
+        uint64_t m;
+        int ex, neg, k;
+        uint32_t d[3];
+        cua_fixed_split(x, &m, &ex, &neg);
+        if (!m) continue;
+        cua_fixed_place(m, ex, lo, &k, d);
+        for (int i = 0; i < 3; i++)
+            if (d[i]) atomicAdd((u64 *)(acc + (k + i) * cells + u.e), neg ? 0ull - d[i] : (u64)d[i]);
+    }
+}
+
+
+// Between pieces: every element's words carried, so that none can overflow.
+__global__ void at_fixed_normalize_kernel(int64_t cells, int words, int64_t *acc)
+{
+    for (int64_t e = cua_global_id(); e < cells; e += cua_grid_stride()) cua_fixed_normalize(acc + e, words, cells);
+}
+
+// Each element rounded once and written back; a NaN result keeps the
+// start value's NaN (its payload) where the start value was one.
+template <class T>
+__global__ void at_fixed_round_kernel(T *out, int64_t cells, int lo, int words, int64_t *acc, const unsigned *flags)
+{
+    constexpr int prec = sizeof(T) == 8 ? 53 : 24, emin = sizeof(T) == 8 ? -1074 : -149,
+                  emax = sizeof(T) == 8 ? 1023 : 127;
+    for (int64_t e = cua_global_id(); e < cells; e += cua_grid_stride()) {
+        cua_fixed_normalize(acc + e, words, cells);
+        const double r = cua_fixed_result(cua_fixed_round(acc + e, words, cells, lo, prec, emin, emax), flags[e]);
+        if (!(isnan(r) && isnan(out[e]))) out[e] = (T)r;
+    }
+}
+
+// ------------------------------------------------------------ launchers
+
+// The span of `out` for rungs 1-4, and for 8- and 16-bit elements its lock
+// word, zeroed on the call's stream (never trusted from a previous call).
+template <class T>
+struct SpanOf {
+    cua_scratch lock;
+    Span span;
+    cudaError_t get(T *out, const cua_scatter *s, cudaStream_t stream)
+    {
+        span.lo = (const char *)out;
+        span.hi = (const char *)(out + s->m * s->row);
+        if (sizeof(T) >= 4) return cudaSuccess;
+        cudaError_t e = lock.get(sizeof(int), stream);
+        if (e != cudaSuccess) return e;
+        span.lock = (int *)lock.ptr;
+        return cudaMemsetAsync(lock.ptr, 0, sizeof(int), stream);
+    }
+};
+
+template <class T>
+static int at_atomic(T *out, const void *idx, const T *vals, const cua_scatter *s, cua_launch *cfg)
+{
+    int st = cua_default_config(cfg, s->n * s->row, CUA_DEFAULT_THREADS);
+    if (st || s->n * s->row == 0) return st;
+    SpanOf<T> span;
+    CUA_CHECK(span.get(out, s, cua_stream(cfg)));
+    at_atomic_kernel<<<(unsigned)cfg->blocks, cfg->threads, 0, cua_stream(cfg)>>>(out, idx, vals, *s, span.span);
+    CUA_CHECK_LAUNCH();
+    CUA_WAIT(cfg);
+    return 0;
+}
+
+template <class T>
+static int at_cas(T *out, const void *idx, const T *vals, const cua_scatter *s, cua_launch *cfg)
+{
+    int st = cua_default_config(cfg, s->n * s->row, CUA_DEFAULT_THREADS);
+    if (st || s->n * s->row == 0) return st;
+    SpanOf<T> span;
+    CUA_CHECK(span.get(out, s, cua_stream(cfg)));
+    at_cas_kernel<<<(unsigned)cfg->blocks, cfg->threads, 0, cua_stream(cfg)>>>(out, idx, vals, *s, span.span);
+    CUA_CHECK_LAUNCH();
+    CUA_WAIT(cfg);
+    return 0;
+}
+
+static int warp_fits(const cua_scatter *s, cua_launch *cfg)
+{
+    (void)s;
+    int major;
+    int st = cua_cc_major(&major);
+    if (st) return st;
+    if (major < 7)
+        return cua_refuse(cfg, "method 'warp_aggregated' needs __match_any_sync: a GPU of compute capability 7.0 "
+                               "or newer (this one is %d.x)", major);
+    return 0;
+}
+
+template <class T>
+static int at_warp_aggregated(T *out, const void *idx, const T *vals, const cua_scatter *s, cua_launch *cfg)
+{
+    int st = warp_fits(s, cfg);
+    if (!st) st = cua_default_config(cfg, s->n * s->row, CUA_DEFAULT_THREADS);
+    if (st || s->n * s->row == 0) return st;
+    SpanOf<T> span;
+    CUA_CHECK(span.get(out, s, cua_stream(cfg)));
+    at_warp_aggregated_kernel<<<(unsigned)cfg->blocks, cfg->threads, 0, cua_stream(cfg)>>>(out, idx, vals, *s, span.span);
+    CUA_CHECK_LAUNCH();
+    CUA_WAIT(cfg);
+    return 0;
+}
+
+// Bytes of rung 4's private copy.
+static size_t private_bytes(const cua_scatter *s)
+{
+    const size_t cell = cua_dtype_size(s->dtype) == 8 ? 8 : 4;
+    return (size_t)(s->m * s->row) * cell;
+}
+
+static int shared_fits(const cua_scatter *s, cua_launch *cfg)
+{
+    int dev, optin;
+    CUA_CHECK(cudaGetDevice(&dev));
+    CUA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    const size_t need = private_bytes(s);
+    if (s->m > (int64_t)optin || need > (size_t)optin)
+        return cua_refuse(cfg, "method 'shared' keeps a private copy of the output in shared memory: %lld elements "
+                               "need %llu bytes, more than this GPU's %d per block; use method='warp_aggregated'",
+                          (long long)(s->m * s->row), (unsigned long long)need, optin);
+    return 0;
+}
+
+template <class T>
+static int at_shared(T *out, const void *idx, const T *vals, const cua_scatter *s, cua_launch *cfg)
+{
+    int st = shared_fits(s, cfg);
+    if (st) return st;
+    const size_t smem = private_bytes(s);
+    // Two blocks per SM by default: each block pays for its copy's start
+    // and merge, so more blocks than can be resident would only add merges.
+    st = cua_grid_config(cfg, s->n * s->row, CUA_DEFAULT_THREADS, 2);
+    if (st || s->n * s->row == 0) return st;
+    st = cua_allow_smem(at_shared_kernel<T>, smem);
+    if (st) return st;
+    SpanOf<T> span;
+    CUA_CHECK(span.get(out, s, cua_stream(cfg)));
+    at_shared_kernel<<<(unsigned)cfg->blocks, cfg->threads, smem, cua_stream(cfg)>>>(out, idx, vals, *s, span.span);
+    CUA_CHECK_LAUNCH();
+    CUA_WAIT(cfg);
+    return 0;
+}
+
+static int exact_fits(const cua_scatter *s, cua_launch *cfg)
+{
+    static const char *const ops[] = {"add", "multiply", "minimum", "maximum", "bitwise_and", "bitwise_or",
+                                      "bitwise_xor"};
+    const bool is_float = s->dtype == CUA_FLOAT32 || s->dtype == CUA_FLOAT64;
+    if (!is_float || s->op != ADD) {
+        const char *dt = s->dtype == CUA_FLOAT32 ? "float32" : s->dtype == CUA_FLOAT64 ? "float64" : "integer";
+        return cua_refuse(cfg, CUA_EXACT_SCATTER_ONLY, dt,
+                          s->op >= 0 && s->op < CUA_NREDUCE_OPS ? (s->negate ? "subtract" : ops[s->op]) : "?");
+    }
+    return 0;
+}
+
+template <class T>
+static int at_exact(T *out, const void *idx, const T *vals, const cua_scatter *s, cua_launch *cfg)
+{
+    const int64_t total = s->n * s->row, cells = s->m * s->row;
+    int st = cua_default_config(cfg, total > cells ? total : cells, CUA_DEFAULT_THREADS);
+    if (st || total == 0) return st;
+    const cudaStream_t stream = cua_stream(cfg);
+    const unsigned grid = (unsigned)cfg->blocks;
+    // The window: one pass, one wait, 16 bytes back.
+    cua_scratch wmem;
+    CUA_CHECK(wmem.get(sizeof(Window), stream));
+    Window *win = (Window *)wmem.ptr, w = {INT_MAX, INT_MIN, 0, 0};
+    CUA_CHECK(cudaMemcpyAsync(win, &w, sizeof w, cudaMemcpyHostToDevice, stream));
+    at_window_kernel<<<grid, cfg->threads, 0, stream>>>(out, idx, vals, *s, win);
+    CUA_CHECK_LAUNCH();
+    CUA_CHECK(cudaMemcpyAsync(&w, win, sizeof w, cudaMemcpyDeviceToHost, stream));
+    CUA_WAIT(cfg);
+    if (w.lo > w.hi) w.lo = w.hi = 0;  // no finite nonzero value: the flags decide
+    const int words = cua_fixed_words(w.lo, w.hi);
+    // The accumulators and flags, then the updates in pieces that no word
+    // can overflow in, normalized between them, then the rounding.
+    cua_scratch amem;
+    CUA_CHECK(amem.get((size_t)cells * words * sizeof(int64_t) + (size_t)cells * sizeof(unsigned), stream));
+    int64_t *acc = (int64_t *)amem.ptr;
+    unsigned *flags = (unsigned *)(acc + cells * words);
+    at_fixed_start_kernel<<<grid, cfg->threads, 0, stream>>>(out, cells, w.lo, words, acc, flags);
+    CUA_CHECK_LAUNCH();
+    for (int64_t from = 0; from < total; from += CUA_FIXED_PIECE) {
+        const int64_t to = total - from > CUA_FIXED_PIECE ? from + CUA_FIXED_PIECE : total;
+        if (from) {
+            at_fixed_normalize_kernel<<<grid, cfg->threads, 0, stream>>>(cells, words, acc);
+            CUA_CHECK_LAUNCH();
+        }
+        at_fixed_add_kernel<<<grid, cfg->threads, 0, stream>>>(idx, vals, *s, from, to, w.lo, words, w.negzero, acc,
+                                                               flags);
+        CUA_CHECK_LAUNCH();
+    }
+    at_fixed_round_kernel<<<grid, cfg->threads, 0, stream>>>(out, cells, w.lo, words, acc, flags);
+    CUA_CHECK_LAUNCH();
+    CUA_WAIT(cfg);
+    return 0;
+}
+
+static int fits_any(const cua_scatter *s, cua_launch *cfg)
+{
+    (void)s;
+    (void)cfg;
+    return 0;
+}
+
+#define AT_ENTRY(RUNG, launcher)                                                                           \
+    static int at_##RUNG(void *out, const void *idx, const void *vals, const cua_scatter *s, cua_launch *cfg) \
+    {                                                                                                        \
+        return cua_dispatch(s->dtype, [&](auto t) -> int {                                                   \
+            using T = decltype(t);                                                                           \
+            return launcher<T>((T *)out, idx, (const T *)vals, s, cfg);                                      \
+        });                                                                                                  \
+    }
+AT_ENTRY(ATOMIC, at_atomic)
+AT_ENTRY(CAS, at_cas)
+AT_ENTRY(WARP_AGGREGATED, at_warp_aggregated)
+AT_ENTRY(SHARED, at_shared)
+
+// exact takes floats only: its fits refuses the rest before any dispatch.
+static int at_EXACT(void *out, const void *idx, const void *vals, const cua_scatter *s, cua_launch *cfg)
+{
+    int st = exact_fits(s, cfg);
+    if (st) return st;
+    if (s->dtype == CUA_FLOAT32) return at_exact<float>((float *)out, idx, (const float *)vals, s, cfg);
+    return at_exact<double>((double *)out, idx, (const double *)vals, s, cfg);
+}
+
+// ------------------------------------------------------------ the check
+
+// The first position k whose index is outside [-m, m), by atomicMin.
+__global__ void at_check_kernel(const void *idx, int idx_dtype, int64_t n, int64_t m, unsigned long long *bad)
+{
+    for (int64_t k = cua_global_id(); k < n; k += cua_grid_stride()) {
+        const int64_t i = idx_dtype == CUA_INT64 ? ((const int64_t *)idx)[k] : ((const int32_t *)idx)[k];
+        if (i < -m || i >= m) atomicMin(bad, (unsigned long long)k);
+    }
+}
+
+}  // namespace
+
+extern "C" int cua_cuda_scatter_check(const void *idx, int idx_dtype, int64_t n, int64_t m, int64_t *bad,
+                                      cua_launch *cfg)
+{
+    *bad = -1;
+    if (n == 0) return 0;
+    if (idx_dtype != CUA_INT32 && idx_dtype != CUA_INT64) return CUA_EINTERNAL;
+    const cudaStream_t stream = cua_stream(cfg);
+    cua_scratch mem;
+    CUA_CHECK(mem.get(sizeof(unsigned long long), stream));
+    unsigned long long *word = (unsigned long long *)mem.ptr, none = ~0ull;
+    CUA_CHECK(cudaMemcpyAsync(word, &none, sizeof none, cudaMemcpyHostToDevice, stream));
+    cua_launch grid = *cfg;
+    grid.blocks = grid.threads = 0;
+    int st = cua_default_config(&grid, n, CUA_DEFAULT_THREADS);
+    if (st) return st;
+    at_check_kernel<<<(unsigned)grid.blocks, grid.threads, 0, stream>>>(idx, idx_dtype, n, m, word);
+    CUA_CHECK_LAUNCH();
+    unsigned long long found;
+    CUA_CHECK(cudaMemcpyAsync(&found, word, sizeof found, cudaMemcpyDeviceToHost, stream));
+    CUA_WAIT(cfg);
+    *bad = found == ~0ull ? -1 : (int64_t)found;
+    return 0;
+}
+
+static const cua_scatter_row at_rows[] = {
+    {{"atomic", 1, "one atomic per update on its element: native atomicAdd/Min/Max/And/Or/Xor where the GPU has the op, a CAS loop where not",
+      0},
+     at_ATOMIC, fits_any},
+    {{"cas", 2, "every op built from atomicCAS: read, combine, swap if unchanged (8- and 16-bit elements through their 32-bit word)",
+      0},
+     at_CAS, fits_any},
+    {{"warp_aggregated", 3, "lanes naming the same element combine by shuffles (__match_any_sync), the lowest lane applies one atomic",
+      0},
+     at_WARP_AGGREGATED, warp_fits},
+    {{"shared", 4, "a private copy of the output per block in shared memory, merged once: contention moves into the SM",
+      0},
+     at_SHARED, shared_fits},
+    {{"exact", 5, "float add/subtract summed exactly in fixed-point integer accumulators, rounded once: deterministic, correctly rounded",
+      CUA_F_DETERMINISTIC | CUA_F_EXACT},
+     at_EXACT, exact_fits},
+};
+extern "C" const cua_ladder cua_cuda_at_ladder = CUA_LADDER(at_rows);

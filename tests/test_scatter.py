@@ -1,0 +1,325 @@
+"""cuatomic.at / add_at / reduceat against NumPy's ufunc.at and reduceat:
+every rung of every backend, every op and dtype, the index forms, the
+errors, in place on every kind of array, and the exact rung held to the
+correctly rounded sum and to the same bits on every run and backend."""
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+import cuatomic
+from cuatomic import _C, _backend
+
+from conftest import BACKENDS, CUDA, DTYPES, host, where_params
+
+OPS = ["add", "subtract", "multiply", "minimum", "maximum", "bitwise_and", "bitwise_or", "bitwise_xor"]
+
+
+def flags_of(backend, method):
+    return _backend.rung("at", backend, method).flags
+
+
+def numpy_at(a, idx, b, op):
+    """NumPy's answer, or the exception type it raises."""
+    ref = a.copy()
+    try:
+        getattr(np, op).at(ref, idx, b)
+    except TypeError:
+        return TypeError
+    return ref
+
+
+def data(dtype, n, seed, op="add"):
+    rng = np.random.default_rng(seed)
+    dt = np.dtype(dtype)
+    if dt.kind == "b":
+        return rng.random(n) < 0.5
+    if dt.kind == "f":
+        if op == "multiply":
+            return (1 + rng.standard_normal(n) / 64).astype(dt)
+        return (rng.standard_normal(n) * 10.0 ** rng.integers(-3, 4, n)).astype(dt)
+    info = np.iinfo(dt)
+    if op == "multiply":
+        return rng.integers(-3 if info.min else 0, 4, n).astype(dt)
+    return rng.integers(info.min, info.max, n, dtype=dt, endpoint=True)
+
+
+def rounded(exact, dt):
+    """The float of dtype dt nearest the Fraction `exact`, ties to even."""
+    guess = dt.type(float(exact))
+    best = None
+    for c in (np.nextafter(guess, dt.type(-np.inf)), guess, np.nextafter(guess, dt.type(np.inf))):
+        if not np.isfinite(c):
+            continue
+        d = abs(Fraction(float(c)) - exact)
+        key = (d, int(c.view(np.uint32 if dt.itemsize == 4 else np.uint64)) & 1)
+        if best is None or key < best[0]:
+            best = (key, c)
+    return best[1]
+
+
+def exact_sums(a0, idx, b, negate):
+    """Per element: the exact sum (a Fraction) of its start value and its updates."""
+    m = a0.shape[0]
+    sums = [Fraction(float(v)) for v in a0]
+    for i, v in zip(np.where(idx < 0, idx + m, idx), b):
+        sums[i] += -Fraction(float(v)) if negate else Fraction(float(v))
+    return sums
+
+
+def call(a, idx, b, op, backend, method, **kw):
+    """cuatomic.at, or None where the rung refuses the call by its limits
+    (checked: a ValueError naming it)."""
+    row = _backend.rung("at", backend, method)
+    dt = np.dtype(host(a).dtype) if not isinstance(a, np.ndarray) else a.dtype
+    from cuatomic import _scatter
+    core, negate = _scatter.core_op(_scatter.check_op(op), dt)
+    shape = host(a).shape if not isinstance(a, np.ndarray) else a.shape
+    why = _scatter.rung_fits(backend, row, math.prod(shape), 1, 1, _C.DTYPES.index(dt.name), core, negate)
+    if why is not None:
+        with pytest.raises(ValueError, match=f"method '{method}'"):
+            cuatomic.at(a, idx, b, op, method=method, backend=backend, **kw)
+        return None
+    cuatomic.at(a, idx, b, op, method=method, backend=backend, **kw)
+    return a
+
+
+@pytest.mark.parametrize("backend,method,where", where_params("at"))
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("m,n", [(1, 0), (1, 33), (50, 1000), (7, 257), (3000, 2000)])
+def test_matches_numpy(backend, method, where, dtype, op, m, n):
+    seed = m * 31 + n
+    a0, b = data(dtype, m, seed, op), data(dtype, n, seed + 1, op)
+    idx = np.random.default_rng(seed + 2).integers(-m, m, n)
+    ref = numpy_at(a0, idx, b, op)
+    a = cuatomic.to_device(a0, backend="cuda") if where == "device" else a0.copy()
+    if ref is TypeError:
+        with pytest.raises(TypeError):
+            cuatomic.at(a, idx, b, op, method=method, backend=backend)
+        return
+    if call(a, idx, b, op, backend, method) is None:
+        return
+    got = host(a)
+    assert got.dtype == ref.dtype
+    dt = np.dtype(dtype)
+    if dt.kind != "f" or op in ("minimum", "maximum"):
+        np.testing.assert_array_equal(got, ref)
+        return
+    if op == "multiply":
+        np.testing.assert_allclose(got, ref, rtol=n * 4 * np.finfo(dt).eps)
+        return
+    exact = exact_sums(a0, idx, b, op == "subtract")
+    flags = flags_of(backend, method)
+    for e in range(m):
+        err = abs(Fraction(float(got[e])) - exact[e])
+        if flags & _C.F_EXACT:
+            assert got[e] == rounded(exact[e], dt), (e, got[e])
+        else:  # any order of additions: each rounds by half an ulp of at most the sum of |terms|
+            count = int(np.sum(np.where(idx < 0, idx + m, idx) == e))
+            terms = abs(float(a0[e])) + float(np.abs(b[np.where(idx < 0, idx + m, idx) == e]).astype(float).sum())
+            assert err <= Fraction((count + 1) * float(np.finfo(dt).eps) * terms), (e, got[e], float(exact[e]))
+        # the exact rung, and NumPy's sequential loop, for comparison
+        if flags & _C.F_EXACT:
+            assert err <= abs(Fraction(float(ref[e])) - exact[e])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_exact_is_deterministic_and_the_same_on_every_backend(backend, dtype):
+    rng = np.random.default_rng(5)
+    m, n = 100, 20000
+    a0 = rng.standard_normal(m).astype(dtype)
+    idx = rng.zipf(1.5, n) % m
+    b = (rng.standard_normal(n) * 10.0 ** rng.integers(-6, 6, n)).astype(dtype)
+    outs = []
+    for blocks, threads in [(None, None), (1, 32), (7, 64), (300, 1024)]:
+        a = a0.copy()
+        cuatomic.at(a, idx, b, method="exact", backend=backend, blocks=blocks, threads=threads)
+        outs.append(a.tobytes())
+    assert len(set(outs)) == 1
+    for be in BACKENDS:
+        a = a0.copy()
+        cuatomic.at(a, idx, b, backend=be)  # auto: deterministic for float add
+        assert cuatomic.last_launch()["method"] in [r.name for r in _backend.table("at", be)
+                                                     if r.flags & _C.F_DETERMINISTIC]
+        assert a.tobytes() == outs[0], be
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_exact_signed_zeros_nan_inf_and_cancellation(backend):
+    a = np.array([-0.0, -0.0, 0.0, np.nan, 1.0, 5.0, 1e308, 1.0])
+    idx = [0, 1, 1, 4, 4, 5, 5, 6, 6, 6, 7, 7, 7]
+    b = [-0.0, 0.0, -0.0, np.inf, -np.inf, np.inf, 1.0, 1e308, 1e308, -1e308, 1e300, 1.0, -1e300]
+    got = a.copy()
+    cuatomic.at(got, idx, b, method="exact", backend=backend)
+    ref = a.copy()
+    with np.errstate(over="ignore", invalid="ignore"):
+        np.add.at(ref, idx, b)
+    np.testing.assert_array_equal(got[:6], ref[:6])
+    assert list(np.signbit(got[:3])) == [True, False, False]
+    assert got[6] == np.inf  # the exact sum 2e308 is past float64's largest: inf (NumPy's loop too)
+    assert got[7] == 2.0  # NumPy's loop loses both 1.0s under 1e300: the exact rung does not
+    assert ref[7] == 0.0
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("method", ["atomic", "cas", "warp_aggregated", "shared", "exact"])
+def test_bad_index_writes_nothing(backend, method):
+    for bad in ([0, 1, 3, 2], [0, -4]):
+        a = np.arange(3.0)
+        with pytest.raises(IndexError, match="out of bounds for axis 0 with size 3"):
+            cuatomic.at(a, bad, 1.0, method=method, backend=backend)
+        np.testing.assert_array_equal(a, np.arange(3.0))
+    a = np.zeros((2, 3))
+    with pytest.raises(IndexError, match="axis 1 with size 3"):
+        cuatomic.at(a, ([0, 1], [0, 3]), 1.0, method=method, backend=backend)
+    assert not a.any()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_errors_name_the_argument(backend):
+    x = np.zeros(3)
+    cases = [
+        (IndexError, "integer", lambda: cuatomic.at(x, [0.5], 1.0, backend=backend)),
+        (TypeError, "booleans", lambda: cuatomic.at(x, [True, False, True], 1.0, backend=backend)),
+        (TypeError, "slices", lambda: cuatomic.at(x, slice(None), 1.0, backend=backend)),
+        (ValueError, "broadcast", lambda: cuatomic.at(x, [0, 1], [1.0, 2.0, 3.0], backend=backend)),
+        (TypeError, "truncates", lambda: cuatomic.at(np.zeros(3, np.int64), [0], 1.5, backend=backend)),
+        (TypeError, "outside", lambda: cuatomic.at(np.zeros(3, np.uint8), [0], -1, "minimum", backend=backend)),
+        (TypeError, "second operand", lambda: cuatomic.at(x, [0], backend=backend)),
+        (TypeError, "bitwise_and", lambda: cuatomic.at(x, [0], 1.0, "bitwise_and", backend=backend)),
+        (TypeError, "boolean subtract", lambda: cuatomic.at(np.zeros(3, bool), [0], True, "subtract",
+                                                            backend=backend)),
+        (ValueError, "unknown op", lambda: cuatomic.at(x, [0], 1.0, "divide", backend=backend)),
+        (ValueError, "not a scatter op", lambda: cuatomic.at(x, [0], 1.0, np.divide, backend=backend)),
+        (TypeError, "op must be", lambda: cuatomic.at(x, [0], 1.0, 3, backend=backend)),
+        (TypeError, "must be an array", lambda: cuatomic.at([0.0, 1.0], [0], 1.0, backend=backend)),
+        (IndexError, "too many indices", lambda: cuatomic.at(x, ([0], [0]), 1.0, backend=backend)),
+        (ValueError, "unknown method", lambda: cuatomic.at(x, [0], 1.0, method="nope", backend=backend)),
+        (ValueError, "method 'exact'", lambda: cuatomic.at(np.zeros(3, np.int32), [0], 1, method="exact",
+                                                          backend=backend)),
+        (ValueError, "method 'exact'", lambda: cuatomic.at(x, [0], 2.0, "multiply", method="exact",
+                                                          backend=backend)),
+    ]
+    for kind, text, fn in cases:
+        with pytest.raises(kind, match=text):
+            fn()
+    ro = np.zeros(3)
+    ro.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        cuatomic.at(ro, [0], 1.0, backend=backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("method", ["atomic", "cas", "warp_aggregated", "shared", "exact"])
+def test_rows_tuples_and_broadcasts(backend, method):
+    rng = np.random.default_rng(3)
+    idx = np.array([[1, 1, 2, 0], [3, 3, -1, 3]])
+    forms = [
+        (np.zeros((5, 3)), idx, 2.0),                                   # one value
+        (np.zeros((5, 3)), idx, np.arange(3.0)),                         # one row for every update
+        (np.zeros((5, 3)), idx, np.arange(8.0).reshape(2, 4, 1)),        # one value per update
+        (np.zeros((5, 3)), idx, rng.standard_normal((2, 4, 3))),         # every value
+        (np.zeros((5, 3)), idx, rng.standard_normal((2, 1, 3))),         # another broadcast
+        (np.zeros((5, 3)), (idx, idx % 3), rng.standard_normal((2, 4))),  # one element each
+        (np.zeros((4, 2, 3)), ([1, 1, 3], [0, 1, 1]), np.arange(3.0)),  # rows of the axes left
+        (np.zeros(6)[::2], [0, 2, 2], 1.5),                              # a strided host array
+        (np.zeros(3, ">f8"), [0, 0, 1], 1.25),                           # big-endian
+        (np.array(4.0), (), 2.0),                                        # 0-d
+    ]
+    for a0, ix, b in forms:
+        a, ref = a0.copy(), a0.copy()
+        np.add.at(ref, ix, b)
+        if call(a, ix, b, "add", backend, method) is None:
+            continue
+        np.testing.assert_allclose(a, ref, rtol=1e-12)
+        assert a.dtype == ref.dtype
+    base = np.zeros(6)
+    view = base[::2]
+    if call(view, [0, 2, 2], 1.5, "add", backend, method) is not None:
+        np.testing.assert_array_equal(base, [1.5, 0, 0, 0, 3.0, 0])  # written back into the caller's array
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_shared_refuses_an_output_that_does_not_fit(backend):
+    with pytest.raises(ValueError, match="method 'shared'"):
+        cuatomic.at(np.zeros(2**20, np.float64), [0], 1.0, method="shared", backend=backend)
+    a = np.zeros(2**20)
+    cuatomic.at(a, [0, 5, 5], 1.0, "add", backend=backend)  # auto passes it by
+    assert a[5] == 2.0 and a.sum() == 3.0
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_values_are_cast_as_numpy_casts_them(backend):
+    for a0, b in [(np.zeros(3, np.int8), 300), (np.zeros(3, np.int8), np.array([300, 1, 2], np.int16)),
+                  (np.zeros(3, np.uint8), -1), (np.zeros(3, bool), 2), (np.zeros(3, np.float32), np.float64(0.1)),
+                  (np.zeros(3, np.int8), np.array([127, 127, 127], np.int8))]:
+        got, ref = a0.copy(), a0.copy()
+        cuatomic.at(got, [0, 1, 1], b, backend=backend)
+        np.add.at(ref, [0, 1, 1], b)
+        np.testing.assert_array_equal(got, ref)
+    got, ref = np.zeros(2), np.zeros(2)
+    with pytest.warns(np.exceptions.ComplexWarning if hasattr(np, "exceptions") else np.ComplexWarning):
+        cuatomic.at(got, [0, 1], 1 + 2j, backend=backend)
+    np.testing.assert_array_equal(got, [1.0, 1.0])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_add_at_and_ufunc_ops(backend):
+    a = np.zeros(4, np.int64)
+    cuatomic.add_at(a, [1, 1, 3], 5, backend=backend)
+    np.testing.assert_array_equal(a, [0, 10, 0, 5])
+    cuatomic.at(a, [1, 3], [2, 9], np.maximum, backend=backend)
+    np.testing.assert_array_equal(a, [0, 10, 0, 9])
+    assert cuatomic.at(a, [0], 1, np.subtract, backend=backend) is None
+    assert a[0] == -1
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("op", ["add", "subtract", "multiply", "minimum", "maximum", "bitwise_or"])
+@pytest.mark.parametrize("dtype", [np.int32, np.float64, np.uint8])
+def test_reduceat(backend, op, dtype):
+    x = data(dtype, 1000, 9, op)
+    for ix in ([0, 4, 1, 5], [0], [999], [10, 10, 3, 500, 999], list(range(0, 1000, 7))):
+        try:
+            ref = getattr(np, op).reduceat(x, ix)
+        except TypeError:
+            with pytest.raises(TypeError):
+                cuatomic.reduceat(x, ix, op, backend=backend)
+            continue
+        got = cuatomic.reduceat(x, ix, op, backend=backend)
+        assert got.dtype == ref.dtype
+        if np.dtype(dtype).kind == "f" and op in ("add", "subtract", "multiply"):
+            np.testing.assert_allclose(got, ref, rtol=1e-9)
+        else:
+            np.testing.assert_array_equal(got, ref)
+    with pytest.raises(IndexError, match="out-of-bounds"):
+        cuatomic.reduceat(x, [0, 1000], op, backend=backend)
+
+
+@pytest.mark.skipif(not CUDA, reason="no usable CUDA device")
+def test_device_arrays_are_updated_in_place():
+    rng = np.random.default_rng(4)
+    a0 = rng.standard_normal(1000)
+    idx = rng.integers(0, 1000, 10000)
+    b = rng.standard_normal(10000)
+    ref = a0.copy()
+    cuatomic.at(ref, idx, b, backend="cpu")
+    d = cuatomic.to_device(a0)
+    cuatomic.at(d, cuatomic.to_device(idx), cuatomic.to_device(b))
+    assert d.copy_to_host().tobytes() == ref.tobytes()  # the exact rung: the cpu backend's bits
+    for lib in ("cupy", "torch"):
+        try:
+            mod = __import__(lib)
+        except ImportError:
+            continue
+        if lib == "cupy":
+            x, ix, v = mod.asarray(a0), mod.asarray(idx), mod.asarray(b)
+            cuatomic.at(x, ix, v)
+            assert mod.asnumpy(x).tobytes() == ref.tobytes()
+        else:
+            x = mod.tensor(a0, device="cuda")
+            cuatomic.at(x, mod.tensor(idx, device="cuda"), mod.tensor(b, device="cuda"))
+            assert x.cpu().numpy().tobytes() == ref.tobytes()
