@@ -270,9 +270,10 @@ typedef int (*cua_scatter_fn)(void *out, const void *idx, const void *vals, cons
  * (dtype, op, shape; not the data) with the launch configuration asked for
  * on the current device, else CUA_EINVAL with the limit in cfg->msg. */
 typedef int (*cua_scatter_fits_fn)(const cua_scatter *s, cua_launch *cfg);
-/* The messages of the `exact` rung's limit, one for both backends. */
+/* The message of the exact rungs' limit, one for both backends (the
+ * rung's name, the dtype, the op). */
 #define CUA_EXACT_SCATTER_ONLY                                                                               \
-    "method 'exact' scatters float add and subtract (got %s %s): integer, minimum, maximum and bitwise "      \
+    "method '%s' scatters float add and subtract (got %s %s): integer, minimum, maximum and bitwise "         \
     "results are exact with every method"
 
 /* A histogram rung's limits: 0 if it can count `dtype` data in these bins

@@ -5,22 +5,27 @@
  * (its updates and the start values of `out`) span bits from 2^lo (the
  * lowest set bit of any of them) to 2^hi (the highest): that window, found
  * by a pass over the data, is the accumulator's. An element's accumulator
- * is `words` signed 64-bit words, word k weighing 2^(32k + lo), each taking
- * 32-bit digits added with their sign (as xacc.h's words do, over a window
- * of the call's width instead of every float's): a float32 lands on two
- * adjacent words, a float64 on three. A word absorbs 2^30 additions before
- * it could overflow; launchers normalize (carry each word into the next)
- * between pieces of CUA_FIXED_PIECE updates. Integer addition is
- * associative, so any order, any grid and either backend leaves the same
- * words; the element is then rounded once, to nearest with ties to even:
- * the correctly rounded sum of its start value and all its updates.
+ * is `words` 64-bit words, one two's-complement integer, word k weighing
+ * 2^(64k + lo), with a whole word above the window for carries and the
+ * sign. A value is placed as m shifted into two parts (t0, t1) from word k
+ * and added word by word: each add returns the word's old value, which
+ * says whether it carried (or, subtracting a negative value's magnitude,
+ * borrowed), and only then is the next word touched. Data whose window is
+ * under 64 bits -- most float32 data -- lands in word 0: one 64-bit atomic
+ * per update, and a second only when the word overflows.
+ *
+ * Integer addition is associative and every carry is the carry of one
+ * particular add: any order, any grid, either backend leaves the same
+ * integer, which is rounded once, to nearest with ties to even -- the
+ * correctly rounded sum of the element's start value and all its updates.
  *
  * Non-finite values set bits of the element's flags instead (IEEE: a NaN,
  * or +inf with -inf, gives NaN; otherwise an inf its inf), as does every
  * value that is not -0.0 (an exact zero is -0.0 only if every term was).
  *
  * Plain C: CUA_FIXED_FN functions run on the host and, under nvcc, on the
- * device. */
+ * device.
+ */
 #ifndef CUATOMIC_FIXED_H
 #define CUATOMIC_FIXED_H
 
@@ -34,8 +39,7 @@
 #define CUA_FIXED_FN static inline
 #endif
 
-#define CUA_FIXED_PIECE ((int64_t)1 << 30) /* updates between normalizations */
-#define CUA_FIXED_MAX_WORDS 68             /* float64's whole range, 2^-1074 .. 2^1024, and a carry word */
+#define CUA_FIXED_MAX_WORDS 35 /* float64's whole range, 2^-1074 .. 2^1024, and the carry word */
 
 enum cua_fixed_flag {
     CUA_FIXED_NAN = 1u,
@@ -92,50 +96,34 @@ CUA_FIXED_FN unsigned cua_fixed_classify(double x)
 }
 
 /* Words of an accumulator whose window runs from bit lo to bit hi
- * (hi >= lo): enough for hi, one more for carries past it. */
-CUA_FIXED_FN int cua_fixed_words(int lo, int hi) { return ((hi - lo) >> 5) + 2; }
+ * (hi >= lo): enough for hi, and one more for carries and the sign. */
+CUA_FIXED_FN int cua_fixed_words(int lo, int hi) { return ((hi - lo) >> 6) + 2; }
 
-/* m * 2^e (m < 2^53, e >= lo) as up to three 32-bit digits from word *k. */
-CUA_FIXED_FN void cua_fixed_place(uint64_t m, int e, int lo, int *k, uint32_t d[3])
+/* m * 2^e (m < 2^53, e >= lo) as two 64-bit parts from word *k. */
+CUA_FIXED_FN void cua_fixed_place(uint64_t m, int e, int lo, int *k, uint64_t *t0, uint64_t *t1)
 {
     const int off = e - lo;
-    const int sh = off & 31;
-    *k = off >> 5;
-    const uint64_t low = m << sh;                    /* bits 0..63 of m << sh */
-    const uint64_t high = sh ? m >> (64 - sh) : 0;  /* bits 64..84 */
-    d[0] = (uint32_t)low;
-    d[1] = (uint32_t)(low >> 32);
-    d[2] = (uint32_t)high;
+    const int sh = off & 63;
+    *k = off >> 6;
+    *t0 = m << sh;
+    *t1 = sh ? m >> (64 - sh) : 0;
 }
 
-/* Carry words 0 .. nw-2 (of an element whose word k is at w[k * stride])
- * into the next: they end in [0, 2^32), the last keeps the sign. */
-CUA_FIXED_FN void cua_fixed_normalize(int64_t *w, int nw, int64_t stride)
-{
-    int64_t carry = 0;
-    for (int k = 0; k < nw - 1; k++) {
-        const int64_t v = w[k * stride] + carry;
-        w[k * stride] = v & 0xffffffffll;
-        carry = v >> 32; /* arithmetic: floor(v / 2^32) */
-    }
-    w[(int64_t)(nw - 1) * stride] += carry;
-}
-
-/* The normalized accumulator (value sum_k w[k] * 2^(32k + lo)) rounded to
+/* The accumulator (word k at w[k * stride], two's complement) rounded to
  * nearest-even with `prec` bits of significand and least exponent `emin`
  * (the subnormals' last bit), largest finite exponent `emax`: 24, -149, 127
  * for float32; 53, -1074, 1023 for float64. The result as a double (a
  * float32 result is exact in it), +-inf past the largest finite value. A
  * zero is returned as +0.0: the caller gives it the sign of its terms. */
-CUA_FIXED_FN double cua_fixed_round(const int64_t *w, int nw, int64_t stride, int lo, int prec, int emin, int emax)
+CUA_FIXED_FN double cua_fixed_round(const uint64_t *w, int nw, int64_t stride, int lo, int prec, int emin, int emax)
 {
-    uint32_t g[CUA_FIXED_MAX_WORDS + 1];
-    for (int k = 0; k < nw - 1; k++) g[k] = (uint32_t)w[k * stride];
-    const int64_t top = w[(int64_t)(nw - 1) * stride];
-    g[nw - 1] = (uint32_t)top;
-    g[nw] = (uint32_t)((uint64_t)top >> 32);
-    const int ng = nw + 1;
-    const int negative = top < 0;
+    uint32_t g[2 * CUA_FIXED_MAX_WORDS];
+    const int ng = 2 * nw;
+    for (int k = 0; k < nw; k++) {
+        g[2 * k] = (uint32_t)w[k * stride];
+        g[2 * k + 1] = (uint32_t)(w[k * stride] >> 32);
+    }
+    const int negative = (int)(g[ng - 1] >> 31);
     if (negative) { /* the magnitude: two's complement of all the digits */
         uint32_t carry = 1;
         for (int k = 0; k < ng; k++) {

@@ -40,15 +40,19 @@
 //                     block's shared memory.
 //  5. exact           deterministic float add and subtract: every element's
 //                     start value and updates summed exactly in a
-//                     fixed-point integer accumulator (fixed.h; integer
-//                     atomics, whose order does not matter), rounded once.
-//                     The correctly rounded sum -- the same bits on every
-//                     run, every grid and both backends, never less
+//                     fixed-point integer accumulator (fixed.h: 64-bit
+//                     words, carries from each atomicAdd's old value;
+//                     integer atomics, whose order does not matter), rounded
+//                     once. The correctly rounded sum -- the same bits on
+//                     every run, every grid and both backends, never less
 //                     accurate than NumPy's sequential np.add.at. Costs a
-//                     pass to find the bits the values span (the
-//                     accumulator's width), two or three 64-bit atomics per
-//                     update, and a pass to round. Fits float add and
-//                     subtract only: every other op is exact with any rung.
+//                     pass over the values to find the bits they span (the
+//                     accumulator's width), one 64-bit atomic per update
+//                     where that is under 64 bits (two where a value
+//                     straddles two words, another per carry), and a pass
+//                     to round. Contended elements queue as in rung 1.
+//                     Fits float add and subtract only: every other op is
+//                     exact with any rung.
 //
 // The caller has checked every index (cua_cuda_scatter_check, at the end of
 // this file) before a rung runs, so a rung never writes out of bounds and a
@@ -370,7 +374,7 @@ __global__ void at_shared_kernel(T *out, const void *idx, const T *vals, cua_sca
 // ------------------------------------------------------------ rung 5
 
 // What the pass over the data found: the window's lowest and highest bit,
-// whether any element of `out` is -0.0, and the first bad index's position.
+// and whether any element of `out` starts at -0.0.
 struct Window {
     int lo, hi, negzero, pad;
 };
@@ -386,19 +390,26 @@ __device__ __forceinline__ void window_of(double x, int *lo, int *hi)
     *hi = max(*hi, e + cua_fixed_bits(m) - 1);
 }
 
+// Update w's value alone (the window needs no index).
+template <class T>
+__device__ __forceinline__ T value_at(const T *vals, const cua_scatter &s, int64_t w)
+{
+    const int64_t k = s.row == 1 ? w : w / s.row, j = w - k * s.row;
+    return vals[k * s.vk + j * s.vj];
+}
+
 // One pass over the updates' values and the output's start values: each
-// thread its window, the block's by shuffles and shared atomics, one global
+// thread its window, the block's by shared atomics, one global
 // atomicMin/Max per block.
 template <class T>
-__global__ void at_window_kernel(const T *out, const void *idx, const T *vals, cua_scatter s, Window *win)
+__global__ void at_window_kernel(const T *out, const T *vals, cua_scatter s, Window *win)
 {
     __shared__ Window block;
     if (threadIdx.x == 0) block = {INT_MAX, INT_MIN, 0, 0};
     __syncthreads();
     int lo = INT_MAX, hi = INT_MIN, negzero = 0;
     const int64_t total = s.n * s.row, cells = s.m * s.row;
-    for (int64_t w = cua_global_id(); w < total; w += cua_grid_stride())
-        window_of((double)update_at(idx, vals, s, w).v, &lo, &hi);
+    for (int64_t w = cua_global_id(); w < total; w += cua_grid_stride()) window_of((double)value_at(vals, s, w), &lo, &hi);
     for (int64_t e = cua_global_id(); e < cells; e += cua_grid_stride()) {
         const double x = (double)out[e];
         window_of(x, &lo, &hi);
@@ -415,73 +426,108 @@ __global__ void at_window_kernel(const T *out, const void *idx, const T *vals, c
     }
 }
 
-// The accumulators start at the output's values: element e's word k is at
-// acc[k * cells + e] (coalesced for the passes over elements), its flags at
+// acc (word i at acc[i * stride]) += (-1)^neg (t1:t0) * 2^(64k), word by
+// word: each atomicAdd returns the word's old value, which says whether the
+// add carried (a subtraction: borrowed), and the next word is touched only
+// with something to add. Generic addresses: shared or global words alike.
+__device__ __forceinline__ void fixed_add(u64 *acc, int64_t stride, int words, int k, u64 t0, u64 t1, bool neg)
+{
+    u64 part = t0, later = t1;
+    for (int i = k; i < words; i++) {
+        const u64 old = atomicAdd(acc + i * stride, neg ? 0 - part : part);
+        const u64 carry = neg ? old < part : old + part < old;
+        part = later + carry;  // later < 2^52: no overflow
+        later = 0;
+        if (!part) return;
+    }
+}
+
+// The same without atomics, for one writer (an element's start value).
+__device__ __forceinline__ void fixed_add_plain(u64 *acc, int64_t stride, int words, int k, u64 t0, u64 t1, bool neg)
+{
+    u64 part = t0, later = t1;
+    for (int i = k; i < words; i++) {
+        const u64 old = acc[i * stride];
+        acc[i * stride] = neg ? old - part : old + part;
+        const u64 carry = neg ? old < part : old + part < old;
+        part = later + carry;
+        later = 0;
+        if (!part) return;
+    }
+}
+
+// A finite value's place: false for a zero (nothing to add).
+__device__ __forceinline__ bool placed(double x, int lo, int *k, u64 *t0, u64 *t1, bool *neg)
+{
+    uint64_t m;
+    int ex, n;
+    cua_fixed_split(x, &m, &ex, &n);
+    if (!m) return false;
+    uint64_t p0, p1;
+    cua_fixed_place(m, ex, lo, k, &p0, &p1);
+    *t0 = p0;
+    *t1 = p1;
+    *neg = n;
+    return true;
+}
+
+// The accumulators start at the output's values: element e's word i is at
+// acc[i * cells + e] (coalesced for the passes over elements), its flags at
 // flags[e].
 template <class T>
-__global__ void at_fixed_start_kernel(const T *out, int64_t cells, int lo, int words, int64_t *acc, unsigned *flags)
+__global__ void at_fixed_start_kernel(const T *out, int64_t cells, int lo, int words, u64 *acc, unsigned *flags)
 {
     for (int64_t e = cua_global_id(); e < cells; e += cua_grid_stride()) {
         const double x = (double)out[e];
-        for (int k = 0; k < words; k++) acc[k * cells + e] = 0;
+        for (int i = 0; i < words; i++) acc[i * cells + e] = 0;
         flags[e] = cua_fixed_classify(x);
-        if (!isfinite(x)) continue;
-        uint64_t m;
-        int ex, neg, k;
-        uint32_t d[3];
-        cua_fixed_split(x, &m, &ex, &neg);
-        if (!m) continue;
-        cua_fixed_place(m, ex, lo, &k, d);
-        for (int i = 0; i < 3 && k + i < words; i++)
-            acc[(k + i) * cells + e] = neg ? -(int64_t)d[i] : (int64_t)d[i];
+        int k;
+        u64 t0, t1;
+        bool neg;
+        if (isfinite(x) && placed(x, lo, &k, &t0, &t1, &neg)) fixed_add_plain(acc + e, cells, words, k, t0, t1, neg);
     }
 }
 
-// Updates [from, to): non-finite values and, where some element started at
-// -0.0 (`negzero`), every value that is not -0.0 set flags; the others add
-// their digits with 64-bit atomics (two's complement: a negative digit is
-// added as its wrap-around).
-template <class T>
-__global__ void at_fixed_add_kernel(const void *idx, const T *vals, cua_scatter s, int64_t from, int64_t to, int lo,
-                                    int words, int negzero, int64_t *acc, unsigned *flags)
+// A non-finite value sets its flags; so does, where some element started at
+// -0.0 (`negzero`), every value that is not -0.0. True: a finite value,
+// to be added.
+__device__ __forceinline__ bool flagged(double x, int negzero, unsigned *flag)
 {
-    const int64_t cells = s.m * s.row;
-    for (int64_t w = from + cua_global_id(); w < to; w += cua_grid_stride()) {
+    if (!isfinite(x)) {
+        atomicOr(flag, cua_fixed_classify(x));
+        return false;
+    }
+    if (negzero && !(x == 0.0 && signbit(x))) atomicOr(flag, (unsigned)CUA_FIXED_NOT_NEGZERO);
+    return true;
+}
+
+// Rung 5: every update's value added to its element's accumulator with
+// global atomics.
+template <class T>
+__global__ void at_fixed_add_kernel(const void *idx, const T *vals, cua_scatter s, int lo, int words, int negzero,
+                                    u64 *acc, unsigned *flags)
+{
+    const int64_t total = s.n * s.row, cells = s.m * s.row;
+    for (int64_t w = cua_global_id(); w < total; w += cua_grid_stride()) {
         const Update<T> u = update_at(idx, vals, s, w);
         const double x = (double)u.v;
-        if (!isfinite(x)) {
-            atomicOr(flags + u.e, cua_fixed_classify(x));
-            continue;
-        }
-        if (negzero && !(x == 0.0 && signbit(x))) atomicOr(flags + u.e, (unsigned)CUA_FIXED_NOT_NEGZERO);
-        uint64_t m;
-        int ex, neg, k;
-        uint32_t d[3];
-        cua_fixed_split(x, &m, &ex, &neg);
-        if (!m) continue;
-        cua_fixed_place(m, ex, lo, &k, d);
-        for (int i = 0; i < 3; i++)
-            if (d[i]) atomicAdd((u64 *)(acc + (k + i) * cells + u.e), neg ? 0ull - d[i] : (u64)d[i]);
+        int k;
+        u64 t0, t1;
+        bool neg;
+        if (flagged(x, negzero, flags + u.e) && placed(x, lo, &k, &t0, &t1, &neg))
+            fixed_add(acc + u.e, cells, words, k, t0, t1, neg);
     }
-}
-
-
-// Between pieces: every element's words carried, so that none can overflow.
-__global__ void at_fixed_normalize_kernel(int64_t cells, int words, int64_t *acc)
-{
-    for (int64_t e = cua_global_id(); e < cells; e += cua_grid_stride()) cua_fixed_normalize(acc + e, words, cells);
 }
 
 // Each element rounded once and written back; a NaN result keeps the
 // start value's NaN (its payload) where the start value was one.
 template <class T>
-__global__ void at_fixed_round_kernel(T *out, int64_t cells, int lo, int words, int64_t *acc, const unsigned *flags)
+__global__ void at_fixed_round_kernel(T *out, int64_t cells, int lo, int words, const u64 *acc, const unsigned *flags)
 {
     constexpr int prec = sizeof(T) == 8 ? 53 : 24, emin = sizeof(T) == 8 ? -1074 : -149,
                   emax = sizeof(T) == 8 ? 1023 : 127;
     for (int64_t e = cua_global_id(); e < cells; e += cua_grid_stride()) {
-        cua_fixed_normalize(acc + e, words, cells);
-        const double r = cua_fixed_result(cua_fixed_round(acc + e, words, cells, lo, prec, emin, emax), flags[e]);
+        const double r = cua_fixed_result(cua_fixed_round((const uint64_t *)acc + e, words, cells, lo, prec, emin, emax), flags[e]);
         if (!(isnan(r) && isnan(out[e]))) out[e] = (T)r;
     }
 }
@@ -598,60 +644,71 @@ static int at_shared(T *out, const void *idx, const T *vals, const cua_scatter *
     return 0;
 }
 
-static int exact_fits(const cua_scatter *s, cua_launch *cfg)
+/* The exact rungs' limit: float add and subtract. */
+static int float_add_only(const cua_scatter *s, cua_launch *cfg, const char *name)
 {
     static const char *const ops[] = {"add", "multiply", "minimum", "maximum", "bitwise_and", "bitwise_or",
                                       "bitwise_xor"};
     const bool is_float = s->dtype == CUA_FLOAT32 || s->dtype == CUA_FLOAT64;
     if (!is_float || s->op != ADD) {
         const char *dt = s->dtype == CUA_FLOAT32 ? "float32" : s->dtype == CUA_FLOAT64 ? "float64" : "integer";
-        return cua_refuse(cfg, CUA_EXACT_SCATTER_ONLY, dt,
+        return cua_refuse(cfg, CUA_EXACT_SCATTER_ONLY, name, dt,
                           s->op >= 0 && s->op < CUA_NREDUCE_OPS ? (s->negate ? "subtract" : ops[s->op]) : "?");
     }
+    return 0;
+}
+
+static int exact_fits(const cua_scatter *s, cua_launch *cfg) { return float_add_only(s, cfg, "exact"); }
+
+// The fixed-point rungs: the window, the accumulators started at the
+// output's values, the updates (`add` launches the rung's kernel), the
+// rounding. One wait after the window (its 16 bytes size the
+// accumulators), one at the end.
+template <class T, class Add>
+static int fixed_point_run(T *out, const T *vals, const cua_scatter *s, cua_launch *cfg, Add add)
+{
+    const int64_t cells = s->m * s->row;
+    const cudaStream_t stream = cua_stream(cfg);
+    cua_scratch wmem;
+    CUA_CHECK(wmem.get(sizeof(Window), stream));
+    Window *win = (Window *)wmem.ptr, w = {INT_MAX, INT_MIN, 0, 0};
+    CUA_CHECK(cudaMemcpyAsync(win, &w, sizeof w, cudaMemcpyHostToDevice, stream));
+    cua_launch pass = *cfg;
+    pass.blocks = pass.threads = 0;
+    int st = cua_default_config(&pass, s->n * s->row > cells ? s->n * s->row : cells, CUA_DEFAULT_THREADS);
+    if (st) return st;
+    const unsigned grid = (unsigned)pass.blocks;
+    at_window_kernel<<<grid, pass.threads, 0, stream>>>(out, vals, *s, win);
+    CUA_CHECK_LAUNCH();
+    CUA_CHECK(cudaMemcpyAsync(&w, win, sizeof w, cudaMemcpyDeviceToHost, stream));
+    CUA_WAIT(cfg);
+    if (w.lo > w.hi) w.lo = w.hi = 0;  // no finite nonzero value: the flags decide
+    const int words = cua_fixed_words(w.lo, w.hi);
+    cua_scratch amem;
+    CUA_CHECK(amem.get((size_t)cells * words * sizeof(u64) + (size_t)cells * sizeof(unsigned), stream));
+    u64 *acc = (u64 *)amem.ptr;
+    unsigned *flags = (unsigned *)(acc + cells * words);
+    at_fixed_start_kernel<<<grid, pass.threads, 0, stream>>>(out, cells, w.lo, words, acc, flags);
+    CUA_CHECK_LAUNCH();
+    st = add(w, words, acc, flags);
+    if (st) return st;
+    at_fixed_round_kernel<<<grid, pass.threads, 0, stream>>>(out, cells, w.lo, words, acc, flags);
+    CUA_CHECK_LAUNCH();
+    CUA_WAIT(cfg);
     return 0;
 }
 
 template <class T>
 static int at_exact(T *out, const void *idx, const T *vals, const cua_scatter *s, cua_launch *cfg)
 {
-    const int64_t total = s->n * s->row, cells = s->m * s->row;
-    int st = cua_default_config(cfg, total > cells ? total : cells, CUA_DEFAULT_THREADS);
-    if (st || total == 0) return st;
-    const cudaStream_t stream = cua_stream(cfg);
-    const unsigned grid = (unsigned)cfg->blocks;
-    // The window: one pass, one wait, 16 bytes back.
-    cua_scratch wmem;
-    CUA_CHECK(wmem.get(sizeof(Window), stream));
-    Window *win = (Window *)wmem.ptr, w = {INT_MAX, INT_MIN, 0, 0};
-    CUA_CHECK(cudaMemcpyAsync(win, &w, sizeof w, cudaMemcpyHostToDevice, stream));
-    at_window_kernel<<<grid, cfg->threads, 0, stream>>>(out, idx, vals, *s, win);
-    CUA_CHECK_LAUNCH();
-    CUA_CHECK(cudaMemcpyAsync(&w, win, sizeof w, cudaMemcpyDeviceToHost, stream));
-    CUA_WAIT(cfg);
-    if (w.lo > w.hi) w.lo = w.hi = 0;  // no finite nonzero value: the flags decide
-    const int words = cua_fixed_words(w.lo, w.hi);
-    // The accumulators and flags, then the updates in pieces that no word
-    // can overflow in, normalized between them, then the rounding.
-    cua_scratch amem;
-    CUA_CHECK(amem.get((size_t)cells * words * sizeof(int64_t) + (size_t)cells * sizeof(unsigned), stream));
-    int64_t *acc = (int64_t *)amem.ptr;
-    unsigned *flags = (unsigned *)(acc + cells * words);
-    at_fixed_start_kernel<<<grid, cfg->threads, 0, stream>>>(out, cells, w.lo, words, acc, flags);
-    CUA_CHECK_LAUNCH();
-    for (int64_t from = 0; from < total; from += CUA_FIXED_PIECE) {
-        const int64_t to = total - from > CUA_FIXED_PIECE ? from + CUA_FIXED_PIECE : total;
-        if (from) {
-            at_fixed_normalize_kernel<<<grid, cfg->threads, 0, stream>>>(cells, words, acc);
-            CUA_CHECK_LAUNCH();
-        }
-        at_fixed_add_kernel<<<grid, cfg->threads, 0, stream>>>(idx, vals, *s, from, to, w.lo, words, w.negzero, acc,
-                                                               flags);
+    int st = cua_default_config(cfg, s->n * s->row, CUA_DEFAULT_THREADS);
+    if (st || s->n * s->row == 0) return st;
+    return fixed_point_run(out, vals, s, cfg, [&](const Window &w, int words, u64 *acc, unsigned *flags) -> int {
+        at_fixed_add_kernel<<<(unsigned)cfg->blocks, cfg->threads, 0, cua_stream(cfg)>>>(idx, vals, *s, w.lo, words,
+                                                                                          w.negzero, acc, flags);
         CUA_CHECK_LAUNCH();
-    }
-    at_fixed_round_kernel<<<grid, cfg->threads, 0, stream>>>(out, cells, w.lo, words, acc, flags);
-    CUA_CHECK_LAUNCH();
-    CUA_WAIT(cfg);
-    return 0;
+        return 0;
+    });
 }
 
 static int fits_any(const cua_scatter *s, cua_launch *cfg)

@@ -134,10 +134,11 @@ def test_exact_is_deterministic_and_the_same_on_every_backend(backend, dtype):
     idx = rng.zipf(1.5, n) % m
     b = (rng.standard_normal(n) * 10.0 ** rng.integers(-6, 6, n)).astype(dtype)
     outs = []
-    for blocks, threads in [(None, None), (1, 32), (7, 64), (300, 1024)]:
-        a = a0.copy()
-        cuatomic.at(a, idx, b, method="exact", backend=backend, blocks=blocks, threads=threads)
-        outs.append(a.tobytes())
+    for method in [r.name for r in _backend.table("at", backend) if r.flags & _C.F_DETERMINISTIC]:
+        for blocks, threads in [(None, None), (1, 32), (7, 64), (300, 1024)]:
+            a = a0.copy()
+            cuatomic.at(a, idx, b, method=method, backend=backend, blocks=blocks, threads=threads)
+            outs.append(a.tobytes())
     assert len(set(outs)) == 1
     for be in BACKENDS:
         a = a0.copy()
@@ -152,20 +153,27 @@ def test_exact_signed_zeros_nan_inf_and_cancellation(backend):
     a = np.array([-0.0, -0.0, 0.0, np.nan, 1.0, 5.0, 1e308, 1.0])
     idx = [0, 1, 1, 4, 4, 5, 5, 6, 6, 6, 7, 7, 7]
     b = [-0.0, 0.0, -0.0, np.inf, -np.inf, np.inf, 1.0, 1e308, 1e308, -1e308, 1e300, 1.0, -1e300]
-    got = a.copy()
-    cuatomic.at(got, idx, b, method="exact", backend=backend)
     ref = a.copy()
     with np.errstate(over="ignore", invalid="ignore"):
         np.add.at(ref, idx, b)
-    np.testing.assert_array_equal(got[:6], ref[:6])
-    assert list(np.signbit(got[:3])) == [True, False, False]
-    assert got[6] == np.inf  # the exact sum 2e308 is past float64's largest: inf (NumPy's loop too)
-    assert got[7] == 2.0  # NumPy's loop loses both 1.0s under 1e300: the exact rung does not
+    exact = [r.name for r in _backend.table("at", backend) if r.flags & _C.F_EXACT]
+    assert exact
+    for method in exact:
+        got = a.copy()
+        cuatomic.at(got, idx, b, method=method, backend=backend)
+        np.testing.assert_array_equal(got[:6], ref[:6])
+        assert list(np.signbit(got[:3])) == [True, False, False], method
+        assert got[6] == np.inf  # the exact sum 2e308 is past float64's largest: inf (NumPy's loop too)
+        assert got[7] == 2.0  # NumPy's loop loses both 1.0s under 1e300: the exact rungs do not
     assert ref[7] == 0.0
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("method", ["atomic", "cas", "warp_aggregated", "shared", "exact"])
+def rungs():
+    """(backend, method) for every rung of every usable backend."""
+    return [pytest.param(be, name, id=f"{be}-{name}") for be in BACKENDS for name, _, _ in cuatomic.methods("at", be)]
+
+
+@pytest.mark.parametrize("backend,method", rungs())
 def test_bad_index_writes_nothing(backend, method):
     for bad in ([0, 1, 3, 2], [0, -4]):
         a = np.arange(3.0)
@@ -212,8 +220,7 @@ def test_errors_name_the_argument(backend):
         cuatomic.at(ro, [0], 1.0, backend=backend)
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("method", ["atomic", "cas", "warp_aggregated", "shared", "exact"])
+@pytest.mark.parametrize("backend,method", rungs())
 def test_rows_tuples_and_broadcasts(backend, method):
     rng = np.random.default_rng(3)
     idx = np.array([[1, 1, 2, 0], [3, 3, -1, 3]])

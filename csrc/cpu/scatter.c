@@ -28,11 +28,10 @@
  *                     most CUA_CPU_PRIVATE_BYTES.
  *  5. exact           float add and subtract summed exactly in the
  *                     fixed-point accumulators of cuda/fixed.h and rounded
- *                     once: the same bits as the GPU's rung. Each OS thread
- *                     adds into accumulators of its own (plain integer
- *                     adds, no atomics), summed word by word at the end;
- *                     the team is cut so that they take at most
- *                     CUA_CPU_EXACT_BYTES.
+ *                     once: the same bits as the GPU's rung. One
+ *                     accumulator per element, shared by the OS threads:
+ *                     every word added with an atomic fetch_add, whose old
+ *                     value gives the carry.
  */
 #include <math.h>
 #include <stdio.h>
@@ -386,52 +385,89 @@ static int at_shared(void *out, const void *idx, const void *vals, const cua_sca
     return CUA_CPU_DONE(cfg);
 }
 
-static int exact_fits(const cua_scatter *s, cua_launch *cfg)
+/* The exact rungs' limit: float add and subtract. */
+static int float_add_only(const cua_scatter *s, cua_launch *cfg, const char *name)
 {
     static const char *const ops[] = {"add", "multiply", "minimum", "maximum", "bitwise_and", "bitwise_or",
                                       "bitwise_xor"};
     if (!is_float(s->dtype) || s->op != ADD) {
         const char *dt = s->dtype == CUA_FLOAT32 ? "float32" : s->dtype == CUA_FLOAT64 ? "float64" : "integer";
-        snprintf(cfg->msg, sizeof cfg->msg, CUA_EXACT_SCATTER_ONLY, dt,
+        snprintf(cfg->msg, sizeof cfg->msg, CUA_EXACT_SCATTER_ONLY, name, dt,
                  s->op >= 0 && s->op < CUA_NREDUCE_OPS ? (s->negate ? "subtract" : ops[s->op]) : "?");
         return CUA_EINVAL;
     }
     return 0;
 }
 
+static int exact_fits(const cua_scatter *s, cua_launch *cfg) { return float_add_only(s, cfg, "exact"); }
+
 static double element(const void *out, int dtype, int64_t e)
 {
     return dtype == CUA_FLOAT32 ? (double)((const float *)out)[e] : ((const double *)out)[e];
 }
 
-/* One value into an accumulator (words at acc[k * cells], flags *flag). */
-static void fixed_add(int64_t *acc, int64_t cells, unsigned *flag, double x, int lo, int track_negzero)
+/* acc (word i at acc[i * stride]) += (-1)^neg (t1:t0) * 2^(64k), word by
+ * word, each add's carry (borrow) from the word's old value: with
+ * `atomic`, each word by an atomic fetch_add (rung 5), else plainly (a
+ * thread's own accumulator). */
+static void fixed_add(uint64_t *acc, int64_t stride, int words, int k, uint64_t t0, uint64_t t1, int neg, int atomic)
 {
-    if (!isfinite(x)) {
-        *flag |= cua_fixed_classify(x);
-        return;
+    uint64_t part = t0, later = t1;
+    for (int i = k; i < words; i++) {
+        uint64_t *word = acc + i * stride, old;
+        if (atomic) {
+            old = __atomic_fetch_add(word, neg ? 0 - part : part, __ATOMIC_RELAXED);
+        } else {
+            old = *word;
+            *word = neg ? old - part : old + part;
+        }
+        const uint64_t carry = neg ? old < part : old + part < old;
+        part = later + carry;
+        later = 0;
+        if (!part) return;
     }
-    if (track_negzero && !(x == 0.0 && signbit(x))) *flag |= CUA_FIXED_NOT_NEGZERO;
-    uint64_t m;
-    int ex, neg, k;
-    uint32_t d[3];
-    cua_fixed_split(x, &m, &ex, &neg);
-    if (!m) return;
-    cua_fixed_place(m, ex, lo, &k, d);
-    for (int i = 0; i < 3; i++)
-        if (d[i]) acc[(k + i) * cells] = (int64_t)((uint64_t)acc[(k + i) * cells] + (neg ? 0 - (uint64_t)d[i] : d[i]));
 }
 
-static int at_exact(void *out, const void *idx, const void *vals, const cua_scatter *s, cua_launch *cfg)
+/* One value into an element's accumulator and flags (rung 5: atomically).
+ * Non-finite values, and with `track_negzero` every value but -0.0, set
+ * flags. */
+static void fixed_value(uint64_t *acc, int64_t cells, int words, unsigned *flag, double x, int lo, int track_negzero,
+                        int atomic)
 {
-    int st = exact_fits(s, cfg);
-    if (st) return st;
+    unsigned f = 0;
+    if (!isfinite(x)) f = cua_fixed_classify(x);
+    else if (track_negzero && !(x == 0.0 && signbit(x))) f = CUA_FIXED_NOT_NEGZERO;
+    if (f) {
+        if (atomic) __atomic_fetch_or(flag, f, __ATOMIC_RELAXED);
+        else *flag |= f;
+    }
+    if (!isfinite(x)) return;
+    uint64_t m, t0, t1;
+    int ex, neg, k;
+    cua_fixed_split(x, &m, &ex, &neg);
+    if (!m) return;
+    cua_fixed_place(m, ex, lo, &k, &t0, &t1);
+    fixed_add(acc, cells, words, k, t0, t1, neg, atomic);
+}
+
+/* The exact rung's accumulators: `copies` of them (one shared by the OS
+ * threads), each `cells` elements of `words`
+ * words (element e's word i at [i * cells + e]) and flags. */
+typedef struct {
+    int lo, words, negzero, copies;
+    int64_t cells;
+    uint64_t *acc;
+    unsigned *flags;
+} fixed_state;
+
+/* The window (the bits every value spans; whether an element starts at
+ * -0.0) and copy 0 started at the output's values. 0 or CUA_ENOMEM. */
+static int fixed_begin(fixed_state *f, void *out, const void *idx, const void *vals, const cua_scatter *s,
+                       cua_launch *cfg, int copies_wanted)
+{
     const int64_t total = s->n * s->row, cells = s->m * s->row;
-    cua_cpu_default_config(cfg, total);
-    if (total == 0) return 0;
-    /* The window: the bits every value spans, and whether an element starts at -0.0. */
     int lo = INT32_MAX, hi = INT32_MIN, negzero = 0;
-    int team = cua_cpu_team(cfg, total + cells, cfg->blocks);
+    const int team = cua_cpu_team(cfg, total + cells, cfg->blocks);
 #pragma omp parallel for schedule(static) num_threads(team) reduction(min : lo) reduction(max : hi, negzero)
     for (int64_t i = 0; i < total + cells; i++) {
         const double x = i < total ? update_at(idx, vals, s, i).v.d : element(out, s->dtype, i - total);
@@ -445,66 +481,91 @@ static int at_exact(void *out, const void *idx, const void *vals, const cua_scat
         if (ex + cua_fixed_bits(m) - 1 > hi) hi = ex + cua_fixed_bits(m) - 1;
     }
     if (lo > hi) lo = hi = 0;
-    const int words = cua_fixed_words(lo, hi);
-    /* Accumulators per OS thread: thread 0's start at the output's values. */
-    const int64_t per = cells * words * (int64_t)sizeof(int64_t) + cells * (int64_t)sizeof(unsigned);
-    team = cua_cpu_team(cfg, total, cfg->blocks);
-    while (team > 1 && team * per > CUA_CPU_EXACT_BYTES) team--;
-    cfg->used_team = team;
-    int64_t *acc = calloc((size_t)team * (size_t)(cells * words), sizeof(int64_t));
-    unsigned *flags = calloc((size_t)team * (size_t)cells, sizeof(unsigned));
-    if (!acc || !flags) {
-        free(acc);
-        free(flags);
+    f->lo = lo;
+    f->words = cua_fixed_words(lo, hi);
+    f->negzero = negzero;
+    f->cells = cells;
+    /* The copies take at most CUA_CPU_EXACT_BYTES together (one at least). */
+    const int64_t per = cells * f->words * (int64_t)sizeof(uint64_t) + cells * (int64_t)sizeof(unsigned);
+    int copies = copies_wanted;
+    while (copies > 1 && copies * per > CUA_CPU_EXACT_BYTES) copies--;
+    f->copies = copies;
+    f->acc = calloc((size_t)copies * (size_t)(cells * f->words), sizeof(uint64_t));
+    f->flags = calloc((size_t)copies * (size_t)cells, sizeof(unsigned));
+    if (!f->acc || !f->flags) {
+        free(f->acc);
+        free(f->flags);
         return CUA_ENOMEM;
     }
     for (int64_t e = 0; e < cells; e++) {
         const double x = element(out, s->dtype, e);
-        flags[e] = cua_fixed_classify(x) & ~(unsigned)CUA_FIXED_NOT_NEGZERO;
-        if (!(x == 0.0 && signbit(x))) flags[e] |= CUA_FIXED_NOT_NEGZERO;
-        fixed_add(acc + e, cells, &flags[e], x, lo, 0);
+        f->flags[e] = cua_fixed_classify(x);
+        fixed_value(f->acc + e, cells, f->words, &f->flags[e], x, lo, 0, 0);
     }
-#pragma omp parallel num_threads(team)
-    {
-        const int t = omp_get_thread_num();
-        int64_t *mine = acc + (size_t)t * (size_t)(cells * words);
-        unsigned *my_flags = flags + (size_t)t * (size_t)cells;
-        int64_t lo_u, hi_u, added = 0;
-        cua_cpu_share(total, team, t, &lo_u, &hi_u);
-        CUA_CPU_PIECES(cfg, lo_u, hi_u, a, b)
+    return 0;
+}
+
+/* Every copy's words added into copy 0's (with carries), each element
+ * rounded once and written back; a NaN result keeps the start value's NaN. */
+static void fixed_end(fixed_state *f, void *out, int dtype, int team)
+{
+    const int64_t cells = f->cells;
+    const int words = f->words, f32 = dtype == CUA_FLOAT32;
+#pragma omp parallel for schedule(static) num_threads(team)
+    for (int64_t e = 0; e < cells; e++) {
+        unsigned flag = f->flags[e];
+        for (int t = 1; t < f->copies; t++) {
+            const uint64_t *theirs = f->acc + (size_t)t * (size_t)(cells * words) + e;
+            uint64_t carry = 0;
+            for (int i = 0; i < words; i++) {
+                const uint64_t v = theirs[i * cells], part = v + carry, old = f->acc[i * cells + e];
+                carry = part < v;
+                f->acc[i * cells + e] = old + part;
+                carry += old + part < old;
+            }
+            flag |= f->flags[(size_t)t * (size_t)cells + e];
+        }
+        const double r = cua_fixed_result(cua_fixed_round(f->acc + e, words, cells, f->lo, f32 ? 24 : 53,
+                                                          f32 ? -149 : -1074, f32 ? 127 : 1023), flag);
+        const double old = element(out, dtype, e);
+        if (isnan(r) && isnan(old)) continue; /* keep the start value's NaN */
+        if (f32) ((float *)out)[e] = (float)r;
+        else ((double *)out)[e] = r;
+    }
+    free(f->acc);
+    free(f->flags);
+}
+
+/* Rung 5: one accumulator per element, shared by the OS threads, every
+ * word added with an atomic fetch_add (its carry from the old value). */
+static int at_exact(void *out, const void *idx, const void *vals, const cua_scatter *s, cua_launch *cfg)
+{
+    int st = exact_fits(s, cfg);
+    if (st) return st;
+    const int64_t total = s->n * s->row;
+    const cua_grid g = cua_cpu_grid(cfg, total);
+    if (total == 0) return 0;
+    fixed_state f;
+    st = fixed_begin(&f, out, idx, vals, s, cfg, 1);
+    if (st) return st;
+#pragma omp parallel for schedule(static) num_threads(g.team)
+    for (int64_t w = 0; w < g.busy; w++) {
+        if (cua_cpu_stop(cfg)) continue;
+        int64_t lo, hi;
+        cua_cpu_share(total, g.workers, w, &lo, &hi);
+        CUA_CPU_PIECES(cfg, lo, hi, a, b)
         for (int64_t i = a; i < b; i++) {
             const update u = update_at(idx, vals, s, i);
-            fixed_add(mine + u.e, cells, &my_flags[u.e], u.v.d, lo, negzero);
-            if (++added == CUA_FIXED_PIECE) { /* no word may take more between carries */
-                for (int64_t e = 0; e < cells; e++) cua_fixed_normalize(mine + e, words, cells);
-                added = 0;
-            }
+            fixed_value(f.acc + u.e, f.cells, f.words, &f.flags[u.e], u.v.d, f.lo, f.negzero, 1);
         }
     }
-    if (!cfg->interrupted) {
-#pragma omp parallel for schedule(static) num_threads(team)
-        for (int64_t e = 0; e < cells; e++) {
-            unsigned f = flags[e];
-            for (int t = 1; t < team; t++) {
-                int64_t *theirs = acc + (size_t)t * (size_t)(cells * words);
-                cua_fixed_normalize(theirs + e, words, cells);
-                for (int k = 0; k < words; k++) acc[k * cells + e] += theirs[k * cells + e];
-                f |= flags[(size_t)t * (size_t)cells + e];
-                cua_fixed_normalize(acc + e, words, cells);
-            }
-            cua_fixed_normalize(acc + e, words, cells);
-            const int f32 = s->dtype == CUA_FLOAT32;
-            const double r = cua_fixed_result(cua_fixed_round(acc + e, words, cells, lo, f32 ? 24 : 53,
-                                                              f32 ? -149 : -1074, f32 ? 127 : 1023), f);
-            const double old = element(out, s->dtype, e);
-            if (isnan(r) && isnan(old)) continue; /* keep the start value's NaN */
-            if (f32) ((float *)out)[e] = (float)r;
-            else ((double *)out)[e] = r;
-        }
+    if (cfg->interrupted) {
+        free(f.acc);
+        free(f.flags);
+        return CUA_EINTR;
     }
-    free(acc);
-    free(flags);
-    return CUA_CPU_DONE(cfg);
+    fixed_end(&f, out, s->dtype, g.team);
+    return 0;
 }
 
 static int fits_any(const cua_scatter *s, cua_launch *cfg)
@@ -537,7 +598,7 @@ static const cua_scatter_row at_rows[] = {
      at_warp_aggregated, fits_any},
     {{"shared", 4, "a private copy of the output per OS thread, plain stores, merged once with atomics", 0},
      at_shared, shared_fits},
-    {{"exact", 5, "float add/subtract in fixed-point integer accumulators per thread, summed and rounded once: the GPU's bits",
+    {{"exact", 5, "float add/subtract in one fixed-point integer accumulator per element, words added with atomic fetch_add: the GPU's bits",
       CUA_F_DETERMINISTIC | CUA_F_EXACT},
      at_exact, exact_fits},
 };
