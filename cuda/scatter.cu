@@ -53,6 +53,18 @@
 //                     to round. Contended elements queue as in rung 1.
 //                     Fits float add and subtract only: every other op is
 //                     exact with any rung.
+//  6. exact_private   rung 5 with rung 4's privatization: each block keeps
+//                     accumulators in shared memory -- the whole output's
+//                     where they fit in 48 KiB, else a cache of slots that
+//                     the first update of an element claims (atomicCAS on
+//                     the slot's key), so that hot elements stay in the SM
+//                     and the rest go to the global accumulators -- and
+//                     lanes of a warp naming one element first add their
+//                     values as 128-bit integers in a fixed tree (rung 3's
+//                     scan). Each block adds its slots into the global
+//                     accumulators once. The same bits as rung 5. Costs the
+//                     slots' start and merge per block and, where hot
+//                     elements are few, a claim attempt per update. sm_70.
 //
 // The caller has checked every index (cua_cuda_scatter_check, at the end of
 // this file) before a rung runs, so a rung never writes out of bounds and a
@@ -371,7 +383,7 @@ __global__ void at_shared_kernel(T *out, const void *idx, const T *vals, cua_sca
     }
 }
 
-// ------------------------------------------------------------ rung 5
+// ------------------------------------------------------------ rungs 5-6
 
 // What the pass over the data found: the window's lowest and highest bit,
 // and whether any element of `out` starts at -0.0.
@@ -519,6 +531,106 @@ __global__ void at_fixed_add_kernel(const void *idx, const T *vals, cua_scatter 
     }
 }
 
+// Rung 6's block-private accumulators in shared memory: `slots` of them,
+// word i of slot j at words[i * slots + j]. With `direct`, slot e is element
+// e (the whole output fits). Otherwise a direct-mapped cache: an element's
+// slot is a hash of its index, claimed by the first update that finds it
+// empty (atomicCAS on its key); an update whose slot another element holds
+// goes to the global accumulator, as in rung 5. Hot elements claim slots
+// early and keep them: their updates stay in the SM.
+constexpr unsigned long long EMPTY = ~0ull;
+
+__device__ __forceinline__ int slot_of(int64_t e, int slots, bool direct, unsigned long long *keys)
+{
+    if (direct) return (int)e;
+    const int j = (int)(((unsigned long long)e * 0x9E3779B97F4A7C15ull) >> 40) & (slots - 1);
+    const unsigned long long held = keys[j];
+    if (held == (unsigned long long)e) return j;
+    if (held != EMPTY) return -1;
+    const unsigned long long was = atomicCAS(keys + j, EMPTY, (unsigned long long)e);
+    return was == EMPTY || was == (unsigned long long)e ? j : -1;
+}
+
+// A 128-bit two's complement value (lo, hi) as magnitude and sign.
+__device__ __forceinline__ void magnitude(u64 lo, u64 hi, u64 *t0, u64 *t1, bool *neg)
+{
+    *neg = (long long)hi < 0;
+    *t0 = *neg ? 0 - lo : lo;
+    *t1 = *neg ? ~hi + (lo == 0) : hi;
+}
+
+template <class T>
+__global__ void at_fixed_private_kernel(const void *idx, const T *vals, cua_scatter s, int lo, int words,
+                                        int negzero, u64 *acc, unsigned *flags, int slots, int direct)
+{
+    unsigned long long *keys = reinterpret_cast<unsigned long long *>(cua_smem);
+    u64 *mine = reinterpret_cast<u64 *>(keys + (direct ? 0 : slots));
+    for (int j = threadIdx.x; j < slots; j += blockDim.x) {
+        if (!direct) keys[j] = EMPTY;
+        for (int i = 0; i < words; i++) mine[i * slots + j] = 0;
+    }
+    __syncthreads();
+    const unsigned members = __activemask();
+    const int lane = threadIdx.x & 31;
+    const int64_t total = s.n * s.row, cells = s.m * s.row;
+    const int64_t first = (int64_t)blockIdx.x * blockDim.x + (threadIdx.x & ~31u);
+    for (int64_t w0 = first; w0 < total; w0 += cua_grid_stride()) {
+        const int64_t w = w0 + lane;
+        int64_t e = -1;
+        int k = 0;
+        u64 t0 = 0, t1 = 0;
+        bool neg = false, add = false;
+        if (w < total) {
+            const Update<T> u = update_at(idx, vals, s, w);
+            const double x = (double)u.v;
+            e = u.e;
+            add = flagged(x, negzero, flags + e) && placed(x, lo, &k, &t0, &t1, &neg);
+        }
+        // Lanes adding to one element at word 0 combine first, as 128-bit
+        // two's complement integers, in a fixed tree (warp_aggregated's
+        // scan): the lowest lane of each group adds the group's sum.
+        const bool joins = add && k == 0;
+        const unsigned peers = __match_any_sync(members, joins ? (unsigned long long)e : ~0ull - lane);
+        if (!__all_sync(members, peers == (1u << lane))) {
+            u64 slo = neg ? 0 - t0 : t0, shi = neg ? ~t1 + (t0 == 0) : t1;
+            unsigned above = peers & ~((2u << lane) - 1u);
+            int cleared = 0;
+            for (int d = 1; d < 32; d <<= 1) {
+                for (; cleared < d - 1 && above; cleared++) above &= above - 1;
+                const int src = above ? __ffs(above) - 1 : lane;
+                const u64 olo = __shfl_sync(members, slo, src), ohi = __shfl_sync(members, shi, src);
+                if (above && joins) {
+                    const u64 sum = slo + olo;
+                    shi += ohi + (sum < slo);
+                    slo = sum;
+                }
+            }
+            if (joins) magnitude(slo, shi, &t0, &t1, &neg);
+            if (joins && (peers & ((1u << lane) - 1u))) add = false;  // a higher lane: its group's leader adds
+            if (joins && add && t0 == 0 && t1 == 0) add = false;
+        }
+        if (!add) continue;
+        const int j = slot_of(e, slots, direct, keys);
+        if (j >= 0) fixed_add(mine + j, slots, words, k, t0, t1, neg);
+        else fixed_add(acc + e, cells, words, k, t0, t1, neg);
+    }
+    __syncthreads();  // every update of this block is in its accumulators
+    // Each slot's integer added to its element's, word by word with carries
+    // (the two's complement of a negative sum carries through every word).
+    for (int j = threadIdx.x; j < slots; j += blockDim.x) {
+        const int64_t e = direct ? j : (keys[j] == EMPTY ? -1 : (int64_t)keys[j]);
+        if (e < 0) continue;
+        u64 carry = 0;
+        for (int i = 0; i < words; i++) {
+            const u64 v = mine[i * slots + j], part = v + carry;
+            carry = part < v;
+            if (!part) continue;
+            const u64 old = atomicAdd(acc + i * cells + e, part);
+            carry += old + part < old;
+        }
+    }
+}
+
 // Each element rounded once and written back; a NaN result keeps the
 // start value's NaN (its payload) where the start value was one.
 template <class T>
@@ -660,8 +772,8 @@ static int float_add_only(const cua_scatter *s, cua_launch *cfg, const char *nam
 
 static int exact_fits(const cua_scatter *s, cua_launch *cfg) { return float_add_only(s, cfg, "exact"); }
 
-// The fixed-point rungs: the window, the accumulators started at the
-// output's values, the updates (`add` launches the rung's kernel), the
+// Rungs 5 and 6: the window, the accumulators started at the output's
+// values, the updates (`add` launches rung 5's or rung 6's kernel), the
 // rounding. One wait after the window (its 16 bytes size the
 // accumulators), one at the end.
 template <class T, class Add>
@@ -711,6 +823,57 @@ static int at_exact(T *out, const void *idx, const T *vals, const cua_scatter *s
     });
 }
 
+// Rung 6's shared memory: the whole output's accumulators when they take
+// at most PRIVATE_BYTES, else a cache of slots (a key and the words each)
+// in that much. A power of two of slots, at least 64.
+constexpr size_t PRIVATE_BYTES = 48 * 1024;
+
+static void private_plan(int64_t cells, int words, int *slots, int *direct, size_t *smem)
+{
+    if ((size_t)cells * words * 8 <= PRIVATE_BYTES) {
+        *direct = 1;
+        *slots = (int)(cells > 0 ? cells : 1);
+        *smem = (size_t)*slots * words * 8;
+        return;
+    }
+    int n = 64;
+    while ((size_t)(2 * n) * (words + 1) * 8 <= PRIVATE_BYTES) n *= 2;
+    *direct = 0;
+    *slots = n;
+    *smem = (size_t)n * (words + 1) * 8;
+}
+
+static int private_fits(const cua_scatter *s, cua_launch *cfg)
+{
+    int st = float_add_only(s, cfg, "exact_private");
+    if (st) return st;
+    int major;
+    st = cua_cc_major(&major);
+    if (st) return st;
+    if (major < 7)
+        return cua_refuse(cfg, "method 'exact_private' needs __match_any_sync: a GPU of compute capability 7.0 or "
+                               "newer (this one is %d.x)", major);
+    return 0;
+}
+
+template <class T>
+static int at_exact_private(T *out, const void *idx, const T *vals, const cua_scatter *s, cua_launch *cfg)
+{
+    // Two blocks per SM by default: each block pays for starting and
+    // merging its accumulators, so more blocks would only add merges.
+    int st = cua_grid_config(cfg, s->n * s->row, CUA_DEFAULT_THREADS, 2);
+    if (st || s->n * s->row == 0) return st;
+    return fixed_point_run(out, vals, s, cfg, [&](const Window &w, int words, u64 *acc, unsigned *flags) -> int {
+        int slots, direct;
+        size_t smem;
+        private_plan(s->m * s->row, words, &slots, &direct, &smem);
+        at_fixed_private_kernel<<<(unsigned)cfg->blocks, cfg->threads, smem, cua_stream(cfg)>>>(
+            idx, vals, *s, w.lo, words, w.negzero, acc, flags, slots, direct);
+        CUA_CHECK_LAUNCH();
+        return 0;
+    });
+}
+
 static int fits_any(const cua_scatter *s, cua_launch *cfg)
 {
     (void)s;
@@ -731,13 +894,22 @@ AT_ENTRY(CAS, at_cas)
 AT_ENTRY(WARP_AGGREGATED, at_warp_aggregated)
 AT_ENTRY(SHARED, at_shared)
 
-// exact takes floats only: its fits refuses the rest before any dispatch.
+// exact and exact_private take floats only: their fits refuse the rest
+// before any dispatch.
 static int at_EXACT(void *out, const void *idx, const void *vals, const cua_scatter *s, cua_launch *cfg)
 {
     int st = exact_fits(s, cfg);
     if (st) return st;
     if (s->dtype == CUA_FLOAT32) return at_exact<float>((float *)out, idx, (const float *)vals, s, cfg);
     return at_exact<double>((double *)out, idx, (const double *)vals, s, cfg);
+}
+
+static int at_EXACT_PRIVATE(void *out, const void *idx, const void *vals, const cua_scatter *s, cua_launch *cfg)
+{
+    int st = private_fits(s, cfg);
+    if (st) return st;
+    if (s->dtype == CUA_FLOAT32) return at_exact_private<float>((float *)out, idx, (const float *)vals, s, cfg);
+    return at_exact_private<double>((double *)out, idx, (const double *)vals, s, cfg);
 }
 
 // ------------------------------------------------------------ the check
@@ -793,5 +965,8 @@ static const cua_scatter_row at_rows[] = {
     {{"exact", 5, "float add/subtract summed exactly in fixed-point integer accumulators, rounded once: deterministic, correctly rounded",
       CUA_F_DETERMINISTIC | CUA_F_EXACT},
      at_EXACT, exact_fits},
+    {{"exact_private", 6, "exact's accumulators privatized in shared memory (the whole output, or a cache of hot elements), warp-combined first",
+      CUA_F_DETERMINISTIC | CUA_F_EXACT},
+     at_EXACT_PRIVATE, private_fits},
 };
 extern "C" const cua_ladder cua_cuda_at_ladder = CUA_LADDER(at_rows);

@@ -32,6 +32,10 @@
  *                     accumulator per element, shared by the OS threads:
  *                     every word added with an atomic fetch_add, whose old
  *                     value gives the carry.
+ *  6. exact_private   the same sums in accumulators private to each OS
+ *                     thread (plain integer adds, no atomics), summed word
+ *                     by word at the end; the team is cut so that they take
+ *                     at most CUA_CPU_EXACT_BYTES.
  */
 #include <math.h>
 #include <stdio.h>
@@ -401,6 +405,8 @@ static int float_add_only(const cua_scatter *s, cua_launch *cfg, const char *nam
 
 static int exact_fits(const cua_scatter *s, cua_launch *cfg) { return float_add_only(s, cfg, "exact"); }
 
+static int exact_private_fits(const cua_scatter *s, cua_launch *cfg) { return float_add_only(s, cfg, "exact_private"); }
+
 static double element(const void *out, int dtype, int64_t e)
 {
     return dtype == CUA_FLOAT32 ? (double)((const float *)out)[e] : ((const double *)out)[e];
@@ -450,8 +456,8 @@ static void fixed_value(uint64_t *acc, int64_t cells, int words, unsigned *flag,
     fixed_add(acc, cells, words, k, t0, t1, neg, atomic);
 }
 
-/* The exact rung's accumulators: `copies` of them (one shared by the OS
- * threads), each `cells` elements of `words`
+/* The exact rungs' accumulators: `copies` of them (one per OS thread for
+ * exact_private, one shared for exact), each `cells` elements of `words`
  * words (element e's word i at [i * cells + e]) and flags. */
 typedef struct {
     int lo, words, negzero, copies;
@@ -568,6 +574,43 @@ static int at_exact(void *out, const void *idx, const void *vals, const cua_scat
     return 0;
 }
 
+/* Rung 6: each OS thread adds into accumulators of its own (plain integer
+ * adds: the CPU's private memory is the GPU's shared memory), summed word
+ * by word at the end. */
+static int at_exact_private(void *out, const void *idx, const void *vals, const cua_scatter *s, cua_launch *cfg)
+{
+    int st = exact_private_fits(s, cfg);
+    if (st) return st;
+    const int64_t total = s->n * s->row;
+    cua_cpu_default_config(cfg, total);
+    if (total == 0) return 0;
+    fixed_state f;
+    st = fixed_begin(&f, out, idx, vals, s, cfg, cua_cpu_team(cfg, total, cfg->blocks));
+    if (st) return st;
+    const int team = f.copies;
+    cfg->used_team = team;
+#pragma omp parallel num_threads(team)
+    {
+        const int t = omp_get_thread_num();
+        uint64_t *mine = f.acc + (size_t)t * (size_t)(f.cells * f.words);
+        unsigned *my_flags = f.flags + (size_t)t * (size_t)f.cells;
+        int64_t lo_u, hi_u;
+        cua_cpu_share(total, team, t, &lo_u, &hi_u);
+        CUA_CPU_PIECES(cfg, lo_u, hi_u, a, b)
+        for (int64_t i = a; i < b; i++) {
+            const update u = update_at(idx, vals, s, i);
+            fixed_value(mine + u.e, f.cells, f.words, &my_flags[u.e], u.v.d, f.lo, f.negzero, 0);
+        }
+    }
+    if (cfg->interrupted) {
+        free(f.acc);
+        free(f.flags);
+        return CUA_EINTR;
+    }
+    fixed_end(&f, out, s->dtype, team);
+    return 0;
+}
+
 static int fits_any(const cua_scatter *s, cua_launch *cfg)
 {
     (void)s;
@@ -601,5 +644,8 @@ static const cua_scatter_row at_rows[] = {
     {{"exact", 5, "float add/subtract in one fixed-point integer accumulator per element, words added with atomic fetch_add: the GPU's bits",
       CUA_F_DETERMINISTIC | CUA_F_EXACT},
      at_exact, exact_fits},
+    {{"exact_private", 6, "exact's accumulators private to each OS thread (plain adds), summed word by word and rounded once",
+      CUA_F_DETERMINISTIC | CUA_F_EXACT},
+     at_exact_private, exact_private_fits},
 };
 const cua_ladder cua_cpu_at_ladder = CUA_LADDER(at_rows);
