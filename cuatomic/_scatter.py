@@ -139,6 +139,8 @@ def _host_index(part, axis, size):
         arr = np.asarray(part)
     except (TypeError, ValueError, OverflowError) as e:
         raise type(e)(f"indices: {e}") from None
+    if arr.size == 0 and arr.dtype.kind == "f" and not isinstance(part, np.ndarray):
+        arr = arr.astype(np.int64)  # [] reads as float64; NumPy takes it as no indices
     if arr.dtype.kind == "b":
         raise TypeError("indices must be integers, not booleans: pass np.flatnonzero(mask) for a mask")
     if arr.dtype.kind not in "iu":
@@ -155,6 +157,10 @@ def indices_for(indices, shape, backend, stream):
         raise TypeError("indices must be integer arrays (or a tuple of them); slices, Ellipsis and None are not "
                         "taken: pass np.arange(...) for a slice")
     parts = indices if isinstance(indices, tuple) else (indices,)
+    if not parts:  # (): the whole of `a` is one row, updated once
+        ix.x, ix.n, ix.shape, ix.m, ix.row = np.zeros(1, np.int64), 1, (), 1, math.prod(shape)
+        ix.id, ix.keep = dtype_id(np.dtype(np.int64)), None
+        return ix
     if len(parts) > len(shape):
         raise IndexError(f"too many indices for array: array is {len(shape)}-dimensional, but {len(parts)} were "
                          "indexed")
@@ -226,6 +232,9 @@ def values_for(b, dt, shape, row_shape, device_ok, backend, stream, name):
     if rt.kind not in "biufc" or (np.ndim(given) and np.asarray(given).dtype.kind not in "biufc"):
         raise TypeError(f"b: ufunc '{name}' did not contain a loop with signature matching types "
                         f"({dt!r}, {np.asarray(given).dtype!r})")
+    if dt.kind == "b" and rt.kind != "b":
+        raise TypeError(f"b: {rt} values into a bool array: NumPy computes {name} in {rt} and casts the result "
+                        "to bool, which no atomic on bools can; pass bool values, or update an integer array")
     if dt.kind in "biu" and rt.kind not in "biu":
         raise TypeError(f"b: {rt} values into {dt} elements: NumPy's {name}.at computes each update in {rt} and "
                         f"truncates, which no atomic can; cast b to a's dtype first (b.astype(a.dtype))")
@@ -242,9 +251,11 @@ def values_for(b, dt, shape, row_shape, device_ok, backend, stream, name):
             raise TypeError(f"b: {name}.at of {dt} elements with values outside [{lo}, {hi}]: NumPy compares in "
                             f"{rt} and wraps the result; cast b to a's dtype first (b.astype(a.dtype))")
     try:
-        np.broadcast_shapes(vals.shape, full)
+        fits = np.broadcast_shapes(vals.shape, full) == full
     except ValueError:
-        raise ValueError(f"b of shape {vals.shape} cannot be broadcast to the updates' shape {full}") from None
+        fits = False
+    if not fits:
+        raise ValueError(f"b of shape {vals.shape} cannot be broadcast to the updates' shape {full}")
     if vals.size == 1:
         return np.ascontiguousarray(vals.reshape(1)), 1, 0, 0
     vk, vj = _strides_of(vals.shape, full, shape, row_shape, n, row)
@@ -365,18 +376,15 @@ class _Call:
             raise TypeError("second operand needed for ufunc (b=None)")
         self.target = _Target(a, be, s)
         self.core, self.negate = core_op(name, self.target.dtype)
-        if not self.target.shape:
-            if not (isinstance(indices, tuple) and not indices):
-                raise IndexError("too many indices for array: array is 0-dimensional, but 1 were indexed")
-            ix = self.ix = _Indices()
-            ix.x, ix.id, ix.n, ix.shape, ix.m, ix.row, ix.keep = np.zeros(1, np.int64), \
-                dtype_id(np.dtype(np.int64)), 1, (), 1, 1, None
-        else:
-            self.ix = indices_for(indices, self.target.shape, be, s)
+        self.ix = indices_for(indices, self.target.shape, be, s)
         row_shape = self.target.shape[len(indices) if isinstance(indices, tuple) else 1:]
         self.vals, self.nvals, self.vk, self.vj = values_for(b, self.target.dtype, self.ix.shape, row_shape,
                                                              self.target.device or be == "cuda", be, s, name)
         self.did = dtype_id(self.target.dtype)
+        # Indices or values in a's own memory would change under the update (and an index
+        # changed after the check could write anywhere): the core reads copies of them.
+        self.ix.x = _apart(self.ix.x, self.ix.n * np.dtype(_C.DTYPES[self.ix.id]).itemsize, self.ix.shape, self.target)
+        self.vals = _apart(self.vals, self.nvals * self.target.dtype.itemsize, (self.nvals,), self.target)
 
     def require(self):
         """auto's requirement: a deterministic rung for float add and subtract."""
@@ -384,6 +392,21 @@ class _Call:
 
     def fits(self, be, nb, nt):
         return lambda r: rung_fits(be, r, self.ix.m, self.ix.row, self.ix.n, self.did, self.core, self.negate, nb, nt)
+
+
+def _apart(x, nbytes, shape, target):
+    """x (an ndarray or a device pointer of `nbytes`), or a copy of it where
+    it overlaps the memory of `target`."""
+    if isinstance(x, np.ndarray):
+        return x.copy() if isinstance(target.x, np.ndarray) and np.shares_memory(x, target.x) else x
+    if not target.device or not nbytes:
+        return x
+    start, end = target.x, target.x + math.prod(target.shape) * target.dtype.itemsize
+    if x < end and start < x + nbytes:
+        copy = DeviceArray._copy_of(x, (nbytes,), np.dtype(np.uint8))
+        target.keep = (target.keep, copy)  # alive until the call returns
+        return copy.ptr
+    return x
 
 
 def explain(backend, a=None, indices=None, b=None, ufunc="add", *, blocks=None, threads=None, stream=0):
@@ -471,7 +494,10 @@ def reduceat(a, indices, op="add", *, method="auto", backend=None, blocks=None, 
     dtype_id(arr.dtype, "a")
     if arr.ndim != 1:
         raise ValueError(f"reduceat takes a 1-D array a (got {arr.ndim}-D)")
-    idx = _host_index(indices, 0, arr.size).reshape(-1).astype(np.int64)
+    idx = _host_index(indices, 0, arr.size)
+    if idx.ndim != 1:
+        raise ValueError(f"reduceat takes 1-D indices (got {idx.ndim}-D)")
+    idx = idx.astype(np.int64)
     bad = (idx < 0) | (idx >= arr.size)
     if bad.any():
         raise IndexError(f"index {int(idx[bad][0])} out-of-bounds in {name}.reduceat [0, {arr.size}) (indices)")

@@ -742,6 +742,8 @@ def _at_indices_check(v):
         a = np.asarray(v)
     except ValueError:
         return ValueError
+    if a.size == 0:
+        return None  # no updates (an empty list reads as float64: NumPy takes it too)
     if a.dtype.kind == "b":
         return TypeError
     if a.dtype.kind not in "iu":

@@ -261,7 +261,7 @@ def test_shared_refuses_an_output_that_does_not_fit(backend):
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_values_are_cast_as_numpy_casts_them(backend):
     for a0, b in [(np.zeros(3, np.int8), 300), (np.zeros(3, np.int8), np.array([300, 1, 2], np.int16)),
-                  (np.zeros(3, np.uint8), -1), (np.zeros(3, bool), 2), (np.zeros(3, np.float32), np.float64(0.1)),
+                  (np.zeros(3, np.uint8), -1), (np.zeros(3, bool), True), (np.zeros(3, np.float32), np.float64(0.1)),
                   (np.zeros(3, np.int8), np.array([127, 127, 127], np.int8))]:
         got, ref = a0.copy(), a0.copy()
         cuatomic.at(got, [0, 1, 1], b, backend=backend)
@@ -330,3 +330,44 @@ def test_device_arrays_are_updated_in_place():
             x = mod.tensor(a0, device="cuda")
             cuatomic.at(x, mod.tensor(idx, device="cuda"), mod.tensor(b, device="cuda"))
             assert x.cpu().numpy().tobytes() == ref.tobytes()
+
+
+@pytest.mark.parametrize("backend,method", rungs())
+def test_indices_and_values_in_a_s_own_memory(backend, method):
+    """NumPy reads indices and values before it writes: so does at, from
+    copies, where they share a's memory (an index changed by the update
+    would otherwise be read after the check)."""
+    if _backend.rung("at", backend, method).flags & _C.F_EXACT:
+        a, ref = np.array([1.0, 0.0, 0.0, 0.0]), np.array([1.0, 0.0, 0.0, 0.0])
+        cuatomic.at(a, [0, 1, 1], a[1:], method=method, backend=backend)
+        np.add.at(ref, [0, 1, 1], ref[1:].copy())
+        np.testing.assert_array_equal(a, ref)
+        return
+    buf = np.zeros(8, np.int64)
+    a = buf[:4]
+    a[:] = [1, 0, 0, 0]
+    cuatomic.at(a, a, 5, method=method, backend=backend, blocks=1, threads=1)
+    np.testing.assert_array_equal(buf, [16, 5, 0, 0, 0, 0, 0, 0])
+    a = np.array([3, 1, 2, 0], np.int64)
+    ref = a.copy()
+    cuatomic.at(a, [0, 1, 1, 3], a, method=method, backend=backend)
+    np.add.at(ref, [0, 1, 1, 3], ref.copy())
+    np.testing.assert_array_equal(a, ref)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_empty_and_whole_array_indices(backend):
+    a = np.arange(6.0).reshape(3, 2)
+    for ix, b in [([], 1.0), ((), 1.5), ((), np.array([1.0, 2.0]))]:
+        got, ref = a.copy(), a.copy()
+        cuatomic.at(got, ix, b, backend=backend)
+        np.add.at(ref, ix, b)
+        np.testing.assert_array_equal(got, ref)
+    np.testing.assert_array_equal(cuatomic.reduceat(np.arange(8.0), [], backend=backend),
+                                  np.add.reduceat(np.arange(8.0), np.array([], np.intp)))
+    with pytest.raises(ValueError, match="broadcast"):
+        cuatomic.at(np.zeros(3), [0, 1], np.ones((1, 1)), backend=backend)  # NumPy: not broadcastable
+    with pytest.raises(ValueError, match="1-D indices"):
+        cuatomic.reduceat(np.ones(4), [[0, 1]], backend=backend)
+    with pytest.raises(TypeError, match="bool"):
+        cuatomic.at(np.array([True, False]), [0], -1, backend=backend)  # NumPy adds in int64: True + -1 is False

@@ -3,7 +3,7 @@ rung of the ``at`` ladder beside the peers (PyTorch ``index_add_`` with and
 without ``use_deterministic_algorithms``, CuPy ``add.at``,
 ``torch.bincount(weights)``), whole calls on device arrays.
 
-    python -m cuatomic bench scatter [--quick] [--out FILE.json]
+    python -m cuatomic bench scatter [--quick] [--extra] [--only TEXT] [--out FILE.json]
 
 Every row is validated before it is timed: its result against a float64
 reference within the error any order of float32 additions may make, and
@@ -60,7 +60,7 @@ def _reference(a0, idx, b, row):
     return ref.reshape(a0.shape), bound.reshape(a0.shape)
 
 
-def _systems(a0, idx, b, row):
+def _systems(a0, idx, b, row, op="add"):
     """name -> (start() -> a fresh output, run(out), read(out) -> host array)."""
     systems = {}
     m = a0.shape[0]
@@ -68,13 +68,15 @@ def _systems(a0, idx, b, row):
     for r in _backend.table("at", "cuda"):
         if r.name == "cas" and m <= 10**4:
             continue  # every update queued on a few words, each retried: minutes
-        if rung_fits("cuda", r, m, row, idx.size, dtype_id(a0.dtype), _C.REDUCE_OPS.index("add"), False):
+        if rung_fits("cuda", r, m, row, idx.size, dtype_id(a0.dtype), _C.REDUCE_OPS.index(op), False):
             continue  # the rung's limits (shared: the output must fit a block's shared memory)
         systems[f"cuatomic {r.name}"] = (lambda: DeviceArray.from_host(a0),
-                                         lambda out, name=r.name: at(out, didx, db, method=name),
+                                         lambda out, name=r.name: at(out, didx, db, op, method=name),
                                          lambda out: out.copy_to_host())
-    systems["cuatomic auto"] = (lambda: DeviceArray.from_host(a0), lambda out: at(out, didx, db),
+    systems["cuatomic auto"] = (lambda: DeviceArray.from_host(a0), lambda out: at(out, didx, db, op),
                                 lambda out: out.copy_to_host())
+    if op != "add":
+        return systems | _reduce_peers(a0, idx, b, op)
     try:
         import torch
         if torch.cuda.is_available():
@@ -110,16 +112,67 @@ def _systems(a0, idx, b, row):
     return systems
 
 
-def run(cases=CASES, repeat=20, seed=0, dtype=np.float32):
+# The other element types and ops (no target: shown beside the peers).
+EXTRA = [  # (label, outputs, distribution, updates, row length, dtype, op)
+    ("float64, m = 10^6, uniform", 10**6, "uniform", N, 1, np.float64, "add"),
+    ("int32, m = 10^6, uniform", 10**6, "uniform", N, 1, np.int32, "add"),
+    ("int64, m = 10^6, uniform", 10**6, "uniform", N, 1, np.int64, "add"),
+    ("float32 maximum, m = 10^6, uniform", 10**6, "uniform", N, 1, np.float32, "maximum"),
+    ("float32 minimum, m = 100, uniform", 100, "uniform", N, 1, np.float32, "minimum"),
+]
+
+
+def _values(rng, shape, dtype):
+    if np.dtype(dtype).kind == "f":
+        return rng.standard_normal(shape).astype(dtype)
+    return rng.integers(-1000, 1000, shape).astype(dtype)
+
+
+def _reduce_peers(a0, idx, b, op):
+    """The peers of minimum.at / maximum.at: torch scatter_reduce_ (amin,
+    amax), CuPy's ufunc.at."""
+    systems = {}
+    try:
+        import torch
+        if torch.cuda.is_available():
+            ti, tb = torch.as_tensor(idx, device="cuda"), torch.as_tensor(b, device="cuda")
+            how = {"minimum": "amin", "maximum": "amax"}[op]
+            systems[f"torch scatter_reduce_ {how}"] = (
+                lambda: torch.as_tensor(a0, device="cuda").clone(),
+                lambda out: out.scatter_reduce_(0, ti, tb, reduce=how), lambda out: out.cpu().numpy())
+    except ImportError:
+        pass
+    try:
+        import cupy as cp
+        ci, cb = cp.asarray(idx), cp.asarray(b)
+        systems[f"cupy {op}.at"] = (lambda: cp.asarray(a0), lambda out: getattr(cp, op).at(out, ci, cb),
+                                    lambda out: cp.asnumpy(out))
+    except (ImportError, AttributeError):
+        pass
+    return systems
+
+
+def run(cases=CASES, repeat=20, seed=0, dtype=np.float32, out=None):
+    """Validate, then time, every system on every case; `out` (a path): the
+    rows so far are written there after each one."""
     rng = np.random.default_rng(seed)
     rows = []
-    for label, m, kind, n, row in cases:
+    for case in cases:
+        label, m, kind, n, row = case[:5]
+        dt, op = (case[5], case[6]) if len(case) > 5 else (dtype, "add")
         idx = make_indices(m, n, kind, rng)
         shape_b = (n,) if row == 1 else (n, row)
-        b = rng.standard_normal(shape_b).astype(dtype)
-        a0 = np.zeros((m,) if row == 1 else (m, row), dtype)
-        ref, bound = _reference(a0, idx, b, row)
-        for system, (start, fn, read) in _systems(a0, idx, b, row).items():
+        b = _values(rng, shape_b, dt)
+        a0 = np.zeros((m,) if row == 1 else (m, row), dt)
+        if op == "add":
+            ref, bound = _reference(a0, idx, b, row)
+            if np.dtype(dt).kind != "f":
+                bound = np.zeros_like(bound)  # integers: exact
+        else:
+            ref = a0.copy()
+            getattr(np, op).at(ref, idx, b)
+            bound = np.zeros(ref.shape)
+        for system, (start, fn, read) in _systems(a0, idx, b, row, op).items():
             results, ok = set(), True
             for _ in range(3):
                 out = start()
@@ -134,10 +187,13 @@ def run(cases=CASES, repeat=20, seed=0, dtype=np.float32):
             reps = repeat if first < 0.2 else 3
             times = call_times(lambda: fn(out), reps, warmup=1 if first > 0.2 else 3)
             rows.append({"case": label, "system": system, "ms": statistics.median(times), "repeat": reps,
-                         "valid": ok, "distinct_results_in_3": len(results), "dtype": np.dtype(dtype).name,
+                         "valid": ok, "distinct_results_in_3": len(results), "dtype": np.dtype(dt).name, "op": op,
                          "updates": n * row, "outputs": m * row})
             print(f"{label:52s} {system:34s} {rows[-1]['ms']:10.3f} ms  valid={ok} distinct={len(results)}",
                   flush=True)
+            if out:
+                with open(out, "w") as f:
+                    json.dump({"environment": environment("cuda"), "rows": rows}, f, indent=1)
     return rows
 
 
@@ -164,6 +220,8 @@ def main(argv=None):
     p.add_argument("--quick", action="store_true", help="2^20 updates, 3 repeats: a smoke run")
     p.add_argument("--out", help="write the rows and the environment to this JSON file")
     p.add_argument("--dtype", default="float32", choices=["float32", "float64"])
+    p.add_argument("--extra", action="store_true", help="also float64, int32, int64 and minimum/maximum rows")
+    p.add_argument("--only", help="only the cases whose label contains this text")
     args = p.parse_args(argv)
     if _backend.usable()[0] != "cuda":
         print("bench scatter needs the cuda backend", file=sys.stderr)
@@ -172,11 +230,12 @@ def main(argv=None):
     if args.quick:
         cases = [(label, min(m, 1 << 20), kind, 1 << 20 if row == 1 else 1 << 12, row)
                  for label, m, kind, n, row in CASES]
-    rows = run(cases, repeat=3 if args.quick else 20, dtype=np.dtype(args.dtype))
+    if args.extra:
+        cases = list(cases) + EXTRA
+    if args.only:
+        cases = [c for c in cases if args.only in c[0]]
+    rows = run(cases, repeat=3 if args.quick else 20, dtype=np.dtype(args.dtype), out=args.out)
     print(markdown(rows))
-    if args.out:
-        with open(args.out, "w") as f:
-            json.dump({"environment": environment("cuda"), "rows": rows}, f, indent=1)
     return 0 if all(r["valid"] for r in rows) else 1
 
 
