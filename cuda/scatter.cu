@@ -859,14 +859,25 @@ static int private_fits(const cua_scatter *s, cua_launch *cfg)
 template <class T>
 static int at_exact_private(T *out, const void *idx, const T *vals, const cua_scatter *s, cua_launch *cfg)
 {
-    // Two blocks per SM by default: each block pays for starting and
-    // merging its accumulators, so more blocks would only add merges.
-    int st = cua_grid_config(cfg, s->n * s->row, CUA_DEFAULT_THREADS, 2);
-    if (st || s->n * s->row == 0) return st;
+    const int64_t total = s->n * s->row;
+    if (total == 0) return cua_grid_config(cfg, total, CUA_DEFAULT_THREADS, 1);
     return fixed_point_run(out, vals, s, cfg, [&](const Window &w, int words, u64 *acc, unsigned *flags) -> int {
         int slots, direct;
         size_t smem;
         private_plan(s->m * s->row, words, &slots, &direct, &smem);
+        // By default as many blocks as can be resident (the slots' size,
+        // known only now, decides how many): each block pays for starting
+        // and merging its slots, so more would only add merges, and fewer
+        // leave the SMs too few warps to hide the atomics' latency.
+        int64_t resident = 0;
+        int st = cua_max_resident_blocks(at_fixed_private_kernel<T>, cfg->threads > 0 ? cfg->threads
+                                                                                      : CUA_DEFAULT_THREADS,
+                                         smem, &resident);
+        if (st) return st;
+        int sms;
+        st = cua_sm_count(&sms);
+        if (!st) st = cua_grid_config(cfg, total, CUA_DEFAULT_THREADS, (int)(resident / sms > 0 ? resident / sms : 1));
+        if (st) return st;
         at_fixed_private_kernel<<<(unsigned)cfg->blocks, cfg->threads, smem, cua_stream(cfg)>>>(
             idx, vals, *s, w.lo, words, w.negzero, acc, flags, slots, direct);
         CUA_CHECK_LAUNCH();

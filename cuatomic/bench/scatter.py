@@ -96,7 +96,7 @@ def _systems(a0, idx, b, row, op="add", contended=False):
             read = lambda out: out.cpu().numpy()  # noqa: E731
             systems["torch index_add_"] = (fresh, index_add, read)
             systems["torch index_add_ deterministic"] = (fresh, deterministic, read)
-            if row == 1:
+            if row == 1 and a0.dtype.kind == "f":
                 def bincount(out):
                     out += torch.bincount(ti, weights=tb, minlength=m)
                 systems["torch bincount(weights)"] = (fresh, bincount, read)
