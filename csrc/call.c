@@ -158,9 +158,9 @@ static size_t slot_round(size_t nbytes) { return (nbytes + SLOT_ALIGN - 1) / SLO
 /* The slot's flag, lowered, as the kernel may raise it. */
 static void slot_flag(cua_slot *sl, cua_launch *cfg)
 {
-    cfg->result_flag_host = (volatile unsigned *)(sl->host + SLOT_FLAG_OFFSET);
-    cfg->result_flag = (unsigned *)(sl->device + SLOT_FLAG_OFFSET);
-    *cfg->result_flag_host = 0;
+    cfg->result.flag_host = (volatile unsigned *)(sl->host + SLOT_FLAG_OFFSET);
+    cfg->result.flag = (unsigned *)(sl->device + SLOT_FLAG_OFFSET);
+    *cfg->result.flag_host = 0;
 }
 
 void cua_slot_take(int backend, cua_slot *sl)
@@ -194,7 +194,7 @@ void cua_slot_inputs(cua_slot *sl, cua_input *a, cua_input *b)
 void *cua_slot_result(cua_slot *sl, cua_launch *cfg, void *fallback)
 {
     if (sl->id < 0) return fallback;
-    cfg->result_device = sl->device + SLOT_RESULT_OFFSET;
+    cfg->result.device = sl->device + SLOT_RESULT_OFFSET;
     slot_flag(sl, cfg);
     return sl->host + SLOT_RESULT_OFFSET;
 }
@@ -202,7 +202,7 @@ void *cua_slot_result(cua_slot *sl, cua_launch *cfg, void *fallback)
 void *cua_slot_output(cua_slot *sl, size_t nbytes, cua_launch *cfg, void *fallback)
 {
     if (sl->id < 0 || nbytes > SLOT_RESULT_OFFSET) return fallback;
-    cfg->result_device = sl->device;
+    cfg->result.device = sl->device;
     slot_flag(sl, cfg);
     return sl->host;
 }

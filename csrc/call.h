@@ -41,7 +41,7 @@ void cua_device_free(void *ptr, void *stream);
 int cua_copy_to_host(void *dst, const void *src, size_t nbytes, void *stream);
 /* The result route of a launcher that left `nbytes` of results in `dev`
  * (cua_cuda_deliver): on CUDA the one wait, and the results to the call
- * slot (cfg->result_device), or copied to `host` when it is not NULL; on
+ * slot (cfg->result.device), or copied to `host` when it is not NULL; on
  * the CPU nothing (the launcher wrote them where they belong). */
 int cua_deliver(int backend, const void *dev, size_t nbytes, void *host, cua_launch *cfg);
 /* Device to device on `stream` (a source on another GPU: a peer copy), waited for. */
@@ -59,7 +59,7 @@ int cua_launch_config(long long blocks, int threads, void *stream, cua_launch *c
  * inputs that fit are copied in and read by the kernel over the bus, and
  * the result comes back in the slot's last CUA_SLOT_RESULT_BYTES, so a small
  * call needs no copy in either direction. The last word of those is the
- * result flag (cua_launch.result_flag), lowered when the slot is handed out
+ * result flag (cua_launch.result.flag), lowered when the slot is handed out
  * as a result. id < 0: no slot (CPU, or none free), the ordinary path runs. */
 #define CUA_SLOT_RESULT_BYTES 64
 typedef struct {
@@ -71,8 +71,8 @@ void cua_slot_inputs(cua_slot *sl, cua_input *a, cua_input *b);
 /* Where the backend writes the result: the slot, else `fallback`. */
 void *cua_slot_result(cua_slot *sl, cua_launch *cfg, void *fallback);
 /* The slot as the output of a call that put no inputs in it: its host side
- * for `nbytes` of results (up to the result region), with cfg->result_device
- * its device alias (a launcher that honours result_device writes there);
+ * for `nbytes` of results (up to the result region), with cfg->result.device
+ * its device alias (a launcher that honours result.device writes there);
  * `fallback` when there is no slot or nbytes does not fit. */
 void *cua_slot_output(cua_slot *sl, size_t nbytes, cua_launch *cfg, void *fallback);
 void cua_slot_give(cua_slot *sl);

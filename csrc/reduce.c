@@ -97,7 +97,7 @@ static int reduce_chunk(const void *const *dev, int64_t m, cua_launch *cfg, void
         return st;
     }
     uint64_t part[2] = {0, 0};
-    cfg->pair = c->pair;
+    cfg->result.pair = c->pair;
     int st = c->two ? c->two(dev[0], dev[1], m, c->dtype, c->acc, part, cfg)
                     : c->one(dev[0], m, c->dtype, c->acc, part, cfg);
     if (!st) chunk_combine(c, part);

@@ -28,7 +28,7 @@ static int fold_chunk(const void *const *dev, int64_t m, cua_launch *cfg, void *
 {
     fold_ctx *c = vctx;
     uint64_t part[2] = {0, 0};
-    cfg->pair = c->pair;
+    cfg->result.pair = c->pair;
     int st = c->run(dev[0], m, c->dtype, c->op, part, cfg);
     if (st) return st;
     if (c->pair) {

@@ -113,11 +113,11 @@ static inline int cua_wait(cua_launch *cfg)
 {
     return cua_wait(cfg, [] {});
 }
-// The wait of a launcher whose kernel raised cfg->result_flag (when the
-// caller gave one) after writing the result into cfg->result_device.
+// The wait of a launcher whose kernel raised cfg->result.flag (when the
+// caller gave one) after writing the result into cfg->result.device.
 static inline int cua_wait_result(cua_launch *cfg)
 {
-    return cua_wait(cfg, [] {}, cfg->result_flag ? cfg->result_flag_host : nullptr);
+    return cua_wait(cfg, [] {}, cfg->result.flag ? cfg->result.flag_host : nullptr);
 }
 
 // A kernel's last word on a result it wrote into mapped host memory: raise

@@ -143,6 +143,37 @@ enum cua_flags {
                                     * order: an error that grows with log n */
 };
 
+/* How the caller wants a scalar result (sum, dot, prod, reduce; filter's
+ * count) written, beside the host `result` every launcher of those ops
+ * fills: the result route's part that reaches a launcher. Every field is
+ * optional for the launcher -- one that ignores `device` and `flag` is
+ * correct, since the caller reads the host result after the launcher's
+ * wait -- except `pair`, the format a CUA_F_WIDE rung must write. The glue
+ * fills it (csrc/call.c: cua_slot_result, cua_slot_output). The histogram
+ * launchers never read it: the result route after them does (cua_deliver,
+ * cuda/route.cu). */
+typedef struct {
+    /* Non-NULL: a device-writable alias of the host `result` (a call slot's
+     * page-locked, mapped memory). A launcher may write the result there
+     * from its kernel and skip the copy back; it must still wait for the
+     * stream, or for the flag below. */
+    void *device;
+    /* With `device`: a word of the same mapped memory, zeroed by the
+     * caller, as the device writes it (`flag`) and as the host reads it
+     * (`flag_host`). A launcher whose kernel writes the result into
+     * `device` may also raise the flag after it (cua_raise_flag) and wait
+     * for the flag instead of the stream (cua_wait_result): the host sees
+     * the flag about a microsecond before the stream reports done. */
+    unsigned *flag;
+    volatile unsigned *flag_host;
+    /* Nonzero: a CUA_F_WIDE rung with a CUA_ACC_FLOAT64 result writes its
+     * compensated pair unrounded -- the value, then the summed rounding
+     * errors: 16 bytes -- so that partial results (the chunks of a host
+     * array streamed to the GPU) combine without losing what one rounding
+     * would drop. */
+    int pair;
+} cua_result;
+
 /* Launch configuration. blocks/threads <= 0 mean "the method's default".
  * On return the launcher has written what actually ran into used_*.
  * A launcher that refuses a configuration writes why into msg. */
@@ -150,19 +181,6 @@ typedef struct {
     int64_t blocks;
     int threads;
     void *stream;           /* cudaStream_t on CUDA; ignored on the CPU */
-    /* Non-NULL: a device-writable alias of the host `result` (page-locked,
-     * mapped memory). A launcher may write the result there from its kernel
-     * and skip the copy back; it must still wait for the stream, or for
-     * the result flag below. */
-    void *result_device;
-    /* With result_device: a word of the same mapped memory, zeroed by the
-     * caller, as the device writes it (result_flag) and as the host reads it
-     * (result_flag_host). A launcher whose kernel writes the result into
-     * result_device may also raise the flag after it (cua_raise_flag) and
-     * wait for the flag instead of the stream (cua_wait_result): the host
-     * sees the flag about a microsecond before the stream reports done. */
-    unsigned *result_flag;
-    volatile unsigned *result_flag_host;
     int64_t used_blocks;
     int used_threads;
     /* The CPU backend: the OS threads (OpenMP team) that ran the launch,
@@ -176,12 +194,9 @@ typedef struct {
      * CUA_EINTR. poll() itself records why (a pending Python exception). */
     int (*poll)(void);
     int interrupted;
-    /* Nonzero: a CUA_F_WIDE rung with a CUA_ACC_FLOAT64 result writes its
-     * compensated pair unrounded -- the value, then the summed rounding
-     * errors: 16 bytes -- so that partial results (the chunks of a host
-     * array streamed to the GPU) combine without losing what one rounding
-     * would drop. */
-    int pair;
+    /* The scalar result's route (cua_result): zeroed by cua_launch_config,
+     * filled by the glue where a call slot is free. */
+    cua_result result;
 } cua_launch;
 
 /* Histogram bins. The bin of x is the largest b in [0, nbins) with
@@ -236,7 +251,7 @@ typedef int (*cua_whist_fn)(const void *x, const void *w, int64_t n, int dtype, 
                             const cua_bins *bins, void *sums, cua_launch *cfg);
 /* filter: the kept elements into `out` (device memory on CUDA), in input
  * order unless the rung is unordered, and their number into *count (host
- * memory; with cfg->result_device, that is *count's device side). */
+ * memory; with cfg->result.device, that is *count's device side). */
 typedef int (*cua_filter_fn)(const void *x, int64_t n, int dtype,
                              const cua_pred *pred, void *out, int64_t *count,
                              cua_launch *cfg);

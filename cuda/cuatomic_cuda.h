@@ -34,7 +34,7 @@ const cua_ladder *cua_cuda_ladder(int op);
 
 /* The result route (route.cu): `nbytes` of results that a launcher queued
  * into device memory `dev`, delivered -- to the call slot when
- * cfg->result_device is set (nbytes a multiple of 8), else copied to `host`
+ * cfg->result.device is set (nbytes a multiple of 8), else copied to `host`
  * (NULL: they stay on the device) -- after the call's one wait, which
  * answers Ctrl-C. */
 int cua_cuda_deliver(const void *dev, size_t nbytes, void *host, cua_launch *cfg);

@@ -613,12 +613,12 @@ __global__ __launch_bounds__(PIPE_THREADS) void filter_pipelined_kernel(
 
 // The end of every launch: the launch checked, the number of kept
 // elements copied to the host, the one wait. A kernel given the caller's
-// mapped result (cfg->result_device, the device side of *count) as `kept`
+// mapped result (cfg->result.device, the device side of *count) as `kept`
 // has written the count there itself: only the wait is left.
 static int filter_finish(const u64 *kept, int64_t *count, cua_launch *cfg)
 {
     CUA_CHECK_LAUNCH();
-    if (kept == cfg->result_device) {
+    if (kept == cfg->result.device) {
         CUA_WAIT(cfg);
         return 0;
     }
@@ -741,7 +741,7 @@ static int look_back(lookback_kernel<T> kernel, int threads, int64_t tile_size, 
     const size_t bytes = 16 + (size_t)ntiles * sizeof(u64);
     cua_scratch scratch;
     CUA_CHECK(scratch.get(bytes, s));
-    u64 *total = cfg->result_device ? (u64 *)cfg->result_device : (u64 *)scratch.ptr;
+    u64 *total = cfg->result.device ? (u64 *)cfg->result.device : (u64 *)scratch.ptr;
     unsigned *counter = (unsigned *)((char *)scratch.ptr + 8);
     u64 *status = (u64 *)((char *)scratch.ptr + 16);
     CUA_CHECK(cudaMemsetAsync(scratch.ptr, 0, bytes, s));

@@ -532,7 +532,7 @@ static int fold_vector(const T *x, int64_t n, void *result, cua_launch *cfg)
     cfg->used_threads = threads;
     if (n == 0) return empty_fold<OP, T>(result, cfg);
     const unsigned blocks = (unsigned)cfg->blocks;
-    K *out = (K *)cfg->result_device;
+    K *out = (K *)cfg->result.device;
     A *partials = nullptr;
     unsigned *ticket = nullptr;
     cua_scratch scratch;
@@ -546,14 +546,14 @@ static int fold_vector(const T *x, int64_t n, void *result, cua_launch *cfg)
     }
     kernel<<<blocks, threads, smem, s>>>(x, n, partials, ticket, out);
     CUA_CHECK_LAUNCH();
-    if (out != cfg->result_device) CUA_CHECK(cudaMemcpyAsync(result, out, sizeof(K), cudaMemcpyDeviceToHost, s));
+    if (out != cfg->result.device) CUA_CHECK(cudaMemcpyAsync(result, out, sizeof(K), cudaMemcpyDeviceToHost, s));
     CUA_WAIT(cfg);
     return 0;
 }
 
 // add is sum: the vector rung runs sum's vector kernel, which writes the
 // result in the same type (uint64 bits for integers, double for floats)
-// and the compensated pair when cfg->pair asks for it.
+// and the compensated pair when cfg->result.pair asks for it.
 template <int OP, class T>
 static int reduce_vector(const T *x, int64_t n, void *result, cua_launch *cfg)
 {

@@ -6,7 +6,7 @@
 // is queued. What happens next is not the rung's business, so it lives here
 // and runs after any such launcher:
 //
-//  - a call slot (cfg->result_device, page-locked host memory the device
+//  - a call slot (cfg->result.device, page-locked host memory the device
 //    can write): one block copies the results there after the launcher's
 //    kernels, fences at system scope and raises the slot's flag; the wait
 //    ends on the flag, about a microsecond before the stream would report
@@ -79,8 +79,8 @@ int publish(const void *dev, size_t nbytes, cua_launch *cfg)
     lc.stream = cua_stream(cfg);
     lc.attrs = attr;
     lc.numAttrs = waits ? 1 : 0;
-    CUA_CHECK(cudaLaunchKernelEx(&lc, publish_kernel, (const u64 *)dev, (u64 *)cfg->result_device,
-                                 (int64_t)(nbytes / sizeof(u64)), cfg->result_flag));
+    CUA_CHECK(cudaLaunchKernelEx(&lc, publish_kernel, (const u64 *)dev, (u64 *)cfg->result.device,
+                                 (int64_t)(nbytes / sizeof(u64)), cfg->result.flag));
     CUA_CHECK_LAUNCH();
     return 0;
 }
@@ -89,7 +89,7 @@ int publish(const void *dev, size_t nbytes, cua_launch *cfg)
 
 extern "C" int cua_cuda_deliver(const void *dev, size_t nbytes, void *host, cua_launch *cfg)
 {
-    if (cfg->result_device) {
+    if (cfg->result.device) {
         if (nbytes % sizeof(u64) != 0) return CUA_EINTERNAL;
         int st = publish(dev, nbytes, cfg);
         if (!st) st = cua_wait_result(cfg);

@@ -23,7 +23,7 @@
 //    H200).
 //  - Inputs of at most ONE_BLOCK_MAX_BYTES run as one block that writes the
 //    result itself -- into the caller's page-locked slot when there is one
-//    (cua_launch.result_device): one launch, no memset, no copy, and the
+//    (cua_launch.result.device): one launch, no memset, no copy, and the
 //    wait ends on the flag the kernel raises after the result.
 // Constraints: any pointer alignment (a scalar head and tail around the
 // 16-byte-aligned body; dot vectorizes only when both inputs share their
@@ -236,7 +236,7 @@ __device__ __forceinline__ A load_volatile(const volatile A *p) { return *p; }
 __device__ __forceinline__ Comp load_volatile(const volatile Comp *p) { return Comp{p->s, p->c}; }
 __device__ __forceinline__ Narrow load_volatile(const volatile Narrow *p) { return narrow(Comp{p->s, p->c}); }
 
-// The result, rounded once -- or, asked for the pair (cua_launch.pair) of a
+// The result, rounded once -- or, asked for the pair (cua_launch.result.pair) of a
 // compensated double lane, the value and its error term, unrounded.
 template <class Acc, class A>
 __device__ __forceinline__ void store(Acc *out, A v, bool) { *out = value(v); }
@@ -319,8 +319,8 @@ static int launch(const T *x, const T *y, int64_t n, Acc *result, cua_launch *cf
         return 0;
     }
     const unsigned blocks = (unsigned)cfg->blocks;
-    const bool pair = cfg->pair && std::is_same<A, Comp>::value;  // 16 bytes back: never the slot
-    Acc *out = pair ? nullptr : (Acc *)cfg->result_device;
+    const bool pair = cfg->result.pair && std::is_same<A, Comp>::value;  // 16 bytes back: never the slot
+    Acc *out = pair ? nullptr : (Acc *)cfg->result.device;
     A *partials = nullptr;
     unsigned *ticket = nullptr;
     cua_scratch scratch;
@@ -333,8 +333,8 @@ static int launch(const T *x, const T *y, int64_t n, Acc *result, cua_launch *cf
         if (!out) out = (Acc *)((char *)scratch.ptr + 16);
         CUA_CHECK(cudaMemsetAsync(ticket, 0, sizeof(unsigned), s));
     }
-    const bool in_slot = out == cfg->result_device;
-    kernel<<<blocks, threads, smem, s>>>(x, y, n, partials, ticket, out, pair, in_slot ? cfg->result_flag : nullptr);
+    const bool in_slot = out == cfg->result.device;
+    kernel<<<blocks, threads, smem, s>>>(x, y, n, partials, ticket, out, pair, in_slot ? cfg->result.flag : nullptr);
     CUA_CHECK_LAUNCH();
     if (!in_slot) {
         CUA_CHECK(cudaMemcpyAsync(result, out, pair ? 2 * sizeof(double) : sizeof(Acc), cudaMemcpyDeviceToHost, s));

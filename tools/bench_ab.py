@@ -1,7 +1,8 @@
 """A/B timing of whole calls on device arrays (median of 50 after 10 warm-ups,
 cuatomic.bench.measure.call_times): the rows stop 26 touched (histogram of bytes, a
 small one from the host through the call slot, filter, the 1,024-element sum, the
-exact integer sum). Run it under each build, alternating, on one machine:
+exact integer sum) and those the scalar result route reaches (stop 27: small sums,
+dots, reductions and filters whose result or input goes through a call slot). Run it under each build, alternating, on one machine:
 
     PYTHONPATH=<build> python tools/bench_ab.py <label> <histogram rung>
 
@@ -44,5 +45,11 @@ rows["filter >= 2 int32 2^28 auto"] = med(lambda: cuatomic.filter(x, ">=", 2), k
 rows["filter >= 980 int32 2^28 auto"] = med(lambda: cuatomic.filter(x, ">=", 980), k=20)
 rows["sum 1,024 int32 to host"] = med(lambda: int(cuatomic.sum(s1024)), k=200, warm=50)
 rows["sum int32 2^28 exact"] = med(lambda: cuatomic.sum(i32, method="exact"), k=10, warm=2)
+f1024 = cuatomic.to_device(rng.standard_normal(1024).astype(np.float32))
+rows["dot 1,024 float32 to host"] = med(lambda: float(cuatomic.dot(f1024, f1024)), k=200, warm=50)
+rows["reduce maximum 1,024 int32 to host"] = med(lambda: int(cuatomic.reduce(s1024, "maximum")), k=200, warm=50)
+h1000 = rng.integers(-1000, 1000, 1000, dtype=np.int32)
+rows["sum 1,000 host int32 (call slot)"] = med(lambda: int(cuatomic.sum(h1000)), k=200, warm=50)
+rows["filter >= 2 of 1,000 host int32 (call slot)"] = med(lambda: cuatomic.filter(h1000, ">=", 2), k=200, warm=50)
 for k, v in rows.items():
     print(f"{label}\t{k}\t{v:.4f} ms")

@@ -195,7 +195,7 @@ static void vector_chunk(const void *a, const void *b, int64_t lo, int64_t hi, i
 /* Shared with dot.c's `vector` rung. Integers in 16 SIMD lanes of 64 bits;
  * floats as chunk_dd computes them (CUA_F_WIDE), the chunks' values
  * and error terms added in chunk order, rounded once at the end (or, with
- * cfg->pair, written unrounded). */
+ * cfg->result.pair, written unrounded). */
 int cua_cpu_vector_reduce(const void *a, const void *b, int64_t n, int dtype, int acc, void *result,
                           cua_launch *cfg)
 {
@@ -229,7 +229,7 @@ int cua_cpu_vector_reduce(const void *a, const void *b, int64_t n, int dtype, in
         free(partials);
         free(dds);
     }
-    if (acc == CUA_ACC_FLOAT64 && cfg->pair) {
+    if (acc == CUA_ACC_FLOAT64 && cfg->result.pair) {
         memcpy(result, &dd, sizeof dd);
         return CUA_CPU_DONE(cfg);
     }
