@@ -13,8 +13,8 @@ NOTEBOOKS = sorted((pathlib.Path(__file__).resolve().parents[1] / "notebooks").g
 SHARED_TEXT = pathlib.Path(__file__).resolve().parents[2] / "shared" / "data" / "tinyshakespeare.txt"
 
 
-def test_there_are_six_notebooks():
-    assert [p.name[:2] for p in NOTEBOOKS] == ["1_", "2_", "3_", "4_", "5_", "6_"]
+def test_there_are_seven_notebooks():
+    assert [p.name[:2] for p in NOTEBOOKS] == ["1_", "2_", "3_", "4_", "5_", "6_", "7_"]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)

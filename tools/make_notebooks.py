@@ -3,19 +3,18 @@
 The notebooks narrate; the experiments live in cuatomic.figures, so a cell
 is a call and a print or a plot. Run: python tools/make_notebooks.py
 """
-import importlib.util
 import pathlib
+import re
 
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 HERE = ROOT / "notebooks"
-# The checkout's datasets.py, read without importing cuatomic (which needs the built extension).
-_spec = importlib.util.spec_from_file_location("datasets", ROOT / "cuatomic" / "datasets.py")
-datasets = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(datasets)
-SHAKESPEARE_NBYTES = datasets.SHAKESPEARE_NBYTES
+# The checkout's text size, read from datasets.py without importing cuatomic (which needs the built
+# extension, and datasets.py imports the package).
+SHAKESPEARE_NBYTES = int(re.search(r"^SHAKESPEARE_NBYTES = ([\d_]+)", (ROOT / "cuatomic" / "datasets.py").read_text(),
+                                   re.M).group(1).replace("_", ""))
 #: Copies of the text notebook 6 histograms (its text and its code say the same number).
 TILES = 64
 TEXT_MB = SHAKESPEARE_NBYTES / 1e6
@@ -48,6 +47,8 @@ NEEDS = {
                                             20),
     "5_atomics_beyond_add.ipynb": ("matplotlib", "the atomic family and a 1,000-bin weighted histogram on 2^24 "
                                    "elements, float32 errors up to 2^24, exact sums of 2^22", 35),
+    "7_scatter.ipynb": ("matplotlib (PyTorch and CuPy are measured beside it on a GPU where installed)",
+                        "2^20 updates into 1 to 2^20 outputs (uniform and Zipf), float32 sums of 2^16 updates", 20),
     "6_scaling_out.ipynb": ("dask[array] and distributed (`pip install \"cuatomic[dask]\"`)",
                             f"a local cluster of two worker processes, the text of notebook 2 tiled {TILES} times "
                             f"(about {TILES * TEXT_MB:.0f} MB from the {TEXT_MB:.1f} MB text), 2^24 float64", 30),
@@ -274,6 +275,123 @@ NOTEBOOKS = {
         ("code", "client.close()\ncluster.close()"),
     ],
 }
+
+
+NOTEBOOKS["7_scatter.ipynb"] = [
+    ("md", "# 7. Scatter: many updates into a large output\n\nThe lessons so far reduced many values into one, "
+           "or into a few bins. The atomics' everyday job is the other one: `np.add.at(a, indices, b)` -- PyTorch's "
+           "`index_add_`, JAX's `.at[].add`, embedding gradients, graph messages -- where each of many updates "
+           "names one element of a large output. This notebook shows the race on a shared output, the atomics that "
+           "fix it, the contention cliff (time against the number of outputs and their skew, for each rung of "
+           "`cuatomic.at`'s ladder), and determinism: float atomics add in the order the updates arrive, and the "
+           "exact rungs do not depend on it."),
+    ("code", SETUP),
+    ("md", "## The race on a shared output\n\n`a[indices] += 1` reads every element once and writes it once: an "
+           "index that appears twice is counted once -- the tutorial's lost update, made by NumPy's buffering "
+           "instead of threads. `np.add.at` applies every update, one after another; `cuatomic.at` applies them "
+           "from many threads at once, each with an atomic."),
+    ("code", "rng = np.random.default_rng(0)\n"
+             "indices = rng.integers(0, 10, 1000)\n"
+             "a = np.zeros(10, np.int64)\n"
+             "a[indices] += 1\n"
+             "print(\"a[indices] += 1:  \", a, \"total\", a.sum())\n"
+             "b = np.zeros(10, np.int64)\n"
+             "np.add.at(b, indices, 1)\n"
+             "print(\"np.add.at:        \", b, \"total\", b.sum())\n"
+             "c = np.zeros(10, np.int64)\n"
+             "cuatomic.add_at(c, indices, 1)\n"
+             "print(\"cuatomic.add_at:  \", c, \"total\", c.sum(), \"| ran\", cuatomic.last_launch()[\"method\"])"),
+    ("md", "## The ladder\n\nEach rung is one idea; `explain` says which one `auto` runs and why."),
+    ("code", "for name, step, summary in cuatomic.methods(\"at\"):\n"
+             "    print(f\"{step}. {name:16s} {summary}\")\n"
+             "print()\n"
+             "print(cuatomic.explain(\"at\", np.zeros(100, np.float32), indices % 100, np.ones(1000, np.float32)))"),
+    ("md", "## The contention cliff\n\n2^20 float32 updates into m outputs, uniformly (each output gets n/m "
+           "updates) and Zipf(1.2)-distributed (a few outputs get most of them). One atomic per update is fast "
+           "while the updates spread out and serializes as they crowd onto a few elements; aggregating a warp's "
+           "equal indices, privatizing the output in shared memory, and the exact rungs' integer accumulators "
+           "change where the cliff is. On a GPU, PyTorch's `index_add_` and CuPy's `add.at` are measured beside "
+           "them where installed."),
+    ("code", "n = 1 << (16 if SMALL else 20)\n"
+             "outputs = [1, 16, 256, 4096, 65536] + ([] if SMALL else [1 << 20])\n"
+             "values = rng.standard_normal(n).astype(np.float32)\n"
+             "rungs = [name for name, _, _ in cuatomic.methods(\"at\") if name != \"cas\"]\n"
+             "on_gpu = info[\"default_backend\"] == \"cuda\"\n"
+             "d_values = cuatomic.to_device(values)\n"
+             "\n"
+             "def peers(idx, m):\n"
+             "    found = {}\n"
+             "    if not on_gpu:\n"
+             "        return found\n"
+             "    try:\n"
+             "        import torch\n"
+             "        ti, tv = torch.as_tensor(idx, device=\"cuda\"), torch.as_tensor(values, device=\"cuda\")\n"
+             "        out = torch.zeros(m, device=\"cuda\")\n"
+             "        found[\"torch index_add_\"] = lambda: out.index_add_(0, ti, tv)\n"
+             "    except ImportError:\n"
+             "        pass\n"
+             "    try:\n"
+             "        import cupy as cp\n"
+             "        ci, cv, co = cp.asarray(idx), cp.asarray(values), cp.zeros(m, cp.float32)\n"
+             "        found[\"cupy add.at\"] = lambda: cp.add.at(co, ci, cv)\n"
+             "    except ImportError:\n"
+             "        pass\n"
+             "    return found\n"
+             "\n"
+             "times = {}\n"
+             "for kind in (\"uniform\", \"zipf\"):\n"
+             "    for m in outputs:\n"
+             "        idx = rng.integers(0, m, n) if kind == \"uniform\" else (rng.zipf(1.2, n) - 1) % m\n"
+             "        d_idx = cuatomic.to_device(idx)\n"
+             "        out = cuatomic.to_device(np.zeros(m, np.float32))\n"
+             "        calls = {name: (lambda name=name: cuatomic.at(out, d_idx, d_values, method=name)) for name in rungs}\n"
+             "        calls.update(peers(idx, m))\n"
+             "        for name, call in calls.items():\n"
+             "            try:\n"
+             "                t = cuatomic.benchmark(call, repeat=3, warmup=1).median\n"
+             "            except ValueError:  # the rung's limits (shared: the output must fit)\n"
+             "                continue\n"
+             "            times.setdefault((kind, name), []).append((m, t))\n"
+             "\n"
+             "fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)\n"
+             "for ax, kind in zip(axes, (\"uniform\", \"zipf\")):\n"
+             "    for (k, name), points in times.items():\n"
+             "        if k == kind:\n"
+             "            ax.plot(*zip(*points), marker=\"o\", label=name)\n"
+             "    ax.set_xscale(\"log\"); ax.set_yscale(\"log\")\n"
+             "    ax.set_xlabel(\"outputs m\"); ax.set_title(f\"{n:,} float32 updates, {kind}\")\n"
+             "axes[0].set_ylabel(\"ms per call\"); axes[1].legend(fontsize=8)\n"
+             "plt.tight_layout(); plt.show()"),
+    ("md", "## Determinism\n\nThe same float32 scatter five times from the same start. Rungs that add floats "
+           "atomically give a sum that depends on the order the updates arrive in, so the bits can change from "
+           "run to run (more so on a GPU's thousands of threads than on a CPU's few); the exact rungs sum every "
+           "element in a fixed-point integer and round once, which no order changes."),
+    ("code", "m, k = 100, 1 << 16\n"
+             "idx = rng.integers(0, m, k)\n"
+             "vals = (rng.standard_normal(k) * 10.0 ** rng.integers(-4, 4, k)).astype(np.float32)\n"
+             "d_idx, d_vals = cuatomic.to_device(idx), cuatomic.to_device(vals)\n"
+             "for name in rungs:\n"
+             "    results = set()\n"
+             "    for _ in range(5):\n"
+             "        out = cuatomic.to_device(np.zeros(m, np.float32))\n"
+             "        cuatomic.at(out, d_idx, d_vals, method=name)\n"
+             "        host = out.copy_to_host() if hasattr(out, \"copy_to_host\") else out\n"
+             "        results.add(host.tobytes())\n"
+             "    print(f\"{name:16s} {len(results)} distinct result(s) in 5 runs\")"),
+    ("md", "## Accuracy\n\nAgainst the exact sum of each element's updates (`fractions.Fraction`): NumPy's "
+           "sequential `np.add.at` rounds after every update; the exact rungs round once."),
+    ("code", "from fractions import Fraction\n"
+             "ref = np.zeros(m, np.float32)\n"
+             "np.add.at(ref, idx, vals)\n"
+             "ours = np.zeros(m, np.float32)\n"
+             "cuatomic.at(ours, idx, vals)\n"
+             "exact = [sum((Fraction(float(v)) for v in vals[idx == e]), Fraction(0)) for e in range(m)]\n"
+             "err = lambda got: [abs(Fraction(float(g)) - x) for g, x in zip(got, exact)]\n"
+             "e_np, e_ours = err(ref), err(ours)\n"
+             "print(f\"elements where NumPy's loop is off the correctly rounded sum: {sum(a > b for a, b in zip(e_np, e_ours))} of {m}\")\n"
+             "print(f\"largest error: np.add.at {float(max(e_np)):.3g}, cuatomic.at (auto) {float(max(e_ours)):.3g}\")\n"
+             "print(\"never worse than NumPy:\", all(b <= a for a, b in zip(e_np, e_ours)))"),
+]
 
 
 def main():
