@@ -64,7 +64,9 @@
 //                     scan). Each block adds its slots into the global
 //                     accumulators once. The same bits as rung 5. Costs the
 //                     slots' start and merge per block and, where hot
-//                     elements are few, a claim attempt per update. sm_70.
+//                     elements are few, a claim attempt per update (a
+//                     warp whose first updates nearly all miss the cache
+//                     stops trying). sm_70.
 //
 // The caller has checked every index (cua_cuda_scatter_check, at the end of
 // this file) before a rung runs, so a rung never writes out of bounds and a
@@ -539,15 +541,21 @@ __global__ void at_fixed_add_kernel(const void *idx, const T *vals, cua_scatter 
 // goes to the global accumulator, as in rung 5. Hot elements claim slots
 // early and keep them: their updates stay in the SM.
 constexpr unsigned long long EMPTY = ~0ull;
+constexpr int PROBE_TURNS = 8;  // a warp's turns that fill the cache, then as many that measure it
 
-__device__ __forceinline__ int slot_of(int64_t e, int slots, bool direct, unsigned long long *keys)
+// *found says whether the element already held its slot (a claim is not
+// counted: while the cache fills every first update claims).
+__device__ __forceinline__ int slot_of(int64_t e, int slots, bool direct, unsigned long long *keys, bool *found)
 {
+    *found = true;
     if (direct) return (int)e;
     const int j = (int)(((unsigned long long)e * 0x9E3779B97F4A7C15ull) >> 40) & (slots - 1);
     const unsigned long long held = keys[j];
     if (held == (unsigned long long)e) return j;
+    *found = false;
     if (held != EMPTY) return -1;
     const unsigned long long was = atomicCAS(keys + j, EMPTY, (unsigned long long)e);
+    *found = was == (unsigned long long)e;
     return was == EMPTY || was == (unsigned long long)e ? j : -1;
 }
 
@@ -574,6 +582,8 @@ __global__ void at_fixed_private_kernel(const void *idx, const T *vals, cua_scat
     const int lane = threadIdx.x & 31;
     const int64_t total = s.n * s.row, cells = s.m * s.row;
     const int64_t first = (int64_t)blockIdx.x * blockDim.x + (threadIdx.x & ~31u);
+    int tries = 0, hits = 0, turns = 0;
+    bool bypass = false;
     for (int64_t w0 = first; w0 < total; w0 += cua_grid_stride()) {
         const int64_t w = w0 + lane;
         int64_t e = -1;
@@ -609,8 +619,23 @@ __global__ void at_fixed_private_kernel(const void *idx, const T *vals, cua_scat
             if (joins && (peers & ((1u << lane) - 1u))) add = false;  // a higher lane: its group's leader adds
             if (joins && add && t0 == 0 && t1 == 0) add = false;
         }
+        // A cache that misses nearly always (updates spread over far more
+        // elements than it has slots) only adds a lookup to every update:
+        // each warp counts, over its turns PROBE_TURNS to 2 * PROBE_TURNS,
+        // the updates whose element already held its slot (by ballot, so
+        // the whole warp decides alike) and, under one in eight, sends the
+        // rest straight to the global accumulators.
+        int j = -1;
+        bool found = false;
+        if (add && !bypass) j = slot_of(e, slots, direct, keys, &found);
+        if (!direct && turns < 2 * PROBE_TURNS) {
+            if (turns >= PROBE_TURNS) {  // the first turns fill the cache: not counted
+                tries += __popc(__ballot_sync(members, add));
+                hits += __popc(__ballot_sync(members, add && found));
+            }
+            if (++turns == 2 * PROBE_TURNS) bypass = hits * 8 < tries;
+        }
         if (!add) continue;
-        const int j = slot_of(e, slots, direct, keys);
         if (j >= 0) fixed_add(mine + j, slots, words, k, t0, t1, neg);
         else fixed_add(acc + e, cells, words, k, t0, t1, neg);
     }
