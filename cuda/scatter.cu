@@ -66,7 +66,8 @@
 //                     slots' start and merge per block and, where hot
 //                     elements are few, a claim attempt per update (a
 //                     warp whose first updates nearly all miss the cache
-//                     stops trying). sm_70.
+//                     stops trying it, one whose lanes never share an
+//                     element stops matching them). sm_70.
 //
 // The caller has checked every index (cua_cuda_scatter_check, at the end of
 // this file) before a rung runs, so a rung never writes out of bounds and a
@@ -582,8 +583,8 @@ __global__ void at_fixed_private_kernel(const void *idx, const T *vals, cua_scat
     const int lane = threadIdx.x & 31;
     const int64_t total = s.n * s.row, cells = s.m * s.row;
     const int64_t first = (int64_t)blockIdx.x * blockDim.x + (threadIdx.x & ~31u);
-    int tries = 0, hits = 0, turns = 0;
-    bool bypass = false;
+    int tries = 0, hits = 0, shared = 0, turns = 0;
+    bool bypass = false, aggregate = true;
     for (int64_t w0 = first; w0 < total; w0 += cua_grid_stride()) {
         const int64_t w = w0 + lane;
         int64_t e = -1;
@@ -600,8 +601,9 @@ __global__ void at_fixed_private_kernel(const void *idx, const T *vals, cua_scat
         // two's complement integers, in a fixed tree (warp_aggregated's
         // scan): the lowest lane of each group adds the group's sum.
         const bool joins = add && k == 0;
-        const unsigned peers = __match_any_sync(members, joins ? (unsigned long long)e : ~0ull - lane);
-        if (!__all_sync(members, peers == (1u << lane))) {
+        unsigned peers = 1u << lane;
+        if (aggregate) peers = __match_any_sync(members, joins ? (unsigned long long)e : ~0ull - lane);
+        if (aggregate && !__all_sync(members, peers == (1u << lane))) {
             u64 slo = neg ? 0 - t0 : t0, shi = neg ? ~t1 + (t0 == 0) : t1;
             unsigned above = peers & ~((2u << lane) - 1u);
             int cleared = 0;
@@ -620,20 +622,26 @@ __global__ void at_fixed_private_kernel(const void *idx, const T *vals, cua_scat
             if (joins && add && t0 == 0 && t1 == 0) add = false;
         }
         // A cache that misses nearly always (updates spread over far more
-        // elements than it has slots) only adds a lookup to every update:
-        // each warp counts, over its turns PROBE_TURNS to 2 * PROBE_TURNS,
-        // the updates whose element already held its slot (by ballot, so
-        // the whole warp decides alike) and, under one in eight, sends the
-        // rest straight to the global accumulators.
+        // elements than it has slots) only adds a lookup to every update,
+        // and a match that finds no peers only its cost: each warp counts,
+        // over its turns PROBE_TURNS to 2 * PROBE_TURNS, the updates whose
+        // element already held its slot and those that had peers (by
+        // ballot, so the whole warp decides alike); under one in 32, it
+        // sends the rest straight to the global accumulators, or stops
+        // matching.
         int j = -1;
         bool found = false;
         if (add && !bypass) j = slot_of(e, slots, direct, keys, &found);
-        if (!direct && turns < 2 * PROBE_TURNS) {
+        if (turns < 2 * PROBE_TURNS) {
             if (turns >= PROBE_TURNS) {  // the first turns fill the cache: not counted
                 tries += __popc(__ballot_sync(members, add));
                 hits += __popc(__ballot_sync(members, add && found));
+                shared += __popc(__ballot_sync(members, joins && peers != (1u << lane)));
             }
-            if (++turns == 2 * PROBE_TURNS) bypass = hits * 8 < tries;
+            if (++turns == 2 * PROBE_TURNS) {
+                bypass = !direct && hits * 32 < tries;
+                aggregate = shared * 32 >= tries;
+            }
         }
         if (!add) continue;
         if (j >= 0) fixed_add(mine + j, slots, words, k, t0, t1, neg);
