@@ -157,42 +157,28 @@ def main(argv=None):
             lambda: cuatomic.histogram(d_floats, 64, (-4.0, 4.0), weights=d_weights, method=m, backend=be),
             lambda: np.histogram(floats, 64, (-4.0, 4.0), weights=weights),
             lambda a, b: np.allclose(a[0], b[0], rtol=1e-12, atol=1e-12 * n) and np.array_equal(a[1], b[1]))
-    # np.add.at: every int32 scattered into 1,000 counters (a fresh copy each call, on both sides)
+    # np.add.at: every element scattered into 1,000 outputs (a fresh copy each call, on both sides); int32
+    # results equal NumPy's, the exact rungs' float32 sums are never further from the exact sums than NumPy's
     where = (ints & 0x7FFFFFFF) % 1000
     d_where = cuatomic.to_device(where, backend=be)
-    start = np.zeros(1000, np.int32)
-    for m, _, _ in cuatomic.methods("at", be):
-        if rung("at", be, m).flags & _C.F_EXACT:
-            continue  # float add only: the int32 call would be refused by its limits
-        def scatter(m=m):
-            out = cuatomic.to_device(start.copy(), backend=be)
-            cuatomic.at(out, d_where, d_ints, method=m, backend=be)
-            return out
-
-        def numpy_at():
-            out = start.copy()
-            np.add.at(out, where, ints)
-            return out
-        run("at add int32 into 1,000", m, scatter, numpy_at, lambda a, b: np.array_equal(a, b))
     order = np.argsort(where, kind="stable")
     cuts = np.searchsorted(where[order], np.arange(1001))
     exact_at = np.array([math.fsum(floats[order[cuts[e]:cuts[e + 1]]].tolist()) for e in range(1000)])
-    for m in [r.name for r in table("at", be) if r.flags & _C.F_EXACT]:
-        fstart = np.zeros(1000, np.float32)
+    closer = lambda a, b: bool(np.all(np.abs(a.astype(np.float64) - exact_at)  # noqa: E731
+                                      <= np.abs(b.astype(np.float64) - exact_at)))
+    for dtype, values, d_values, exact_only, same in ((np.int32, ints, d_ints, False, np.array_equal),
+                                                      (np.float32, floats, d_floats, True, closer)):
+        for m in [r.name for r in table("at", be) if bool(r.flags & _C.F_EXACT) == exact_only]:
+            def scatter(m=m, dtype=dtype, d_values=d_values):
+                out = cuatomic.to_device(np.zeros(1000, dtype), backend=be)
+                cuatomic.at(out, d_where, d_values, method=m, backend=be)
+                return out
 
-        def scatter_float(m=m):
-            out = cuatomic.to_device(fstart.copy(), backend=be)
-            cuatomic.at(out, d_where, d_floats, method=m, backend=be)
-            return out
-
-        def numpy_float_at():
-            out = fstart.copy()
-            np.add.at(out, where, floats)
-            return out
-        # the correctly rounded sums: never further from the exact sums than NumPy's sequential loop
-        run("at add float32 into 1,000", m, scatter_float, numpy_float_at,
-            lambda a, b: bool(np.all(np.abs(a.astype(np.float64) - exact_at)
-                                     <= np.abs(b.astype(np.float64) - exact_at))))
+            def numpy_at(dtype=dtype, values=values):
+                out = np.zeros(1000, dtype)
+                np.add.at(out, where, values)
+                return out
+            run(f"at add {np.dtype(dtype).name} into 1,000", m, scatter, numpy_at, same)
     small = ints & 1023  # non-negative, below 1024
     d_small = cuatomic.to_device(small, backend=be)
     run("bincount int32 in [0, 1024)", "auto", lambda: cuatomic.bincount(d_small, backend=be),

@@ -49,28 +49,14 @@
 #include <type_traits>
 
 #include "common.cuh"
+#include "ops.cuh"
 #include "vector.cuh"
 
 namespace {
 
-constexpr int ADD = CUA_REDUCE_ADD, MUL = CUA_REDUCE_MULTIPLY, MIN = CUA_REDUCE_MINIMUM,
-              MAX = CUA_REDUCE_MAXIMUM, AND = CUA_REDUCE_BITWISE_AND, OR = CUA_REDUCE_BITWISE_OR,
-              XOR = CUA_REDUCE_BITWISE_XOR;
-
-template <class T>
-constexpr bool is_float = std::is_floating_point<T>::value;
-
-template <bool C, class A, class B>
-using pick = typename std::conditional<C, A, B>::type;
+using namespace cua_ops;  // the op ids, is_float, pick, atomic_int, float_pick (ops.cuh)
 
 // ------------------------------------------------------------------ cells
-
-// The integer types the atomic instructions take: int, unsigned, long long
-// and unsigned long long (int64_t is `long` on Linux, which has no
-// overloads).
-template <class T>
-using atomic_int = pick<sizeof(T) == 8, pick<std::is_signed<T>::value, long long, u64>,
-                        pick<std::is_signed<T>::value, int, unsigned>>;
 
 // What a thread folds into and the atomics act on. Bitwise ops act on the
 // bits of the sign- (or zero-) extended value, which are the extension of
@@ -83,16 +69,6 @@ using cell_t = pick<OP == ADD || OP == MUL, pick<is_float<T>, double, u64>,
 template <int OP, class T>
 using kind_t = pick<is_float<T>, double, pick<OP == ADD || OP == MUL || !std::is_signed<T>::value, u64, long long>>;
 
-// Minimum and maximum of floats in IEEE 754-2019's order: a NaN wins, and
-// -0.0 counts below +0.0, so the answer does not depend on the order the
-// elements arrive in (NumPy's own sign of a zero does).
-template <int OP, class F>
-__device__ __forceinline__ F float_pick(F a, F b)
-{
-    const bool first = OP == MIN ? a < b || (a == b && signbit(a)) : a > b || (a == b && !signbit(a));
-    return isnan(a) || first ? a : b;
-}
-
 // The op on two cells.
 template <int OP, class W>
 __device__ __forceinline__ W combine(W a, W b)
@@ -102,7 +78,7 @@ __device__ __forceinline__ W combine(W a, W b)
     else if constexpr (OP == AND) return a & b;
     else if constexpr (OP == OR) return a | b;
     else if constexpr (OP == XOR) return a ^ b;
-    else if constexpr (is_float<W>) return float_pick<OP>(a, b);
+    else if constexpr (is_float<W>) return float_pick(OP, a, b);
     else return (OP == MIN ? b < a : a < b) ? b : a;
 }
 

@@ -79,18 +79,11 @@
 
 #include "common.cuh"
 #include "fixed.h"
+#include "ops.cuh"
 
 namespace {
 
-constexpr int ADD = CUA_REDUCE_ADD, MUL = CUA_REDUCE_MULTIPLY, MIN = CUA_REDUCE_MINIMUM,
-              MAX = CUA_REDUCE_MAXIMUM, AND = CUA_REDUCE_BITWISE_AND, OR = CUA_REDUCE_BITWISE_OR,
-              XOR = CUA_REDUCE_BITWISE_XOR;
-
-template <class T>
-constexpr bool is_float = std::is_floating_point<T>::value;
-
-template <bool C, class A, class B>
-using pick = typename std::conditional<C, A, B>::type;
+using namespace cua_ops;  // the op ids, is_float, pick, atomic_int, float_pick (ops.cuh)
 
 // Integer arithmetic is done unsigned (wrapping, as NumPy's, with no
 // undefined signed overflow), in at least 32 bits (no promotion to int).
@@ -132,16 +125,6 @@ __device__ __forceinline__ Update<T> update_at(const void *idx, const T *vals, c
 }
 
 // ------------------------------------------------------------ the ops
-
-// Minimum and maximum of floats in IEEE 754-2019's order: a NaN wins (as
-// np.minimum's does), -0.0 counts below +0.0, so no order of arrival
-// changes the answer.
-template <class F>
-__device__ __forceinline__ F float_pick(int op, F a, F b)
-{
-    const bool first = op == MIN ? a < b || (a == b && signbit(a)) : a > b || (a == b && !signbit(a));
-    return isnan(a) || first ? a : b;
-}
 
 // a OP b in T, as NumPy's ufunc computes it.
 template <class T>
@@ -253,11 +236,6 @@ __device__ __forceinline__ void cas_apply(T *p, T v, int op, const Span &out = S
         }
     }
 }
-
-// The signed or unsigned integer type the atomic instructions take for T.
-template <class T>
-using atomic_int = pick<sizeof(T) == 8, pick<std::is_signed<T>::value, long long, u64>,
-                        pick<std::is_signed<T>::value, int, unsigned>>;
 
 // *p = *p OP v with the instruction the GPU has for it, else a CAS loop.
 // Works on global and shared memory alike (the address space is generic).
