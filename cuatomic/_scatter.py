@@ -170,6 +170,8 @@ def indices_for(indices, shape, backend, stream):
         if found.dtype.name not in ("int32", "int64"):
             raise TypeError(f"indices on the GPU must be int32 or int64 (got {found.dtype}): cast them first")
         shp = getattr(parts[0], "shape", (found.n,))
+        if not shape:
+            raise IndexError("too many indices for array: array is 0-dimensional, but 1 were indexed")
         ix.x, ix.id, ix.n, ix.shape, ix.keep = found.x, dtype_id(found.dtype), found.n, tuple(shp), found
         ix.m, ix.row = shape[0], math.prod(shape[1:])
         return ix
@@ -235,6 +237,10 @@ def values_for(b, dt, shape, row_shape, device_ok, backend, stream, name):
     if dt.kind == "b" and rt.kind != "b":
         raise TypeError(f"b: {rt} values into a bool array: NumPy computes {name} in {rt} and casts the result "
                         "to bool, which no atomic on bools can; pass bool values, or update an integer array")
+    if dt.kind == "f" and rt.kind == "f" and rt.itemsize > dt.itemsize:
+        raise TypeError(f"b: {rt} values into {dt} elements: NumPy's {name}.at adds each in {rt} and rounds to "
+                        f"{dt} after every update, an order-dependent answer (and the exact rungs' sum would be of "
+                        f"values rounded first); cast b to a's dtype first (b.astype(a.dtype))")
     if dt.kind in "biu" and rt.kind not in "biu":
         raise TypeError(f"b: {rt} values into {dt} elements: NumPy's {name}.at computes each update in {rt} and "
                         f"truncates, which no atomic can; cast b to a's dtype first (b.astype(a.dtype))")
@@ -314,8 +320,9 @@ def at(a, indices, b=None, op="add", *, method="auto", backend=None, blocks=None
         The values, broadcast to ``indices.shape + a.shape[k:]`` and cast to
         `a`'s dtype as NumPy's ``ufunc.at`` casts them (unsafely: integers
         wrap, a complex value drops its imaginary part). Float values into
-        an integer `a` are refused: NumPy adds each in float and truncates
-        after every update, an order-dependent answer.
+        an integer `a`, and float64 values into float32, are refused: NumPy
+        computes each update in the wider type and rounds after every one,
+        an order-dependent answer.
     op : str or numpy.ufunc, default "add"
         add, subtract, multiply, minimum, maximum, bitwise_and, bitwise_or,
         bitwise_xor.
@@ -342,7 +349,7 @@ def at(a, indices, b=None, op="add", *, method="auto", backend=None, blocks=None
         `a` half updated); float indices.
     TypeError
         Boolean or slice indices; an op the dtype has no loop for; float
-        values into an integer `a`.
+        values into an integer `a`, float64 values into float32.
     ValueError
         A read-only `a`; values that do not broadcast.
 

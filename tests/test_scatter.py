@@ -195,6 +195,8 @@ def test_errors_name_the_argument(backend):
         (TypeError, "slices", lambda: cuatomic.at(x, slice(None), 1.0, backend=backend)),
         (ValueError, "broadcast", lambda: cuatomic.at(x, [0, 1], [1.0, 2.0, 3.0], backend=backend)),
         (TypeError, "truncates", lambda: cuatomic.at(np.zeros(3, np.int64), [0], 1.5, backend=backend)),
+        (TypeError, "rounds to float32", lambda: cuatomic.at(np.zeros(3, np.float32), [0, 0],
+                                                             np.array([1.0, 2**-24 + 2**-50]), backend=backend)),
         (TypeError, "outside", lambda: cuatomic.at(np.zeros(3, np.uint8), [0], -1, "minimum", backend=backend)),
         (TypeError, "second operand", lambda: cuatomic.at(x, [0], backend=backend)),
         (TypeError, "bitwise_and", lambda: cuatomic.at(x, [0], 1.0, "bitwise_and", backend=backend)),
@@ -261,7 +263,7 @@ def test_shared_refuses_an_output_that_does_not_fit(backend):
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_values_are_cast_as_numpy_casts_them(backend):
     for a0, b in [(np.zeros(3, np.int8), 300), (np.zeros(3, np.int8), np.array([300, 1, 2], np.int16)),
-                  (np.zeros(3, np.uint8), -1), (np.zeros(3, bool), True), (np.zeros(3, np.float32), np.float64(0.1)),
+                  (np.zeros(3, np.uint8), -1), (np.zeros(3, bool), True), (np.zeros(3, np.float32), 0.1),
                   (np.zeros(3, np.int8), np.array([127, 127, 127], np.int8))]:
         got, ref = a0.copy(), a0.copy()
         cuatomic.at(got, [0, 1, 1], b, backend=backend)
@@ -371,3 +373,28 @@ def test_empty_and_whole_array_indices(backend):
         cuatomic.reduceat(np.ones(4), [[0, 1]], backend=backend)
     with pytest.raises(TypeError, match="bool"):
         cuatomic.at(np.array([True, False]), [0], -1, backend=backend)  # NumPy adds in int64: True + -1 is False
+
+
+def test_cpu_rungs_take_the_threads_the_runtime_starts(tmp_path):
+    """OMP_THREAD_LIMIT (or a dynamic team, or nesting) may start fewer
+    threads than a rung asks for: every update is still applied."""
+    import subprocess
+    import sys
+    code = (
+        "import numpy as np, cuatomic\n"
+        "rng = np.random.default_rng(1)\n"
+        "idx = rng.integers(0, 1000, 1 << 18); b = rng.integers(-9, 9, 1 << 18)\n"
+        "ref = np.zeros(1000, np.int64); np.add.at(ref, idx, b)\n"
+        "fb = b.astype(np.float64); fref = np.zeros(1000); np.add.at(fref, idx, fb)\n"
+        "for name, _, _ in cuatomic.methods('at', 'cpu'):\n"
+        "    if name == 'exact' or name == 'exact_private':\n"
+        "        got = np.zeros(1000); cuatomic.at(got, idx, fb, method=name, backend='cpu')\n"
+        "        assert np.array_equal(got, fref), name  # small integers: exact in any order\n"
+        "    else:\n"
+        "        got = np.zeros(1000, np.int64); cuatomic.at(got, idx, b, method=name, backend='cpu')\n"
+        "        assert np.array_equal(got, ref), name\n"
+        "print('ok')\n")
+    import os
+    env = dict(os.environ, OMP_NUM_THREADS="4", OMP_THREAD_LIMIT="1", CUATOMIC_BACKEND="cpu")
+    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0 and "ok" in run.stdout, run.stderr[-2000:]

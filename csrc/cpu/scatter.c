@@ -49,6 +49,7 @@
 #include <omp.h>
 #else
 static int omp_get_thread_num(void) { return 0; }
+static int omp_get_num_threads(void) { return 1; }
 #endif
 
 /* A private copy of rung 4 holds at most this: 64 Ki elements of 8 bytes. */
@@ -372,11 +373,13 @@ static int at_shared(void *out, const void *idx, const void *vals, const cua_sca
     if (!copies) return CUA_ENOMEM;
 #pragma omp parallel num_threads(team)
     {
-        const int t = omp_get_thread_num();
+        /* The threads the runtime started (OMP_THREAD_LIMIT, dynamic teams
+         * and nesting may give fewer than asked): they share the updates. */
+        const int t = omp_get_thread_num(), nt = omp_get_num_threads();
         sval *mine = copies + (size_t)t * (size_t)cells;
         for (int64_t e = 0; e < cells; e++) mine[e] = start;
         int64_t lo, hi;
-        cua_cpu_share(total, team, t, &lo, &hi);
+        cua_cpu_share(total, nt, t, &lo, &hi);
         CUA_CPU_PIECES(cfg, lo, hi, a, b)
         for (int64_t i = a; i < b; i++) {
             const update u = update_at(idx, vals, s, i);
@@ -591,11 +594,13 @@ static int at_exact_private(void *out, const void *idx, const void *vals, const 
     cfg->used_team = team;
 #pragma omp parallel num_threads(team)
     {
-        const int t = omp_get_thread_num();
+        /* The threads the runtime started share the updates (fewer than
+         * asked leave copies of zeros, which the sum passes over). */
+        const int t = omp_get_thread_num(), nt = omp_get_num_threads();
         uint64_t *mine = f.acc + (size_t)t * (size_t)(f.cells * f.words);
         unsigned *my_flags = f.flags + (size_t)t * (size_t)f.cells;
         int64_t lo_u, hi_u;
-        cua_cpu_share(total, team, t, &lo_u, &hi_u);
+        cua_cpu_share(total, nt, t, &lo_u, &hi_u);
         CUA_CPU_PIECES(cfg, lo_u, hi_u, a, b)
         for (int64_t i = a; i < b; i++) {
             const update u = update_at(idx, vals, s, i);
