@@ -153,9 +153,6 @@ def _host_index(part, axis, size):
 def indices_for(indices, shape, backend, stream):
     """The core's view of `indices` into an array of `shape`."""
     ix = _Indices()
-    if isinstance(indices, (slice, type(Ellipsis))) or indices is None:
-        raise TypeError("indices must be integer arrays (or a tuple of them); slices, Ellipsis and None are not "
-                        "taken: pass np.arange(...) for a slice")
     parts = indices if isinstance(indices, tuple) else (indices,)
     if not parts:  # (): the whole of `a` is one row, updated once
         ix.x, ix.n, ix.shape, ix.m, ix.row = np.zeros(1, np.int64), 1, (), 1, math.prod(shape)

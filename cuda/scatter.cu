@@ -675,30 +675,31 @@ struct SpanOf {
     }
 };
 
-template <class T>
-static int at_atomic(T *out, const void *idx, const T *vals, const cua_scatter *s, cua_launch *cfg)
+// Rungs 1-3: the default grid, the output's span, one kernel, the wait.
+template <class T, class K>
+static int per_update_launch(K kernel, T *out, const void *idx, const T *vals, const cua_scatter *s,
+                             cua_launch *cfg)
 {
     int st = cua_default_config(cfg, s->n * s->row, CUA_DEFAULT_THREADS);
     if (st || s->n * s->row == 0) return st;
     SpanOf<T> span;
     CUA_CHECK(span.get(out, s, cua_stream(cfg)));
-    at_atomic_kernel<<<(unsigned)cfg->blocks, cfg->threads, 0, cua_stream(cfg)>>>(out, idx, vals, *s, span.span);
+    kernel<<<(unsigned)cfg->blocks, cfg->threads, 0, cua_stream(cfg)>>>(out, idx, vals, *s, span.span);
     CUA_CHECK_LAUNCH();
     CUA_WAIT(cfg);
     return 0;
 }
 
 template <class T>
+static int at_atomic(T *out, const void *idx, const T *vals, const cua_scatter *s, cua_launch *cfg)
+{
+    return per_update_launch(at_atomic_kernel<T>, out, idx, vals, s, cfg);
+}
+
+template <class T>
 static int at_cas(T *out, const void *idx, const T *vals, const cua_scatter *s, cua_launch *cfg)
 {
-    int st = cua_default_config(cfg, s->n * s->row, CUA_DEFAULT_THREADS);
-    if (st || s->n * s->row == 0) return st;
-    SpanOf<T> span;
-    CUA_CHECK(span.get(out, s, cua_stream(cfg)));
-    at_cas_kernel<<<(unsigned)cfg->blocks, cfg->threads, 0, cua_stream(cfg)>>>(out, idx, vals, *s, span.span);
-    CUA_CHECK_LAUNCH();
-    CUA_WAIT(cfg);
-    return 0;
+    return per_update_launch(at_cas_kernel<T>, out, idx, vals, s, cfg);
 }
 
 static int warp_fits(const cua_scatter *s, cua_launch *cfg)
@@ -716,15 +717,8 @@ static int warp_fits(const cua_scatter *s, cua_launch *cfg)
 template <class T>
 static int at_warp_aggregated(T *out, const void *idx, const T *vals, const cua_scatter *s, cua_launch *cfg)
 {
-    int st = warp_fits(s, cfg);
-    if (!st) st = cua_default_config(cfg, s->n * s->row, CUA_DEFAULT_THREADS);
-    if (st || s->n * s->row == 0) return st;
-    SpanOf<T> span;
-    CUA_CHECK(span.get(out, s, cua_stream(cfg)));
-    at_warp_aggregated_kernel<<<(unsigned)cfg->blocks, cfg->threads, 0, cua_stream(cfg)>>>(out, idx, vals, *s, span.span);
-    CUA_CHECK_LAUNCH();
-    CUA_WAIT(cfg);
-    return 0;
+    const int st = warp_fits(s, cfg);
+    return st ? st : per_update_launch(at_warp_aggregated_kernel<T>, out, idx, vals, s, cfg);
 }
 
 // Bytes of rung 4's private copy.

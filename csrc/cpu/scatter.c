@@ -282,69 +282,89 @@ static void native_apply(void *p, int dtype, int op, sval v)
 
 /* ------------------------------------------------------------------ rungs */
 
-typedef void (*apply_fn)(void *p, int dtype, int op, sval v);
+/* The updates [0, n * row) in the contiguous shares of the logical grid,
+ * run by the OS threads a piece at a time (Ctrl-C is asked between
+ * pieces): `run(ctx, a, b)` on each piece [a, b). The loop of rungs 1, 2,
+ * 3 and 5. */
+typedef void (*piece_fn)(const void *ctx, int64_t a, int64_t b);
 
-/* Rungs 1 and 2: every update applied with `apply`, the OS threads taking
- * contiguous shares, a piece at a time (Ctrl-C is asked between pieces). */
-static int per_update(apply_fn apply, void *out, const void *idx, const void *vals, const cua_scatter *s,
-                      cua_launch *cfg)
+static int each_piece(const cua_scatter *s, cua_launch *cfg, piece_fn run, const void *ctx)
 {
     const int64_t total = s->n * s->row;
     const cua_grid g = cua_cpu_grid(cfg, total);
-    const size_t size = cua_dtype_size(s->dtype);
 #pragma omp parallel for schedule(static) num_threads(g.team)
     for (int64_t w = 0; w < g.busy; w++) {
         if (cua_cpu_stop(cfg)) continue;
         int64_t lo, hi;
         cua_cpu_share(total, g.workers, w, &lo, &hi);
         CUA_CPU_PIECES(cfg, lo, hi, a, b)
-        for (int64_t i = a; i < b; i++) {
-            const update u = update_at(idx, vals, s, i);
-            apply((char *)out + (size_t)u.e * size, s->dtype, s->op, u.v);
-        }
+        run(ctx, a, b);
     }
     return CUA_CPU_DONE(cfg);
+}
+
+typedef void (*apply_fn)(void *p, int dtype, int op, sval v);
+
+/* What a piece of rungs 1-3 reads and writes. */
+typedef struct {
+    apply_fn apply;
+    void *out;
+    const void *idx, *vals;
+    const cua_scatter *s;
+} plain_ctx;
+
+/* Rungs 1 and 2: every update applied with `apply`. */
+static void per_update(const void *vctx, int64_t a, int64_t b)
+{
+    const plain_ctx *c = vctx;
+    const size_t size = cua_dtype_size(c->s->dtype);
+    for (int64_t i = a; i < b; i++) {
+        const update u = update_at(c->idx, c->vals, c->s, i);
+        c->apply((char *)c->out + (size_t)u.e * size, c->s->dtype, c->s->op, u.v);
+    }
 }
 
 static int at_atomic(void *out, const void *idx, const void *vals, const cua_scatter *s, cua_launch *cfg)
 {
-    return per_update(native_apply, out, idx, vals, s, cfg);
+    const plain_ctx c = {native_apply, out, idx, vals, s};
+    return each_piece(s, cfg, per_update, &c);
 }
 
 static int at_cas(void *out, const void *idx, const void *vals, const cua_scatter *s, cua_launch *cfg)
 {
-    return per_update(cas_apply, out, idx, vals, s, cfg);
+    const plain_ctx c = {cas_apply, out, idx, vals, s};
+    return each_piece(s, cfg, per_update, &c);
+}
+
+/* Rung 3: the piece's updates a warp of 32 at a time, those naming one
+ * element combined in lane order, one atomic per element. */
+static void per_warp(const void *vctx, int64_t a, int64_t b)
+{
+    const plain_ctx *c = vctx;
+    const cua_scatter *s = c->s;
+    const size_t size = cua_dtype_size(s->dtype);
+    for (int64_t w0 = a; w0 < b; w0 += CUA_CPU_WARP) {
+        update lanes[CUA_CPU_WARP];
+        int done[CUA_CPU_WARP] = {0};
+        const int nl = (int)(b - w0 < CUA_CPU_WARP ? b - w0 : CUA_CPU_WARP);
+        for (int l = 0; l < nl; l++) lanes[l] = update_at(c->idx, c->vals, s, w0 + l);
+        for (int l = 0; l < nl; l++) {
+            if (done[l]) continue;
+            sval v = lanes[l].v;
+            for (int p = l + 1; p < nl; p++)
+                if (!done[p] && lanes[p].e == lanes[l].e) {
+                    v = combine(s->dtype, s->op, v, lanes[p].v);
+                    done[p] = 1;
+                }
+            c->apply((char *)c->out + (size_t)lanes[l].e * size, s->dtype, s->op, v);
+        }
+    }
 }
 
 static int at_warp_aggregated(void *out, const void *idx, const void *vals, const cua_scatter *s, cua_launch *cfg)
 {
-    const int64_t total = s->n * s->row;
-    const cua_grid g = cua_cpu_grid(cfg, total);
-    const size_t size = cua_dtype_size(s->dtype);
-#pragma omp parallel for schedule(static) num_threads(g.team)
-    for (int64_t w = 0; w < g.busy; w++) {
-        if (cua_cpu_stop(cfg)) continue;
-        int64_t lo, hi;
-        cua_cpu_share(total, g.workers, w, &lo, &hi);
-        CUA_CPU_PIECES(cfg, lo, hi, a, b)
-        for (int64_t w0 = a; w0 < b; w0 += CUA_CPU_WARP) {
-            update lanes[CUA_CPU_WARP];
-            int done[CUA_CPU_WARP] = {0};
-            const int nl = (int)(b - w0 < CUA_CPU_WARP ? b - w0 : CUA_CPU_WARP);
-            for (int l = 0; l < nl; l++) lanes[l] = update_at(idx, vals, s, w0 + l);
-            for (int l = 0; l < nl; l++) {
-                if (done[l]) continue;
-                sval v = lanes[l].v;
-                for (int p = l + 1; p < nl; p++)
-                    if (!done[p] && lanes[p].e == lanes[l].e) {
-                        v = combine(s->dtype, s->op, v, lanes[p].v);
-                        done[p] = 1;
-                    }
-                native_apply((char *)out + (size_t)lanes[l].e * size, s->dtype, s->op, v);
-            }
-        }
-    }
-    return CUA_CPU_DONE(cfg);
+    const plain_ctx c = {native_apply, out, idx, vals, s};
+    return each_piece(s, cfg, per_warp, &c);
 }
 
 static int shared_fits(const cua_scatter *s, cua_launch *cfg)
@@ -545,35 +565,42 @@ static void fixed_end(fixed_state *f, void *out, int dtype, int team)
     free(f->flags);
 }
 
+/* What a piece of rung 5 reads and adds into. */
+typedef struct {
+    const void *idx, *vals;
+    const cua_scatter *s;
+    fixed_state *f;
+} exact_ctx;
+
+static void per_update_exact(const void *vctx, int64_t a, int64_t b)
+{
+    const exact_ctx *c = vctx;
+    fixed_state *f = c->f;
+    for (int64_t i = a; i < b; i++) {
+        const update u = update_at(c->idx, c->vals, c->s, i);
+        fixed_value(f->acc + u.e, f->cells, f->words, &f->flags[u.e], u.v.d, f->lo, f->negzero, 1);
+    }
+}
+
 /* Rung 5: one accumulator per element, shared by the OS threads, every
  * word added with an atomic fetch_add (its carry from the old value). */
 static int at_exact(void *out, const void *idx, const void *vals, const cua_scatter *s, cua_launch *cfg)
 {
     int st = exact_fits(s, cfg);
     if (st) return st;
-    const int64_t total = s->n * s->row;
-    const cua_grid g = cua_cpu_grid(cfg, total);
-    if (total == 0) return 0;
+    cua_cpu_default_config(cfg, s->n * s->row);
+    if (s->n * s->row == 0) return 0;
     fixed_state f;
     st = fixed_begin(&f, out, idx, vals, s, cfg, 1);
     if (st) return st;
-#pragma omp parallel for schedule(static) num_threads(g.team)
-    for (int64_t w = 0; w < g.busy; w++) {
-        if (cua_cpu_stop(cfg)) continue;
-        int64_t lo, hi;
-        cua_cpu_share(total, g.workers, w, &lo, &hi);
-        CUA_CPU_PIECES(cfg, lo, hi, a, b)
-        for (int64_t i = a; i < b; i++) {
-            const update u = update_at(idx, vals, s, i);
-            fixed_value(f.acc + u.e, f.cells, f.words, &f.flags[u.e], u.v.d, f.lo, f.negzero, 1);
-        }
-    }
-    if (cfg->interrupted) {
+    const exact_ctx c = {idx, vals, s, &f};
+    st = each_piece(s, cfg, per_update_exact, &c);
+    if (st) {
         free(f.acc);
         free(f.flags);
-        return CUA_EINTR;
+        return st;
     }
-    fixed_end(&f, out, s->dtype, g.team);
+    fixed_end(&f, out, s->dtype, cfg->used_team);
     return 0;
 }
 

@@ -53,8 +53,8 @@ def _reference(a0, idx, b, row):
     mag = np.abs(ref)
     b64 = b.astype(np.float64).reshape(idx.size, -1)
     for j in range(ref.shape[1]):
-        ref[:, j] += np.bincount(idx, weights=b64[:, j] if b64.shape[1] > 1 else b64[:, 0], minlength=m)
-        mag[:, j] += np.bincount(idx, weights=np.abs(b64[:, j] if b64.shape[1] > 1 else b64[:, 0]), minlength=m)
+        ref[:, j] += np.bincount(idx, weights=b64[:, j], minlength=m)
+        mag[:, j] += np.bincount(idx, weights=np.abs(b64[:, j]), minlength=m)
     count = np.bincount(idx, minlength=m)[:, None]
     bound = (count + 1) * np.finfo(np.float32).eps * mag
     return ref.reshape(a0.shape), bound.reshape(a0.shape)
