@@ -245,7 +245,7 @@ def values_for(b, dt, shape, row_shape, device_ok, backend, stream, name):
         # A Python int keeps its own value (NEP 50 would refuse 300 for int8; ufunc.at wraps it)
         plain_int = isinstance(given, int) and not isinstance(given, bool)
         wide = np.asarray(given, dtype=None if plain_int or rt.kind == "c" else rt)
-        vals = wide.astype(dt)  # NumPy's unsafe cast: integers wrap, complex drops its imaginary part (warned)
+        vals = wide.astype(dt, copy=False)  # NumPy's unsafe cast: integers wrap, complex drops its imaginary part (warned)
     except (TypeError, ValueError, OverflowError) as e:
         raise type(e)(f"b: {e}") from None
     if name in ("minimum", "maximum") and dt.kind in "biu" and wide.dtype != dt and wide.size:

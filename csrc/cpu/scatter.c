@@ -35,10 +35,17 @@
  *  6. exact_private   the same sums in accumulators private to each OS
  *                     thread (plain integer adds, no atomics), summed word
  *                     by word at the end; the team is cut so that they take
- *                     at most CUA_CPU_EXACT_BYTES.
+ *                     at most CUA_CPU_EXACT_BYTES. A loop per value and
+ *                     index type; a window under 64 bits (most float32
+ *                     data) makes an element one signed 128-bit add, a
+ *                     wider one two magnitudes (positive and negative
+ *                     terms) added without a branch on the sign. Where a
+ *                     copy would not stay in a core's cache, one copy with
+ *                     each thread owning a range of its elements.
  */
 #include <math.h>
 #include <stdio.h>
+#include <sys/mman.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -56,6 +63,10 @@ static int omp_get_num_threads(void) { return 1; }
 #define CUA_CPU_PRIVATE_BYTES ((int64_t)512 * 1024)
 /* The exact rung's accumulators of all OS threads take at most this. */
 #define CUA_CPU_EXACT_BYTES ((int64_t)1 << 30)
+/* Past this, a private copy of rung 6's accumulators no longer stays in a
+ * core's cache (half a 512 KiB L2) and a copy per thread multiplies the
+ * misses: the threads then own ranges of one copy's elements instead. */
+#define CUA_CPU_OWN_BYTES ((int64_t)256 * 1024)
 
 enum {
     ADD = CUA_REDUCE_ADD,
@@ -435,15 +446,15 @@ static double element(const void *out, int dtype, int64_t e)
     return dtype == CUA_FLOAT32 ? (double)((const float *)out)[e] : ((const double *)out)[e];
 }
 
-/* acc (word i at acc[i * stride]) += (-1)^neg (t1:t0) * 2^(64k), word by
- * word, each add's carry (borrow) from the word's old value: with
- * `atomic`, each word by an atomic fetch_add (rung 5), else plainly (a
- * thread's own accumulator). */
-static void fixed_add(uint64_t *acc, int64_t stride, int words, int k, uint64_t t0, uint64_t t1, int neg, int atomic)
+/* acc (an element's words, word i at acc[i]) += (-1)^neg (t1:t0) *
+ * 2^(64k), word by word, each add's carry (borrow) from the word's old
+ * value: with `atomic`, each word by an atomic fetch_add (rung 5), else
+ * plainly (a thread's own accumulator). */
+static inline void fixed_add(uint64_t *acc, int words, int k, uint64_t t0, uint64_t t1, int neg, int atomic)
 {
     uint64_t part = t0, later = t1;
     for (int i = k; i < words; i++) {
-        uint64_t *word = acc + i * stride, old;
+        uint64_t *word = acc + i, old;
         if (atomic) {
             old = __atomic_fetch_add(word, neg ? 0 - part : part, __ATOMIC_RELAXED);
         } else {
@@ -460,8 +471,7 @@ static void fixed_add(uint64_t *acc, int64_t stride, int words, int k, uint64_t 
 /* One value into an element's accumulator and flags (rung 5: atomically).
  * Non-finite values, and with `track_negzero` every value but -0.0, set
  * flags. */
-static void fixed_value(uint64_t *acc, int64_t cells, int words, unsigned *flag, double x, int lo, int track_negzero,
-                        int atomic)
+static inline void fixed_value(uint64_t *acc, int words, unsigned *flag, double x, int lo, int track_negzero, int atomic)
 {
     unsigned f = 0;
     if (!isfinite(x)) f = cua_fixed_classify(x);
@@ -476,93 +486,378 @@ static void fixed_value(uint64_t *acc, int64_t cells, int words, unsigned *flag,
     cua_fixed_split(x, &m, &ex, &neg);
     if (!m) return;
     cua_fixed_place(m, ex, lo, &k, &t0, &t1);
-    fixed_add(acc, cells, words, k, t0, t1, neg, atomic);
+    fixed_add(acc, words, k, t0, t1, neg, atomic);
 }
 
 /* The exact rungs' accumulators: `copies` of them (one per OS thread for
- * exact_private, one shared for exact), each `cells` elements of `words`
- * words (element e's word i at [i * cells + e]) and flags. */
+ * exact_private, one shared for exact), each `cells` elements side by side
+ * (element e's words from [e * step]: the words an update touches share a
+ * cache line) and flags. Rung 5's element is one two's-complement integer
+ * of `words` words (step = words); so is rung 6's when the window is
+ * under 64 bits (`narrow`: words = 2, one signed 128-bit add per update),
+ * else two magnitudes, of its positive and of its negative terms (`split`:
+ * step = 2 * words), so that its loop adds without a branch on the sign
+ * or a borrow. */
 typedef struct {
-    int lo, words, negzero, copies;
-    int64_t cells;
+    int lo, words, negzero, copies, split, narrow;
+    int owners; /* rung 6: threads owning ranges of one copy's elements (0: a copy each) */
+    int64_t cells, step;
     uint64_t *acc;
     unsigned *flags;
 } fixed_state;
 
+/* The update cursor: update w is element j of row k of the updates (w =
+ * k * row + j), walked forward without a division per update. */
+typedef struct {
+    int64_t k, j;
+} cursor;
+
+static inline cursor cursor_at(const cua_scatter *s, int64_t w)
+{
+    const cursor c = {w / s->row, w % s->row};
+    return c;
+}
+
+static inline void cursor_next(cursor *c, int64_t row)
+{
+    if (++c->j == row) {
+        c->j = 0;
+        c->k++;
+    }
+}
+
+static inline int64_t exact_element(const void *idx, const cua_scatter *s, cursor c, const int i64)
+{
+    int64_t i = i64 ? ((const int64_t *)idx)[c.k] : ((const int32_t *)idx)[c.k];
+    if (i < 0) i += s->m;
+    return i * s->row + c.j;
+}
+
+/* Update c's value as its bits (a float32's in the low 32), the sign
+ * flipped for subtract. */
+static inline uint64_t exact_bits(const void *vals, const cua_scatter *s, cursor c, const int f32)
+{
+    const int64_t at = c.k * s->vk + c.j * s->vj;
+    const uint64_t bits = f32 ? ((const uint32_t *)vals)[at] : ((const uint64_t *)vals)[at];
+    return s->negate ? bits ^ (1ull << (f32 ? 31 : 63)) : bits;
+}
+
+static inline double bits_value(uint64_t bits, const int f32)
+{
+    if (f32) {
+        const uint32_t b = (uint32_t)bits;
+        float x;
+        memcpy(&x, &b, sizeof x);
+        return x;
+    }
+    double x;
+    memcpy(&x, &bits, sizeof x);
+    return x;
+}
+
+/* The window from the exponent fields alone. A float's nonzero finite
+ * value with exponent field e has its bits in [2^(max(e, 1) - BIAS -
+ * MBITS), 2^(e - BIAS)] (a subnormal's, e = 0, below 2^(1 - BIAS)): the
+ * least max(e, 1) and the greatest e over the values bound the window.
+ * That bound (up to MBITS below the lowest set bit) is as exact as the
+ * bits themselves and takes a vectorized pass of integer min and max. */
+#define F32_MBITS 23
+#define F64_MBITS 52
+#define F32_BIAS 127
+#define F64_BIAS 1023
+
+typedef struct {
+    uint32_t least, most; /* least max(e, 1) and greatest e; least = UINT32_MAX: no value */
+} efields;
+
+static inline void efields_add(efields *w, uint64_t bits, const int f32)
+{
+    const int mbits = f32 ? F32_MBITS : F64_MBITS;
+    const uint64_t mag = bits & (f32 ? 0x7fffffffull : ~(1ull << 63));
+    const uint32_t e = (uint32_t)(mag >> mbits), top = f32 ? 0xff : 0x7ff;
+    const int live = mag != 0 && e != top;
+    const uint32_t e1 = e ? e : 1;
+    w->least = live && e1 < w->least ? e1 : w->least;
+    w->most = live && e > w->most ? e : w->most;
+}
+
+/* The updates' values (a value the broadcast repeats, stride 0, read
+ * once), contiguous ones in a loop the compiler vectorizes. */
+static efields values_efields(const void *vals, const cua_scatter *s, int team)
+{
+    const int f32 = s->dtype == CUA_FLOAT32;
+    const int64_t rows = s->vk ? s->n : 1, per = s->vj ? s->row : 1;
+    uint32_t least = UINT32_MAX, most = 0;
+    if (per == 1 || (s->vj == 1 && s->vk == per)) { /* rows * per contiguous values */
+        const int64_t count = rows * per;
+#pragma omp parallel for simd schedule(static) num_threads(team) reduction(min : least) reduction(max : most)
+        for (int64_t i = 0; i < count; i++) {
+            efields w = {least, most};
+            efields_add(&w, f32 ? ((const uint32_t *)vals)[i * (per == 1 ? s->vk : 1)]
+                                : ((const uint64_t *)vals)[i * (per == 1 ? s->vk : 1)], f32);
+            least = w.least;
+            most = w.most;
+        }
+    } else {
+#pragma omp parallel for schedule(static) num_threads(team) reduction(min : least) reduction(max : most)
+        for (int64_t k = 0; k < rows; k++)
+            for (int64_t j = 0; j < per; j++) {
+                efields w = {least, most};
+                const int64_t at = k * s->vk + j * s->vj;
+                efields_add(&w, f32 ? ((const uint32_t *)vals)[at] : ((const uint64_t *)vals)[at], f32);
+                least = w.least;
+                most = w.most;
+            }
+    }
+    const efields w = {least, most};
+    return w;
+}
+
+/* Rung 6's add: a float's magnitude (`bits`: a float32's when f32) into
+ * the half of element `acc` for its sign, as one 128-bit add over words
+ * k and k + 1 (both inside: k + 1 <= words - 1 as the window's top bit is
+ * at least the value's); a carry out of them, rare, goes on up. Non-finite
+ * values and, with track_negzero, every value but -0.0 set flags. */
+static inline __attribute__((always_inline)) void magnitude_add(uint64_t *acc, int words, unsigned *flag,
+                                                                 uint64_t bits, int lo, const int track_negzero,
+                                                                 const int f32)
+{
+    const int mbits = f32 ? F32_MBITS : F64_MBITS, bias = f32 ? F32_BIAS : F64_BIAS, sign_at = f32 ? 31 : 63;
+    const uint64_t top = f32 ? 0xff : 0x7ff, e = (bits >> mbits) & top, neg = (bits >> sign_at) & 1;
+    if (track_negzero && bits != 1ull << sign_at) *flag |= CUA_FIXED_NOT_NEGZERO;
+    if (e == top) {
+        *flag |= cua_fixed_classify(bits_value(bits, f32));
+        return;
+    }
+    const uint64_t mant = (bits & ((1ull << mbits) - 1)) | (e ? 1ull << mbits : 0);
+    int off = (int)(e ? e : 1) - bias - mbits - lo;
+    off = mant ? off : 0; /* a zero adds nothing anywhere */
+    const int sh = off & 63;
+    uint64_t *w = acc + (neg ? words : 0) + (off >> 6);
+    const unsigned __int128 add = (unsigned __int128)(mant >> 1 >> (63 - sh)) << 64 | (mant << sh);
+    unsigned __int128 sum;
+    memcpy(&sum, w, sizeof sum);
+    sum += add;
+    memcpy(w, &sum, sizeof sum);
+    if (sum < add) /* carried out of word k + 1 */
+        for (uint64_t *p = w + 2; p < acc + (neg ? 2 * words : words) && ++*p == 0; p++) {
+        }
+}
+
+/* Rung 6's add when the window is under 64 bits (words = 2): the value
+ * lies in word 0, so the element is one signed 128-bit integer and the
+ * value is added sign-extended, without a branch. */
+static inline __attribute__((always_inline)) void narrow_add(uint64_t *acc, unsigned *flag, uint64_t bits, int lo,
+                                                              const int track_negzero, const int f32)
+{
+    const int mbits = f32 ? F32_MBITS : F64_MBITS, bias = f32 ? F32_BIAS : F64_BIAS, sign_at = f32 ? 31 : 63;
+    const uint64_t top = f32 ? 0xff : 0x7ff, e = (bits >> mbits) & top, neg = (bits >> sign_at) & 1;
+    if (track_negzero && bits != 1ull << sign_at) *flag |= CUA_FIXED_NOT_NEGZERO;
+    if (e == top) {
+        *flag |= cua_fixed_classify(bits_value(bits, f32));
+        return;
+    }
+    const uint64_t mant = (bits & ((1ull << mbits) - 1)) | (e ? 1ull << mbits : 0);
+    const int off = (int)(e ? e : 1) - bias - mbits - lo;
+    const __int128 mask = -(__int128)neg; /* all ones for a negative value */
+    const __int128 add = ((__int128)(mant << (mant ? off : 0)) ^ mask) - mask;
+    __int128 sum;
+    memcpy(&sum, acc, sizeof sum);
+    sum += add;
+    memcpy(acc, &sum, sizeof sum);
+}
+
+/* Zeroed accumulators of `bytes`. Big ones are aligned to 2 MiB and asked
+ * to be backed by huge pages (Linux's transparent huge pages, where
+ * madvise turns them on): the updates land anywhere in them, and with 4
+ * KiB pages every one of them also missed the TLB (16 MB of accumulators,
+ * 4,096 pages, twice what a core's TLB maps). */
+static void *acc_alloc(size_t bytes)
+{
+    const size_t huge = (size_t)2 << 20;
+    void *p = NULL;
+    if (bytes < huge) return calloc(bytes ? bytes : 1, 1);
+    if (posix_memalign(&p, huge, (bytes + huge - 1) / huge * huge)) return NULL;
+#ifdef MADV_HUGEPAGE
+    madvise(p, (bytes + huge - 1) / huge * huge, MADV_HUGEPAGE); /* advice: ignored where unsupported */
+#endif
+    memset(p, 0, bytes);
+    return p;
+}
+
 /* The window (the bits every value spans; whether an element starts at
- * -0.0) and copy 0 started at the output's values. 0 or CUA_ENOMEM. */
-static int fixed_begin(fixed_state *f, void *out, const void *idx, const void *vals, const cua_scatter *s,
-                       cua_launch *cfg, int copies_wanted)
+ * -0.0) and copy 0 started at the output's values, laid out for rung 6
+ * (`private`) or rung 5. 0 or CUA_ENOMEM. */
+static int fixed_begin(fixed_state *f, void *out, const void *vals, const cua_scatter *s, cua_launch *cfg,
+                       int copies_wanted, int private)
 {
     const int64_t total = s->n * s->row, cells = s->m * s->row;
-    int lo = INT32_MAX, hi = INT32_MIN, negzero = 0;
-    const int team = cua_cpu_team(cfg, total + cells, cfg->blocks);
-#pragma omp parallel for schedule(static) num_threads(team) reduction(min : lo) reduction(max : hi, negzero)
-    for (int64_t i = 0; i < total + cells; i++) {
-        const double x = i < total ? update_at(idx, vals, s, i).v.d : element(out, s->dtype, i - total);
-        if (i >= total && x == 0.0 && signbit(x)) negzero = 1;
-        uint64_t m;
-        int ex, neg;
-        if (!isfinite(x)) continue;
-        cua_fixed_split(x, &m, &ex, &neg);
-        if (!m) continue;
-        if (ex < lo) lo = ex;
-        if (ex + cua_fixed_bits(m) - 1 > hi) hi = ex + cua_fixed_bits(m) - 1;
+    const int f32 = s->dtype == CUA_FLOAT32;
+    efields w = values_efields(vals, s, cua_cpu_team(cfg, total, cfg->blocks));
+    int negzero = 0;
+    for (int64_t e = 0; e < cells; e++) {
+        const uint64_t bits = f32 ? ((const uint32_t *)out)[e] : ((const uint64_t *)out)[e];
+        if (bits == 1ull << (f32 ? 31 : 63)) negzero = 1;
+        efields_add(&w, bits, f32);
     }
-    if (lo > hi) lo = hi = 0;
+    int lo = 0, hi = 0;
+    if (w.least != UINT32_MAX) {
+        lo = (int)w.least - (f32 ? F32_BIAS + F32_MBITS : F64_BIAS + F64_MBITS);
+        hi = (int)w.most - (f32 ? F32_BIAS : F64_BIAS);
+    }
     f->lo = lo;
     f->words = cua_fixed_words(lo, hi);
     f->negzero = negzero;
     f->cells = cells;
+    f->narrow = private && f->words == 2;
+    f->split = private && !f->narrow;
+    f->step = f->split ? 2 * f->words : f->words;
     /* The copies take at most CUA_CPU_EXACT_BYTES together (one at least). */
-    const int64_t per = cells * f->words * (int64_t)sizeof(uint64_t) + cells * (int64_t)sizeof(unsigned);
+    const int64_t per = cells * f->step * (int64_t)sizeof(uint64_t) + cells * (int64_t)sizeof(unsigned);
     int copies = copies_wanted;
+    f->owners = private && copies > 1 && per > CUA_CPU_OWN_BYTES ? copies : 0;
+    if (f->owners) copies = 1;
     while (copies > 1 && copies * per > CUA_CPU_EXACT_BYTES) copies--;
     f->copies = copies;
-    f->acc = calloc((size_t)copies * (size_t)(cells * f->words), sizeof(uint64_t));
+    f->acc = acc_alloc((size_t)copies * (size_t)(cells * f->step) * sizeof(uint64_t));
     f->flags = calloc((size_t)copies * (size_t)cells, sizeof(unsigned));
     if (!f->acc || !f->flags) {
-        free(f->acc);
+        free(f->acc); /* from acc_alloc: posix_memalign's memory is free()d */
         free(f->flags);
         return CUA_ENOMEM;
     }
     for (int64_t e = 0; e < cells; e++) {
-        const double x = element(out, s->dtype, e);
-        f->flags[e] = cua_fixed_classify(x);
-        fixed_value(f->acc + e, cells, f->words, &f->flags[e], x, lo, 0, 0);
+        const uint64_t bits = f32 ? ((const uint32_t *)out)[e] : ((const uint64_t *)out)[e];
+        uint64_t *acc = f->acc + e * f->step;
+        f->flags[e] = cua_fixed_classify(bits_value(bits, f32));
+        if (!f->split) fixed_value(acc, f->words, &f->flags[e], bits_value(bits, f32), lo, 0, 0);
+        else if (f32) magnitude_add(acc, f->words, &f->flags[e], bits, lo, 0, 1);
+        else magnitude_add(acc, f->words, &f->flags[e], bits, lo, 0, 0);
     }
     return 0;
 }
 
-/* Every copy's words added into copy 0's (with carries), each element
- * rounded once and written back; a NaN result keeps the start value's NaN. */
+static void fixed_free(fixed_state *f)
+{
+    free(f->acc); /* from acc_alloc: posix_memalign's memory is free()d */
+    free(f->flags);
+}
+
+/* sum += (or -=) the `words` words of x, with carries (borrows). */
+static inline void words_add(uint64_t *sum, const uint64_t *x, int words, int subtract)
+{
+    uint64_t carry = 0;
+    for (int i = 0; i < words; i++) {
+        const uint64_t v = x[i], part = v + carry, old = sum[i];
+        carry = part < v;
+        if (subtract) {
+            sum[i] = old - part;
+            carry += old < part;
+        } else {
+            sum[i] = old + part;
+            carry += old + part < old;
+        }
+    }
+}
+
+/* Every copy's integer added up per element (rung 6's halves as positive
+ * minus negative), rounded once and written back; a NaN result keeps the
+ * start value's NaN. */
 static void fixed_end(fixed_state *f, void *out, int dtype, int team)
 {
-    const int64_t cells = f->cells;
+    const int64_t cells = f->cells, size = cells * f->step;
     const int words = f->words, f32 = dtype == CUA_FLOAT32;
 #pragma omp parallel for schedule(static) num_threads(team)
     for (int64_t e = 0; e < cells; e++) {
-        unsigned flag = f->flags[e];
-        for (int t = 1; t < f->copies; t++) {
-            const uint64_t *theirs = f->acc + (size_t)t * (size_t)(cells * words) + e;
-            uint64_t carry = 0;
-            for (int i = 0; i < words; i++) {
-                const uint64_t v = theirs[i * cells], part = v + carry, old = f->acc[i * cells + e];
-                carry = part < v;
-                f->acc[i * cells + e] = old + part;
-                carry += old + part < old;
-            }
+        uint64_t sum[CUA_FIXED_MAX_WORDS] = {0};
+        unsigned flag = 0;
+        for (int t = 0; t < f->copies; t++) {
+            const uint64_t *theirs = f->acc + (size_t)t * (size_t)size + e * f->step;
+            words_add(sum, theirs, words, 0);
+            if (f->split) words_add(sum, theirs + words, words, 1);
             flag |= f->flags[(size_t)t * (size_t)cells + e];
         }
-        const double r = cua_fixed_result(cua_fixed_round(f->acc + e, words, cells, f->lo, f32 ? 24 : 53,
-                                                          f32 ? -149 : -1074, f32 ? 127 : 1023), flag);
+        const double r = cua_fixed_result(
+            cua_fixed_round(sum, words, 1, f->lo, f32 ? 24 : 53, f32 ? -149 : -1074, f32 ? 127 : 1023), flag);
         const double old = element(out, dtype, e);
         if (isnan(r) && isnan(old)) continue; /* keep the start value's NaN */
         if (f32) ((float *)out)[e] = (float)r;
         else ((double *)out)[e] = r;
     }
-    free(f->acc);
-    free(f->flags);
+    fixed_free(f);
+}
+
+/* Updates [a, b) into one copy of the accumulators: rung 5's loop (atomic
+ * adds of signed values) or rung 6's (plain adds, `narrow` or `split`). The
+ * value and index types and negzero tracking are constants in each call
+ * of exact_loop (exact_updates below), so the compiler makes a loop for
+ * each without a per-update switch. */
+static inline __attribute__((always_inline)) void exact_loop(const fixed_state *f, uint64_t *acc, unsigned *flags,
+                                                             const void *idx, const void *vals,
+                                                             const cua_scatter *s, int64_t a, int64_t b,
+                                                             int64_t elo, int64_t ehi, const int f32, const int i64,
+                                                             const int track)
+{
+    cursor c = cursor_at(s, a);
+    const int words = f->words, lo = f->lo;
+    const int64_t step = f->step;
+    for (int64_t w = a; w < b; w++, cursor_next(&c, s->row)) {
+        const int64_t e = exact_element(idx, s, c, i64);
+        if ((uint64_t)(e - elo) >= (uint64_t)(ehi - elo)) continue; /* another thread's element */
+        const uint64_t bits = exact_bits(vals, s, c, f32);
+        if (f->narrow) narrow_add(acc + e * step, &flags[e], bits, lo, track, f32);
+        else if (f->split) magnitude_add(acc + e * step, words, &flags[e], bits, lo, track, f32);
+        else fixed_value(acc + e * step, words, &flags[e], bits_value(bits, f32), lo, track, 1);
+    }
+}
+
+/* Rung 6's loop on one value per element (row = 1) with the window under
+ * 64 bits, the common case, with nothing but the update in it. */
+static inline __attribute__((always_inline)) void narrow_loop(uint64_t *acc, unsigned *flags, const void *idx,
+                                                              const void *vals, const cua_scatter *s, int lo,
+                                                              int64_t a, int64_t b, int64_t elo, int64_t ehi,
+                                                              const int f32, const int i64, const int track)
+{
+    const int64_t m = s->m, vk = s->vk;
+    const uint64_t flip = s->negate ? 1ull << (f32 ? 31 : 63) : 0;
+    for (int64_t w = a; w < b; w++) {
+        int64_t e = i64 ? ((const int64_t *)idx)[w] : ((const int32_t *)idx)[w];
+        e += e < 0 ? m : 0;
+        if ((uint64_t)(e - elo) >= (uint64_t)(ehi - elo)) continue; /* another thread's element */
+        const uint64_t bits = f32 ? ((const uint32_t *)vals)[w * vk] : ((const uint64_t *)vals)[w * vk];
+        narrow_add(acc + 2 * e, &flags[e], bits ^ flip, lo, track, f32);
+    }
+}
+
+/* Updates [a, b) of the elements [elo, ehi) (the others skipped). */
+static void exact_updates(const fixed_state *f, uint64_t *acc, unsigned *flags, const void *idx, const void *vals,
+                          const cua_scatter *s, int64_t a, int64_t b, int64_t elo, int64_t ehi)
+{
+    const int f32 = s->dtype == CUA_FLOAT32, i64 = s->idx_dtype == CUA_INT64, track = f->negzero;
+    if (f->narrow && s->row == 1) {
+#define NARROW_LOOP_(F32, I64, TRACK) \
+    if (f32 == F32 && i64 == I64 && track == TRACK) return narrow_loop(acc, flags, idx, vals, s, f->lo, a, b, elo, ehi, F32, I64, TRACK)
+        NARROW_LOOP_(1, 1, 0);
+        NARROW_LOOP_(1, 0, 0);
+        NARROW_LOOP_(0, 1, 0);
+        NARROW_LOOP_(0, 0, 0);
+        NARROW_LOOP_(1, 1, 1);
+        NARROW_LOOP_(1, 0, 1);
+        NARROW_LOOP_(0, 1, 1);
+        NARROW_LOOP_(0, 0, 1);
+#undef NARROW_LOOP_
+    }
+#define EXACT_LOOP_(F32, I64, TRACK) \
+    if (f32 == F32 && i64 == I64 && track == TRACK) return exact_loop(f, acc, flags, idx, vals, s, a, b, elo, ehi, F32, I64, TRACK)
+    EXACT_LOOP_(1, 1, 0);
+    EXACT_LOOP_(1, 0, 0);
+    EXACT_LOOP_(0, 1, 0);
+    EXACT_LOOP_(0, 0, 0);
+    EXACT_LOOP_(1, 1, 1);
+    EXACT_LOOP_(1, 0, 1);
+    EXACT_LOOP_(0, 1, 1);
+    EXACT_LOOP_(0, 0, 1);
+#undef EXACT_LOOP_
 }
 
 /* What a piece of rung 5 reads and adds into. */
@@ -575,11 +870,7 @@ typedef struct {
 static void per_update_exact(const void *vctx, int64_t a, int64_t b)
 {
     const exact_ctx *c = vctx;
-    fixed_state *f = c->f;
-    for (int64_t i = a; i < b; i++) {
-        const update u = update_at(c->idx, c->vals, c->s, i);
-        fixed_value(f->acc + u.e, f->cells, f->words, &f->flags[u.e], u.v.d, f->lo, f->negzero, 1);
-    }
+    exact_updates(c->f, c->f->acc, c->f->flags, c->idx, c->vals, c->s, a, b, 0, c->f->cells);
 }
 
 /* Rung 5: one accumulator per element, shared by the OS threads, every
@@ -591,13 +882,12 @@ static int at_exact(void *out, const void *idx, const void *vals, const cua_scat
     cua_cpu_default_config(cfg, s->n * s->row);
     if (s->n * s->row == 0) return 0;
     fixed_state f;
-    st = fixed_begin(&f, out, idx, vals, s, cfg, 1);
+    st = fixed_begin(&f, out, vals, s, cfg, 1, 0);
     if (st) return st;
     const exact_ctx c = {idx, vals, s, &f};
     st = each_piece(s, cfg, per_update_exact, &c);
     if (st) {
-        free(f.acc);
-        free(f.flags);
+        fixed_free(&f);
         return st;
     }
     fixed_end(&f, out, s->dtype, cfg->used_team);
@@ -606,7 +896,9 @@ static int at_exact(void *out, const void *idx, const void *vals, const cua_scat
 
 /* Rung 6: each OS thread adds into accumulators of its own (plain integer
  * adds: the CPU's private memory is the GPU's shared memory), summed word
- * by word at the end. */
+ * by word at the end. Where a copy would not stay in a core's cache, the
+ * CPU's tiling: one copy, each thread the owner of a range of its
+ * elements, reading every update and adding those into its range. */
 static int at_exact_private(void *out, const void *idx, const void *vals, const cua_scatter *s, cua_launch *cfg)
 {
     int st = exact_private_fits(s, cfg);
@@ -615,28 +907,26 @@ static int at_exact_private(void *out, const void *idx, const void *vals, const 
     cua_cpu_default_config(cfg, total);
     if (total == 0) return 0;
     fixed_state f;
-    st = fixed_begin(&f, out, idx, vals, s, cfg, cua_cpu_team(cfg, total, cfg->blocks));
+    st = fixed_begin(&f, out, vals, s, cfg, cua_cpu_team(cfg, total, cfg->blocks), 1);
     if (st) return st;
-    const int team = f.copies;
+    const int team = f.owners ? f.owners : f.copies;
     cfg->used_team = team;
 #pragma omp parallel num_threads(team)
     {
         /* The threads the runtime started share the updates (fewer than
-         * asked leave copies of zeros, which the sum passes over). */
+         * asked leave copies of zeros, which the sum passes over) or the
+         * elements. */
         const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-        uint64_t *mine = f.acc + (size_t)t * (size_t)(f.cells * f.words);
-        unsigned *my_flags = f.flags + (size_t)t * (size_t)f.cells;
-        int64_t lo_u, hi_u;
-        cua_cpu_share(total, nt, t, &lo_u, &hi_u);
+        int64_t lo_u = 0, hi_u = total, elo = 0, ehi = f.cells;
+        if (f.owners) cua_cpu_share(f.cells, nt, t, &elo, &ehi);
+        else cua_cpu_share(total, nt, t, &lo_u, &hi_u);
+        uint64_t *mine = f.acc + (f.owners ? 0 : (size_t)t * (size_t)(f.cells * f.step));
+        unsigned *my_flags = f.flags + (f.owners ? 0 : (size_t)t * (size_t)f.cells);
         CUA_CPU_PIECES(cfg, lo_u, hi_u, a, b)
-        for (int64_t i = a; i < b; i++) {
-            const update u = update_at(idx, vals, s, i);
-            fixed_value(mine + u.e, f.cells, f.words, &my_flags[u.e], u.v.d, f.lo, f.negzero, 0);
-        }
+        exact_updates(&f, mine, my_flags, idx, vals, s, a, b, elo, ehi);
     }
     if (cfg->interrupted) {
-        free(f.acc);
-        free(f.flags);
+        fixed_free(&f);
         return CUA_EINTR;
     }
     fixed_end(&f, out, s->dtype, team);
@@ -650,15 +940,22 @@ static int fits_any(const cua_scatter *s, cua_launch *cfg)
     return 0;
 }
 
+/* The first out-of-range index (-1: none), the OS threads scanning
+ * contiguous shares (the first bad position of all is their least). */
 int cua_cpu_scatter_check(const void *idx, int idx_dtype, int64_t n, int64_t m, int64_t *bad, cua_launch *cfg)
 {
-    (void)cfg;
     int64_t first = n;
-    for (int64_t k = 0; k < n; k++) {
-        const int64_t i = idx_dtype == CUA_INT64 ? ((const int64_t *)idx)[k] : ((const int32_t *)idx)[k];
-        if (i < -m || i >= m) {
-            first = k;
-            break;
+    const int team = cua_cpu_team(cfg, n, n); /* the rung records its own team after */
+#pragma omp parallel num_threads(team) reduction(min : first)
+    {
+        int64_t lo, hi;
+        cua_cpu_share(n, omp_get_num_threads(), omp_get_thread_num(), &lo, &hi);
+        for (int64_t k = lo; k < hi; k++) {
+            const int64_t i = idx_dtype == CUA_INT64 ? ((const int64_t *)idx)[k] : ((const int32_t *)idx)[k];
+            if (i < -m || i >= m) {
+                first = k;
+                break;
+            }
         }
     }
     *bad = first == n ? -1 : first;
