@@ -109,16 +109,19 @@ PyObject *cua_op_at(PyObject *self, PyObject *args, PyObject *kw)
     if (cua_launch_config(blocks, threads, stream, &cfg) < 0) return NULL;
     int st = 0;
     int64_t bad = -1, bad_index = 0;
+    /* The exact rungs check the indices in their own pass (cua_scatter.bad). */
+    const int self_check = (r->rung.flags & CUA_F_EXACT) && n > 0 && row > 0;
     Py_BEGIN_ALLOW_THREADS
     st = cua_stage(&idx);
-    if (!st) st = check_indices(backend, idx.ptr, idx_dtype, n, m, &bad, &cfg);
-    if (!st && bad >= 0) bad_index = index_at(backend, &idx, idx_dtype, bad, stream);
+    if (!st && !self_check) st = check_indices(backend, idx.ptr, idx_dtype, n, m, &bad, &cfg);
     if (!st && bad < 0) {
         st = cua_stage(&vals);
         if (!st) st = cua_stage(&out);
+        if (self_check) s.bad = &bad;
         if (!st) st = r->run((void *)out.ptr, idx.ptr, vals.ptr, &s, &cfg);
-        if (!st && out.host) st = cua_copy_to_host((void *)out.host, out.ptr, out.nbytes, stream);
+        if (!st && out.host && bad < 0) st = cua_copy_to_host((void *)out.host, out.ptr, out.nbytes, stream);
     }
+    if (!st && bad >= 0) bad_index = index_at(backend, &idx, idx_dtype, bad, stream);
     cua_unstage(&out);
     cua_unstage(&vals);
     cua_unstage(&idx);

@@ -269,15 +269,21 @@ typedef int (*cua_reduce_fn)(const void *x, int64_t n, int dtype, int op, void *
  * broadcasts), negated first when `negate` (subtract: a - v is a + (-v) in
  * IEEE arithmetic and in wrapping integers alike). op is an enum
  * cua_reduce_op (no bitwise op on floats). idx holds n indices of idx_dtype
- * (CUA_INT32 or CUA_INT64), every one in [-m, m): the caller checked them
- * first (cua_cuda_scatter_check / cua_cpu_scatter_check), so nothing is
- * written when one is not; a negative index counts from the end. `out`,
- * `idx` and `vals` are device memory on CUDA. The launcher updates `out` in
- * place and waits once (CUA_WAIT) before it returns. */
+ * (CUA_INT32 or CUA_INT64); a negative one counts from the end. With
+ * `bad` NULL every one is in [-m, m): the caller checked them first
+ * (cua_cuda_scatter_check / cua_cpu_scatter_check), so nothing is written
+ * when one is not. Otherwise (the CUA_F_EXACT rungs, whose accumulators
+ * take every update before anything is written to `out`, and n * row > 0)
+ * the rung checks them in its own pass over the updates -- one read of the
+ * indices, not two -- writes the first position of one outside [-m, m) to
+ * *bad (-1: none) and then leaves `out` untouched. `out`, `idx` and `vals`
+ * are device memory on CUDA. The launcher updates `out` in place and waits
+ * once (CUA_WAIT) before it returns. */
 typedef struct {
     int64_t m, row, n;
     int64_t vk, vj;
     int dtype, op, idx_dtype, negate;
+    int64_t *bad; /* host memory */
 } cua_scatter;
 typedef int (*cua_scatter_fn)(void *out, const void *idx, const void *vals, const cua_scatter *s,
                               cua_launch *cfg);

@@ -168,6 +168,37 @@ def test_exact_signed_zeros_nan_inf_and_cancellation(backend):
     assert ref[7] == 0.0
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("spread", ["narrow", "grown", "wide"])
+@pytest.mark.parametrize("m", [1, 3, 5000])
+def test_exact_rungs_round_the_exact_sum_through_every_carry(backend, dtype, spread, m):
+    """2^16 values of both signs into few elements (or many). "narrow": the
+    window is 61 bits, so each value is one integer under 2^62 in the
+    accumulator's word 0, which overflows again and again (the narrow
+    paths: the cpu's 128-bit adds, the GPU's word-1 atomics and per-sign
+    copies); "grown": the same values into start values 2^40 times larger,
+    as an output's sums outgrow its updates (the GPU's narrow kernel with
+    three words); "wide": values 2^-60 to 2^60 apart (the general paths,
+    carries between words). Every element is the correctly rounded exact
+    sum."""
+    rng = np.random.default_rng(17)
+    n = 1 << 16
+    top = 60 if spread == "wide" else 38 if dtype == np.float32 else 9
+    low = 0 if spread == "narrow" else -60
+    signs = np.where(rng.random(n) < 0.7, 1.0, -1.0)  # mostly positive: the positive words overflow too
+    b = (signs * (1 + rng.random(n)) * np.exp2(rng.integers(low, top, n))).astype(dtype)
+    idx = rng.integers(0, m, n)
+    a0 = ((1 + rng.random(m)) * np.exp2(rng.integers(low, top, m) + (40 if spread == "grown" else 0))
+          * rng.choice([-1, 1], m)).astype(dtype)
+    sums = exact_sums(a0, idx, b, False)
+    want = np.array([rounded(x, np.dtype(dtype)) for x in sums], dtype)
+    for method in [r.name for r in _backend.table("at", backend) if r.flags & _C.F_EXACT]:
+        got = a0.copy()
+        cuatomic.at(got, idx, b, method=method, backend=backend)
+        assert got.tobytes() == want.tobytes(), (method, np.flatnonzero(got != want)[:5])
+
+
 def rungs():
     """(backend, method) for every rung of every usable backend."""
     return [pytest.param(be, name, id=f"{be}-{name}") for be in BACKENDS for name, _, _ in cuatomic.methods("at", be)]
@@ -184,6 +215,17 @@ def test_bad_index_writes_nothing(backend, method):
     with pytest.raises(IndexError, match="axis 1 with size 3"):
         cuatomic.at(a, ([0, 1], [0, 3]), 1.0, method=method, backend=backend)
     assert not a.any()
+    # Many updates, several bad ones: the first position is named (the exact
+    # rungs find it in their own pass over the updates, in any order), in
+    # host and device outputs, whole rows too; nothing is written.
+    idx = np.random.default_rng(3).integers(0, 50, 100_000)
+    idx[[80_000, 70_001, 99_999]] = [1000, 50, -51]
+    for dt, shape in [(np.int64, (50,)), (np.int32, (50,)), (np.int64, (50, 4))]:
+        outs = [np.zeros(shape)] + ([cuatomic.to_device(np.zeros(shape))] if backend == "cuda" else [])
+        for a in outs:
+            with pytest.raises(IndexError, match=r"index 50 is out of bounds for axis 0 with size 50 \(indices\[70001\]\)"):
+                cuatomic.at(a, idx.astype(dt), 1.0, method=method, backend=backend)
+            assert not host(a).any()
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -526,11 +526,23 @@ static inline void cursor_next(cursor *c, int64_t row)
     }
 }
 
+/* Update c's element, or -1 for an index outside [-m, m) (only a rung
+ * that checks the indices itself, cua_scatter.bad, sees one). */
 static inline int64_t exact_element(const void *idx, const cua_scatter *s, cursor c, const int i64)
 {
     int64_t i = i64 ? ((const int64_t *)idx)[c.k] : ((const int32_t *)idx)[c.k];
-    if (i < 0) i += s->m;
-    return i * s->row + c.j;
+    i += i < 0 ? s->m : 0;
+    return (uint64_t)i < (uint64_t)s->m ? i * s->row + c.j : -1;
+}
+
+/* An exact rung's own index check: the least bad position k of all
+ * threads' (-1: none yet), by compare-exchange (rare: one per bad index). */
+static void note_bad(int64_t *bad, int64_t k)
+{
+    int64_t seen = __atomic_load_n(bad, __ATOMIC_RELAXED);
+    while ((seen < 0 || k < seen) &&
+           !__atomic_compare_exchange_n(bad, &seen, k, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    }
 }
 
 /* Update c's value as its bits (a float32's in the low 32), the sign
@@ -803,6 +815,10 @@ static inline __attribute__((always_inline)) void exact_loop(const fixed_state *
     const int64_t step = f->step;
     for (int64_t w = a; w < b; w++, cursor_next(&c, s->row)) {
         const int64_t e = exact_element(idx, s, c, i64);
+        if (e < 0) {
+            note_bad(s->bad, c.k);
+            continue;
+        }
         if ((uint64_t)(e - elo) >= (uint64_t)(ehi - elo)) continue; /* another thread's element */
         const uint64_t bits = exact_bits(vals, s, c, f32);
         if (f->narrow) narrow_add(acc + e * step, &flags[e], bits, lo, track, f32);
@@ -823,6 +839,10 @@ static inline __attribute__((always_inline)) void narrow_loop(uint64_t *acc, uns
     for (int64_t w = a; w < b; w++) {
         int64_t e = i64 ? ((const int64_t *)idx)[w] : ((const int32_t *)idx)[w];
         e += e < 0 ? m : 0;
+        if ((uint64_t)e >= (uint64_t)m) { /* a bad index: the caller left the check to this rung */
+            note_bad(s->bad, w);
+            continue;
+        }
         if ((uint64_t)(e - elo) >= (uint64_t)(ehi - elo)) continue; /* another thread's element */
         const uint64_t bits = f32 ? ((const uint32_t *)vals)[w * vk] : ((const uint64_t *)vals)[w * vk];
         narrow_add(acc + 2 * e, &flags[e], bits ^ flip, lo, track, f32);
@@ -879,6 +899,7 @@ static int at_exact(void *out, const void *idx, const void *vals, const cua_scat
 {
     int st = exact_fits(s, cfg);
     if (st) return st;
+    if (s->bad) *s->bad = -1;
     cua_cpu_default_config(cfg, s->n * s->row);
     if (s->n * s->row == 0) return 0;
     fixed_state f;
@@ -886,7 +907,7 @@ static int at_exact(void *out, const void *idx, const void *vals, const cua_scat
     if (st) return st;
     const exact_ctx c = {idx, vals, s, &f};
     st = each_piece(s, cfg, per_update_exact, &c);
-    if (st) {
+    if (st || (s->bad && *s->bad >= 0)) { /* interrupted, or a bad index: `out` untouched */
         fixed_free(&f);
         return st;
     }
@@ -903,6 +924,7 @@ static int at_exact_private(void *out, const void *idx, const void *vals, const 
 {
     int st = exact_private_fits(s, cfg);
     if (st) return st;
+    if (s->bad) *s->bad = -1;
     const int64_t total = s->n * s->row;
     cua_cpu_default_config(cfg, total);
     if (total == 0) return 0;
@@ -925,9 +947,9 @@ static int at_exact_private(void *out, const void *idx, const void *vals, const 
         CUA_CPU_PIECES(cfg, lo_u, hi_u, a, b)
         exact_updates(&f, mine, my_flags, idx, vals, s, a, b, elo, ehi);
     }
-    if (cfg->interrupted) {
+    if (cfg->interrupted || (s->bad && *s->bad >= 0)) { /* interrupted, or a bad index: `out` untouched */
         fixed_free(&f);
-        return CUA_EINTR;
+        return CUA_CPU_DONE(cfg);
     }
     fixed_end(&f, out, s->dtype, team);
     return 0;
