@@ -98,3 +98,81 @@ def test_small_calls_time_every_rung_idle_and_with_a_core_busy():
     assert all(r["ok"] and 0 < r["median_ms"] <= r["max_ms"] for r in rows)
     table = small_markdown(results)
     assert table.count("\n") == len(rows) // len(LOADS) + 4 and "one core busy: median" in table
+
+
+# The scatter table's JAX columns: a child process per mode, its rows merged into the parent's.
+SCATTER_CASES = [("m = 100", 100, "uniform", 3000, 1), ("m = 1", 1, "one", 3000, 1), ("rows", 50, "uniform", 200, 8),
+                 ("int64", 1000, "uniform", 3000, 1, np.int64, "add"),
+                 ("maximum", 100, "uniform", 3000, 1, np.float32, "maximum")]
+
+
+def _numpy_systems(a0, idx, b, *_):
+    """The scatter table's systems on a machine without a GPU: np.add.at."""
+    return {"numpy add.at": (a0.copy, lambda out: np.add.at(out, idx, b), lambda out: out)}
+
+
+def test_scatter_jax_child_draws_the_parents_inputs():
+    from cuatomic.bench import scatter
+    sent = json.loads(json.dumps([scatter._whole(c, np.float32) for c in SCATTER_CASES]))  # as the child reads it
+    for mine, its in zip(scatter._inputs(SCATTER_CASES, 3, np.float32), scatter._inputs(sent, 3, None), strict=True):
+        assert mine[0] == its[0] and all(np.array_equal(x, y) for x, y in zip(mine[1:], its[1:]))
+
+
+def test_scatter_table_merges_the_jax_rows(monkeypatch, tmp_path):
+    import importlib.machinery
+    import subprocess
+    import sys
+    import types
+    from cuatomic.bench import scatter
+    jax = types.ModuleType("jax")
+    jax.__spec__ = importlib.machinery.ModuleSpec("jax", None)  # installed, as far as find_spec can tell
+    monkeypatch.setitem(sys.modules, "jax", jax)
+    monkeypatch.setattr(scatter, "_systems", _numpy_systems)
+    seen = []
+
+    def child(cmd, env, **kwargs):  # the first mode prints its rows among other output, the second times out
+        seen.append(env["XLA_FLAGS"])
+        spec = json.loads(cmd[cmd.index("--jax-child") + 1])
+        rows = [json.dumps({"case": c[0], "system": spec["system"], "ms": 1.5, "valid": True,
+                            "distinct_results_in_3": 1 + (c[0] == "m = 1")}) for c in spec["cases"]]
+        if len(seen) == 2:
+            raise subprocess.TimeoutExpired(cmd, kwargs["timeout"], output=(rows[0] + "\n").encode())
+        return subprocess.CompletedProcess(cmd, 0, "a warning\n" + "\n".join(rows) + "\n")
+
+    monkeypatch.setattr(scatter.subprocess, "run", child)
+    out = tmp_path / "scatter.json"
+    rows = scatter.run(SCATTER_CASES[:3], repeat=2, path=str(out))
+    assert seen == ["", "--xla_gpu_deterministic_ops=true"]
+    saved = json.loads(out.read_text())
+    assert saved["rows"] == rows and all(r["valid"] for r in rows if r["system"] == "numpy add.at")
+    assert [r["system"] for r in rows].count("jax .at[].add") == 3
+    assert [r["case"] for r in rows if r["system"] == "jax .at[].add deterministic"] == ["m = 100"]  # before it stopped
+    assert saved["notes"] == ["jax .at[].add deterministic: its process ran past 600 s and was stopped"]
+    table = scatter.markdown(rows)
+    assert "| case | numpy add.at | jax .at[].add | jax .at[].add deterministic |" in table
+    assert "| 1.500~ | - |" in table  # m = 1: the first mode's results differed, the second never got there
+
+
+def test_scatter_table_without_jax_says_so(monkeypatch, tmp_path, capsys):
+    import sys
+    from cuatomic.bench import scatter
+    monkeypatch.setitem(sys.modules, "jax", None)  # not importable
+    monkeypatch.setattr(scatter, "_systems", _numpy_systems)
+    rows = scatter.run(SCATTER_CASES[:1], repeat=2, path=str(tmp_path / "scatter.json"))
+    assert [r["system"] for r in rows] == ["numpy add.at"] and rows[0]["valid"]
+    notes = [f"{system}: jax is not installed" for system in scatter.JAX_MODES]
+    assert json.loads((tmp_path / "scatter.json").read_text())["notes"] == notes
+    printed = capsys.readouterr().out
+    assert all(f"note: {note}\n" in printed for note in notes)
+
+
+def test_scatter_jax_child_on_the_cpu():
+    pytest.importorskip("jax")
+    from cuatomic.bench import scatter
+    for system, flags in scatter.JAX_MODES.items():
+        rows, note = scatter._jax_rows(system, flags, SCATTER_CASES, 0, np.float32, 2, backend="cpu")
+        assert note is None and [r["case"] for r in rows] == ["m = 100", "m = 1", "rows", "int64"]  # add only
+        assert all(r["system"] == system and r["valid"] and r["ms"] > 0 for r in rows)
+        assert [r["dtype"] for r in rows] == ["float32"] * 3 + ["int64"] and rows[2]["outputs"] == 400
+    rows, note = scatter._jax_rows("jax .at[].add", "", SCATTER_CASES[:1], 0, np.float32, 2)
+    assert rows or "jax .at[].add: jax has no gpu device" in note  # a note, not a crash, where it has none
