@@ -1024,14 +1024,26 @@ static void private_plan(int64_t cells, int words, int *slots, int *direct, size
 
 // The narrow kernel's copies of the output in shared memory: the most (a
 // power of two, at most a warp's 32) whose two words per element fit
-// PRIVATE_BYTES; 0 where one copy does not fit or a value reaches 63 bits
-// above the window's lowest (the general kernel then runs).
-static int narrow_copies(int64_t cells, const Window &w)
+// PRIVATE_BYTES; past that one copy, in as much as a block may opt in to
+// (BIG_THREADS threads then keep the SM's one block busy); 0 where one copy
+// does not fit or a value reaches 63 bits above the window's lowest (the
+// general kernel then runs, its slots a cache of the hot elements).
+constexpr int BIG_THREADS = 1024;
+
+static int narrow_copies(int64_t cells, const Window &w, int *copies)
 {
-    if (w.vhi - w.lo > 62 || cells * 16 > (int64_t)PRIVATE_BYTES) return 0;
-    int copies = 1;
-    while (copies < 32 && cells * 16 * (2 * copies) <= (int64_t)PRIVATE_BYTES) copies *= 2;
-    return copies;
+    *copies = 0;
+    if (w.vhi - w.lo > 62) return 0;
+    if (cells * 16 > (int64_t)PRIVATE_BYTES) {
+        int dev, optin;
+        CUA_CHECK(cudaGetDevice(&dev));
+        CUA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+        if (cells * 16 <= (int64_t)optin - 1024) *copies = 1;  // 1 KiB for the kernel's own and the runtime's
+        return 0;
+    }
+    *copies = 1;
+    while (*copies < 32 && cells * 16 * (2 * *copies) <= (int64_t)PRIVATE_BYTES) *copies *= 2;
+    return 0;
 }
 
 // Resident blocks by default, as the general kernel (at_exact_private).
@@ -1040,12 +1052,13 @@ static int narrow_launch(const void *idx, const T *vals, const cua_scatter *s, c
                          int copies)
 {
     const size_t smem = (size_t)(s->m * s->row) * 16 * copies;
+    const int threads = cfg->threads > 0 ? cfg->threads : smem > PRIVATE_BYTES ? BIG_THREADS : CUA_DEFAULT_THREADS;
     int64_t resident = 0;
-    int st = cua_max_resident_blocks(at_fixed_narrow_kernel<T>, cfg->threads > 0 ? cfg->threads : CUA_DEFAULT_THREADS,
-                                     smem, &resident);
+    int st = cua_allow_smem(at_fixed_narrow_kernel<T>, smem);
+    if (!st) st = cua_max_resident_blocks(at_fixed_narrow_kernel<T>, threads, smem, &resident);
     int sms;
     if (!st) st = cua_sm_count(&sms);
-    if (!st) st = cua_grid_config(cfg, s->n * s->row, CUA_DEFAULT_THREADS, (int)(resident / sms > 0 ? resident / sms : 1));
+    if (!st) st = cua_grid_config(cfg, s->n * s->row, threads, (int)(resident / sms > 0 ? resident / sms : 1));
     if (st) return st;
     at_fixed_narrow_kernel<<<(unsigned)cfg->blocks, cfg->threads, smem, cua_stream(cfg)>>>(
         idx, vals, *s, f.w.lo, f.words, f.w.negzero, f.acc, f.flags, copies, f.bad);
@@ -1072,7 +1085,9 @@ static int at_exact_private(T *out, const void *idx, const T *vals, const cua_sc
     const int64_t total = s->n * s->row;
     if (total == 0) return cua_grid_config(cfg, total, CUA_DEFAULT_THREADS, 1);
     return fixed_point_run(out, vals, s, cfg, [&](const Fixed &f) -> int {
-        const int copies = narrow_copies(s->m * s->row, f.w);
+        int copies;
+        int st = narrow_copies(s->m * s->row, f.w, &copies);
+        if (st) return st;
         if (copies) return narrow_launch(idx, vals, s, cfg, f, copies);
         int slots, direct;
         size_t smem;
@@ -1082,7 +1097,7 @@ static int at_exact_private(T *out, const void *idx, const T *vals, const cua_sc
         // and merging its slots, so more would only add merges, and fewer
         // leave the SMs too few warps to hide the atomics' latency.
         int64_t resident = 0;
-        int st = cua_max_resident_blocks(at_fixed_private_kernel<T>, cfg->threads > 0 ? cfg->threads
+        st = cua_max_resident_blocks(at_fixed_private_kernel<T>, cfg->threads > 0 ? cfg->threads
                                                                                       : CUA_DEFAULT_THREADS,
                                          smem, &resident);
         if (st) return st;
