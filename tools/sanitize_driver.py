@@ -94,6 +94,22 @@ def main():
                     else:
                         ok = np.array_equal(got, want)
                     check(f"at {op} {m} rows={rows} {dt.__name__}", ok)
+            if ops and _backend.rung("at", "cuda", m).flags & _C.F_EXACT:
+                # an output past 48 KiB of accumulators (rung 6's opted-in shared memory), then a bad
+                # index found by the rung's own check: nothing written
+                many = rng.integers(0, 5000, 20000)
+                vals = rng.standard_normal(20000).astype(dt)
+                want = np.zeros(5000, dt)
+                np.add.at(want, many, vals)
+                got = cuatomic.to_device(np.zeros(5000, dt), backend="cuda")
+                cuatomic.at(got, many, vals, method=m, backend="cuda")
+                check(f"at add {m} m=5000 {dt.__name__}", np.allclose(got.copy_to_host(), want, atol=1e-3))
+                many[15000] = 5000
+                try:
+                    cuatomic.at(got, many, vals, method=m, backend="cuda")
+                    check(f"at bad index {m} {dt.__name__}", False)
+                except IndexError:
+                    check(f"at bad index {m} {dt.__name__}", np.allclose(got.copy_to_host(), want, atol=1e-3))
         for m, _, _ in cuatomic.methods("filter", "cuda"):
             keeps_order = _backend.rung("filter", "cuda", m).has(_C.F_ORDERED)
             got = cuatomic.filter(d, ">=", 2, ordered=keeps_order, method=m, backend="cuda").copy_to_host()
