@@ -61,6 +61,12 @@ def core_op(name, dt):
     return _CORE[name], False
 
 
+def float_add(dt, core):
+    """Whether core op `core` on elements of dtype dt is a float add (or
+    subtract): the op whose rounding depends on the order of the updates."""
+    return dt.kind == "f" and core == _CORE["add"]
+
+
 class _Target:
     """`a` as memory the core writes: ``x`` (an ndarray or a device
     pointer), its shape and dtype; ``finish()`` writes a host copy back."""
@@ -194,16 +200,56 @@ def indices_for(indices, shape, backend, stream):
     else:
         flat = np.zeros(math.prod(ix.shape), np.int64)
         for axis, arr in enumerate(arrays):  # each axis checked here: the core sees the flattened rows only
-            a64 = arr.reshape(-1).astype(np.int64)
-            size = shape[axis]
-            bad = (a64 < -size) | (a64 >= size)
-            if bad.any():
-                raise IndexError(f"index {int(a64[bad][0])} is out of bounds for axis {axis} with size {size} "
-                                 f"(indices[{axis}])")
-            flat = flat * size + np.where(a64 < 0, a64 + size, a64)
+            flat = flat * shape[axis] + rows_of(arr.reshape(-1), shape[axis], axis, lambda k: f"indices[{axis}]")
     ix.x, ix.n, ix.keep = flat, flat.size, flat
     ix.id = dtype_id(flat.dtype)
     return ix
+
+
+def rows_of(indices, size, axis, where):
+    """Integer `indices` into an axis of `size` as int64 positions from 0
+    (negative ones count from the end), or NumPy's IndexError for the first
+    out of range, at position k of the indices, saying ``where(k)``."""
+    flat = np.asarray(indices, np.int64)
+    bad = np.flatnonzero((flat < -size) | (flat >= size))
+    if bad.size:
+        k = int(bad[0])
+        raise IndexError(f"index {int(flat[k])} is out of bounds for axis {axis} with size {size} ({where(k)})")
+    return np.where(flat < 0, flat + size, flat)
+
+
+def value_type(b, dt, name):
+    """(b as NumPy is given it, the type NumPy computes `name` in): at's
+    refusals of values of b's type into elements of dt."""
+    try:
+        given = b if isinstance(b, (np.ndarray, int, float, bool, complex)) else np.asarray(b)
+        rt = np.result_type(dt, given)
+    except (TypeError, ValueError, OverflowError) as e:
+        raise type(e)(f"b: {e}") from None
+    if rt.kind not in "biufc" or (np.ndim(given) and np.asarray(given).dtype.kind not in "biufc"):
+        raise TypeError(f"b: ufunc '{name}' did not contain a loop with signature matching types "
+                        f"({dt!r}, {np.asarray(given).dtype!r})")
+    if dt.kind == "b" and rt.kind != "b":
+        raise TypeError(f"b: {rt} values into a bool array: NumPy computes {name} in {rt} and casts the result "
+                        "to bool, which no atomic on bools can; pass bool values, or update an integer array")
+    if dt.kind == "f" and rt.kind == "f" and rt.itemsize > dt.itemsize:
+        raise TypeError(f"b: {rt} values into {dt} elements: NumPy's {name}.at adds each in {rt} and rounds to "
+                        f"{dt} after every update, an order-dependent answer (and the exact rungs' sum would be of "
+                        f"values rounded first); cast b to a's dtype first (b.astype(a.dtype))")
+    if dt.kind in "biu" and rt.kind not in "biu":
+        raise TypeError(f"b: {rt} values into {dt} elements: NumPy's {name}.at computes each update in {rt} and "
+                        f"truncates, which no atomic can; cast b to a's dtype first (b.astype(a.dtype))")
+    return given, rt
+
+
+def check_broadcast(shape, full):
+    """NumPy's ValueError unless values of `shape` broadcast to the updates' shape `full`."""
+    try:
+        fits = np.broadcast_shapes(tuple(shape), full) == full
+    except ValueError:
+        fits = False
+    if not fits:
+        raise ValueError(f"b of shape {tuple(shape)} cannot be broadcast to the updates' shape {full}")
 
 
 def values_for(b, dt, shape, row_shape, device_ok, backend, stream, name):
@@ -223,24 +269,7 @@ def values_for(b, dt, shape, row_shape, device_ok, backend, stream, name):
                             f"{tuple(row_shape)} or one value per update: broadcast it first")
         return found.x, found.n, vk, vj
     refuse_masked(b, "b")
-    try:
-        given = b if isinstance(b, (np.ndarray, int, float, bool, complex)) else np.asarray(b)
-        rt = np.result_type(dt, given)
-    except (TypeError, ValueError, OverflowError) as e:
-        raise type(e)(f"b: {e}") from None
-    if rt.kind not in "biufc" or (np.ndim(given) and np.asarray(given).dtype.kind not in "biufc"):
-        raise TypeError(f"b: ufunc '{name}' did not contain a loop with signature matching types "
-                        f"({dt!r}, {np.asarray(given).dtype!r})")
-    if dt.kind == "b" and rt.kind != "b":
-        raise TypeError(f"b: {rt} values into a bool array: NumPy computes {name} in {rt} and casts the result "
-                        "to bool, which no atomic on bools can; pass bool values, or update an integer array")
-    if dt.kind == "f" and rt.kind == "f" and rt.itemsize > dt.itemsize:
-        raise TypeError(f"b: {rt} values into {dt} elements: NumPy's {name}.at adds each in {rt} and rounds to "
-                        f"{dt} after every update, an order-dependent answer (and the exact rungs' sum would be of "
-                        f"values rounded first); cast b to a's dtype first (b.astype(a.dtype))")
-    if dt.kind in "biu" and rt.kind not in "biu":
-        raise TypeError(f"b: {rt} values into {dt} elements: NumPy's {name}.at computes each update in {rt} and "
-                        f"truncates, which no atomic can; cast b to a's dtype first (b.astype(a.dtype))")
+    given, rt = value_type(b, dt, name)
     try:
         # A Python int keeps its own value (NEP 50 would refuse 300 for int8; ufunc.at wraps it)
         plain_int = isinstance(given, int) and not isinstance(given, bool)
@@ -253,12 +282,7 @@ def values_for(b, dt, shape, row_shape, device_ok, backend, stream, name):
         if wide.min() < lo or wide.max() > hi:
             raise TypeError(f"b: {name}.at of {dt} elements with values outside [{lo}, {hi}]: NumPy compares in "
                             f"{rt} and wraps the result; cast b to a's dtype first (b.astype(a.dtype))")
-    try:
-        fits = np.broadcast_shapes(vals.shape, full) == full
-    except ValueError:
-        fits = False
-    if not fits:
-        raise ValueError(f"b of shape {vals.shape} cannot be broadcast to the updates' shape {full}")
+    check_broadcast(vals.shape, full)
     if vals.size == 1:
         return np.ascontiguousarray(vals.reshape(1)), 1, 0, 0
     vk, vj = _strides_of(vals.shape, full, shape, row_shape, n, row)
@@ -267,6 +291,30 @@ def values_for(b, dt, shape, row_shape, device_ok, backend, stream, name):
         vk, vj = row, 1
     flat = np.ascontiguousarray(vals).reshape(-1)
     return flat, flat.size, vk, vj
+
+
+def update_values(b, dt, shape, row_shape, name):
+    """The values of host `b` as at reads them for updates of `shape` into
+    rows of `row_shape`: cast and checked by :func:`values_for`, a read-only
+    view of shape ``shape + row_shape`` (update k's column j at k*vk + j*vj,
+    the core's strides: a broadcast b is not copied)."""
+    vals, _, vk, vj = values_for(b, dt, shape, row_shape, False, "cpu", 0, name)
+    step = vals.itemsize
+    view = np.lib.stride_tricks.as_strided(vals, (math.prod(shape), math.prod(row_shape)), (vk * step, vj * step),
+                                           writeable=False)
+    return view.reshape(tuple(shape) + tuple(row_shape))
+
+
+def checked_updates(indices, b, shape, dt, name, first=0):
+    """The updates ``at(a, indices, b, name)`` would make into an `a` of
+    `shape` and dtype `dt`, every check of at's made and nothing written:
+    (the rows of `a` they name, int64 from 0; their values, as
+    :func:`update_values`). `indices` is one host array of indices into
+    a's first axis, at positions `first`, `first` + 1, ... of the caller's
+    (an IndexError names that position)."""
+    ix = indices_for(indices, shape, "cpu", 0)
+    rows = rows_of(ix.x, ix.m, 0, lambda k: f"indices[{first + k}]")
+    return rows, update_values(b, dt, ix.shape, tuple(shape[1:]), name)
 
 
 def _strides_of(bshape, full, shape, row_shape, n, row):
@@ -363,11 +411,37 @@ def at(a, indices, b=None, op="add", *, method="auto", backend=None, blocks=None
     nb, nt = launch_config(blocks, threads)
     s = stream_of(stream)
     c = _Call(a, indices, b, op, be, s)
-    if rung is None:
-        rung = auto_rung(OP, be, c.ix.n * c.ix.row, c.target.dtype, require=c.require(), fits=c.fits(be, nb, nt))
-    _C.at(backend_id(be), rung.index, c.target.x, c.ix.m, c.ix.row, c.ix.x, c.ix.id, c.ix.n, c.vals, c.nvals, c.vk,
-          c.vj, c.did, c.core, c.negate, nb, nt, s)
+    c.run(be, rung, nb, nt, s)
     c.target.finish()
+
+
+def target_and_op(a, b, op, be, s):
+    """(a as the core writes it, the op's name, its core id, whether it
+    negates): at's checks of `op`, of `b`'s presence and of `a`, in at's
+    order. `a` may be a target made before (it is taken as it is)."""
+    name = check_op(op)
+    if b is None:
+        raise TypeError("second operand needed for ufunc (b=None)")
+    target = a if isinstance(a, _Target) else _Target(a, be, s)
+    return (target, name) + core_op(name, target.dtype)
+
+
+def update_in_place(target, parts, op, be, rung):
+    """Each (indices into a's first axis, values) of `parts` applied to
+    `target` in order, each as :func:`at` applies it, by `rung` (None:
+    auto's), then written back:
+    every part is checked first, a named rung's limits included, so nothing
+    is written if one is refused."""
+    core, negate = core_op(check_op(op), target.dtype)
+    if rung is not None:
+        for ix, _ in parts:
+            why = rung_fits(be, rung, target.shape[0], math.prod(target.shape[1:]), len(ix),
+                            dtype_id(target.dtype), core, negate)
+            if why is not None:
+                raise ValueError(why)
+    for ix, b in parts:
+        _Call(target, ix, b, op, be, 0).run(be, rung, -1, -1, 0)
+    target.finish()
 
 
 class _Call:
@@ -375,11 +449,7 @@ class _Call:
     the values and their strides, the op's id and whether it negates."""
 
     def __init__(self, a, indices, b, op, be, s):
-        name = check_op(op)
-        if b is None:
-            raise TypeError("second operand needed for ufunc (b=None)")
-        self.target = _Target(a, be, s)
-        self.core, self.negate = core_op(name, self.target.dtype)
+        self.target, name, self.core, self.negate = target_and_op(a, b, op, be, s)
         self.ix = indices_for(indices, self.target.shape, be, s)
         row_shape = self.target.shape[len(indices) if isinstance(indices, tuple) else 1:]
         self.vals, self.nvals, self.vk, self.vj = values_for(b, self.target.dtype, self.ix.shape, row_shape,
@@ -390,9 +460,17 @@ class _Call:
         self.ix.x = _apart(self.ix.x, self.ix.n * np.dtype(_C.DTYPES[self.ix.id]).itemsize, self.ix.shape, self.target)
         self.vals = _apart(self.vals, self.nvals * self.target.dtype.itemsize, (self.nvals,), self.target)
 
+    def run(self, be, rung, nb, nt, s):
+        """The updates, by `rung` (None: the one auto picks for them)."""
+        if rung is None:
+            rung = auto_rung(OP, be, self.ix.n * self.ix.row, self.target.dtype, require=self.require(),
+                             fits=self.fits(be, nb, nt))
+        _C.at(backend_id(be), rung.index, self.target.x, self.ix.m, self.ix.row, self.ix.x, self.ix.id, self.ix.n,
+              self.vals, self.nvals, self.vk, self.vj, self.did, self.core, self.negate, nb, nt, s)
+
     def require(self):
         """auto's requirement: a deterministic rung for float add and subtract."""
-        return _C.F_DETERMINISTIC if self.target.dtype.kind == "f" and self.core == _CORE["add"] else 0
+        return _C.F_DETERMINISTIC if float_add(self.target.dtype, self.core) else 0
 
     def fits(self, be, nb, nt):
         return lambda r: rung_fits(be, r, self.ix.m, self.ix.row, self.ix.n, self.did, self.core, self.negate, nb, nt)

@@ -23,13 +23,19 @@ in-memory call gives on the concatenated data, NumPy's dtypes included:
 * histograms and bincounts: the chunks' counts added (float weights: the
   chunks' sums added in float64, then cast to the weights' dtype).
 
+:func:`at` and :func:`add_at` go the other way: they scatter dask arrays of
+indices and values into an in-memory array, in place, so they compute
+their graph themselves and return None, with the in-memory ``cuatomic.at``'s
+bits (float add and subtract: each chunk's exact sums as a few float terms,
+added to the array by one exact call).
+
 Arguments are checked when the graph is built, by the in-memory calls' own
 checks where there is one: a dask array whose chunks do not match its
 partner's (``weights``, ``b``), an unsupported dtype or result dtype, an
 unknown method, backend name or op, a filter value the elements do not
 compare with, bins and a range NumPy refuses, and ``histogram`` bins given
 as a count without a ``range`` (as ``dask.array.histogram``) raise there,
-before anything runs.
+before anything runs. ``at`` checks every chunk before it writes anything.
 
 The chunk tasks are this module's functions, so a worker process needs only
 ``import cuatomic``.
@@ -39,12 +45,12 @@ import functools
 import numpy as np
 
 import cuatomic
-from cuatomic import _C, _backend, _bincount, _bins, _filter, _interop, _reduce, _reduce_op
-from cuatomic._common import flag
+from cuatomic import _C, _backend, _bincount, _bins, _filter, _interop, _reduce, _reduce_op, _scatter
+from cuatomic._common import flag, named_rung
 from cuatomic._dtypes import DTYPES, SUPPORTED
-from cuatomic._device import host_array, refuse_masked
+from cuatomic._device import host_array, host_copy, refuse_masked
 
-__all__ = ["sum", "dot", "histogram", "bincount", "filter", "reduce", "min", "max"]
+__all__ = ["sum", "dot", "histogram", "bincount", "filter", "reduce", "min", "max", "at", "add_at"]
 
 
 def _dask():
@@ -110,22 +116,26 @@ def _same_chunks(a, b, what):
                          f"other's chunks (b.rechunk(a.chunks)) first")
 
 
-def _per_chunk(name, chunk, arrays, args, combine, combine_args):
+def _per_chunk(name, chunk, arrays, args, combine, combine_args, positions=False):
     """A delayed ``combine([chunk(*blocks, *args) for each chunk], *combine_args)``,
     the blocks of `arrays` (chunked alike) taken together, in C order: one
     task per chunk and one to combine them, in a single graph layer. (A
     delayed call per chunk made one layer per chunk, which dask merged and
     ordered in time growing faster than the chunks: 10,007 one-element chunks
-    took minutes.) `args` and `combine_args` are passed as they are."""
+    took minutes.) `args` and `combine_args` are passed as they are; with
+    `positions` (1-D arrays), each chunk's first element's position comes
+    after its blocks."""
     from dask.base import tokenize
     from dask.core import flatten, quote
     from dask.delayed import Delayed
     from dask.highlevelgraph import HighLevelGraph
-    token = tokenize(name, chunk, combine, [a.name for a in arrays], args, combine_args)
+    token = tokenize(name, chunk, combine, [a.name for a in arrays], args, combine_args, positions)
     part, final = f"cuatomic-{name}-chunk-{token}", f"cuatomic-{name}-{token}"
     keys = zip(*(flatten(a.__dask_keys__()) for a in arrays))
     quoted, cquoted = tuple(quote(v) for v in args), tuple(quote(v) for v in combine_args)
-    dsk = {(part, i): (chunk, *ks, *quoted) for i, ks in enumerate(keys)}
+    first = [(int(k),) for k in np.cumsum((0,) + arrays[0].chunks[0][:-1])] if positions else \
+        [()] * arrays[0].npartitions
+    dsk = {(part, i): (chunk, *ks, *f, *quoted) for i, (ks, f) in enumerate(zip(keys, first))}
     dsk[final] = (combine, list(dsk), *cquoted)
     return Delayed(final, HighLevelGraph.from_collections(final, dsk, dependencies=arrays))
 
@@ -238,6 +248,57 @@ def _combine_bincount(parts, minlength, dtype):
 
 def _chunk_filter(c, op, value, method, backend):
     return _host(cuatomic.filter(c, op, value, ordered=True, method=method, backend=backend))
+
+
+def _on_host(x, name):
+    """A chunk on the GPU (CuPy) as a NumPy array; anything else as it is."""
+    return host_copy(x, name) if isinstance(x, cuatomic.DeviceArray) or _interop.on_cuda(x) else x
+
+
+def _chunk_updates(idx, b, first, shape, dtype, name):
+    """A chunk's updates checked as :func:`cuatomic.at` checks them, nothing
+    written: (rows of `a` from 0, values of a's dtype broadcast to them)."""
+    return _scatter.checked_updates(_on_host(idx, "indices"), _on_host(b, "b"), shape, dtype, name, first)
+
+
+def _chunk_terms(idx, b, first, shape, dtype, name, method, backend):
+    """A chunk's float add or subtract as (rows, terms): for each row of `a`
+    it updates, terms of a's dtype whose exact sum is the exact sum of the
+    chunk's updates there -- its updates themselves where that sum is not
+    finite (NaN, an infinity, or past the dtype's range) -- so that one
+    exact call adding every chunk's terms to `a` rounds once what the
+    in-memory call rounds once."""
+    rows, vals = _chunk_updates(idx, b, first, shape, dtype, name)
+    if name == "subtract":
+        vals = -vals  # the add of the negated values, as the core subtracts (negation is exact)
+    ids, at_id = np.unique(rows, return_inverse=True)
+    cols = tuple(range(1, vals.ndim))
+
+    def rounded(where, values):
+        # The exact sum of `values` into rows `where` of ids, rounded once. Each starts at -0.0, the
+        # identity: a zero sum is -0.0 only where every value was, as in the in-memory call.
+        total = np.full((ids.size,) + vals.shape[1:], -0.0, dtype)
+        cuatomic.at(total, where, values, method=method, backend=backend)
+        return total
+
+    term = rounded(at_id, vals)
+    live = np.isfinite(term).all(axis=cols)
+    raw = ~live[at_id]
+    out_rows, out_terms = [rows[raw]], [vals[raw]]
+    where, values = at_id, vals
+    while live.any():
+        # The first term of every finite row (a zero too: its sign counts), then each next one the
+        # rounding of what the terms so far leave of the exact sum, while it is not 0: every term is
+        # below half an ulp of the last, so a float64 row ends within 40 terms, a float32 one 13.
+        out_rows.append(ids[live])
+        out_terms.append(term[live])
+        keep = live[where]
+        where = np.concatenate([where[keep], np.flatnonzero(live)])
+        # a zero term is fed back as -0.0, leaving the sign of a zero sum to the updates
+        values = np.concatenate([values[keep], np.where(term[live] == 0, -0.0, -term[live]).astype(dtype)])
+        term = rounded(where, values)
+        live = (term != 0).any(axis=cols)
+    return np.concatenate(out_rows), np.concatenate(out_terms)
 
 
 # ---------------------------------------------------------------- the API
@@ -494,3 +555,151 @@ def filter(a, op, value, *, method="auto", backend=None):
     # One task per chunk in one graph layer (map_blocks), each chunk's length known once it has run.
     return flat.map_blocks(_chunk_filter, op, value, method, backend, chunks=((np.nan,) * flat.numblocks[0],),
                            dtype=a.dtype, meta=flat._meta)
+
+
+def _at_indices(indices, shape, b):
+    """indices as a 1-D dask array, checked as :func:`cuatomic.at` checks
+    them: a host array whole (chunked as a dask `b` of one value per
+    update is, else by dask), a dask array's type here (its values when
+    the chunks run)."""
+    _, da = _dask()
+    if isinstance(indices, tuple):
+        raise TypeError("cuatomic.dask.at takes one 1-D array of indices into a's first axis, not a tuple of them: "
+                        "pass np.ravel_multi_index(indices, a.shape[:k]) into a reshaped a")
+    if isinstance(indices, da.Array):
+        if isinstance(indices._meta, np.ma.MaskedArray):
+            refuse_masked(indices._meta, "indices")
+        _scatter.indices_for(np.zeros(0, indices.dtype), shape, "cpu", 0)  # its type and a's dimensions
+    else:
+        ix = _scatter.indices_for(_on_host(indices, "indices"), shape, "cpu", 0)
+        like = isinstance(b, da.Array) and b.ndim == len(shape) and len(ix.shape) == 1 and b.shape[0] == ix.n
+        indices = da.from_array(ix.x.reshape(ix.shape), chunks=b.chunks[:1] if like else "auto", name=False)
+    if indices.ndim != 1:
+        raise ValueError(f"cuatomic.dask.at takes 1-D indices (got {indices.ndim}-D): pass indices.ravel() and b "
+                         "reshaped to match")
+    if np.isnan(indices.shape[0]):
+        raise ValueError("cuatomic.dask.at needs the indices' chunk sizes (the updates' positions and b's chunks): "
+                         "call indices.compute_chunk_sizes() first")
+    return indices
+
+
+def _at_values(b, dt, full, chunks, name):
+    """b as a dask array of the updates' shape `full`, chunked as the
+    indices (`chunks`) along them and whole rows across, checked as
+    :func:`cuatomic.at` checks it: a host b whole, here; a dask b's type
+    and shape here, its values when the chunks run."""
+    _, da = _dask()
+    blocks = (chunks,) + tuple(full[1:])
+    if not isinstance(b, da.Array):
+        return da.from_array(_scatter.update_values(b, dt, full[:1], full[1:], name), chunks=blocks, name=False)
+    if isinstance(b._meta, np.ma.MaskedArray):
+        refuse_masked(b._meta, "b")
+    _scatter.value_type(np.zeros(0, b.dtype), dt, name)
+    _scatter.check_broadcast(b.shape, full)
+    b = b[(None,) * (len(full) - b.ndim)]
+    if b.shape[0] != 1 and b.chunks[0] != chunks:
+        raise ValueError(f"cuatomic.dask: b is chunked {b.chunks[0]} along the updates, the indices {chunks}: "
+                         "rechunk one to the other's chunks (b.rechunk({0: indices.chunks[0]})) first")
+    return da.broadcast_to(b.rechunk((b.chunks[0],) + b.shape[1:]), full, chunks=blocks)
+
+
+@_interop.on_inputs_gpu
+def at(a, indices, b=None, op="add", *, method="auto", backend=None):
+    """``cuatomic.at(a, indices.compute(), b.compute(), op)``, chunk by chunk:
+    the updates of dask arrays into an in-memory array, in place.
+
+    Every chunk's updates are checked (and for float add and subtract,
+    summed) by a task of its own; `a` is written by this call, once every
+    chunk has passed the checks, so an index out of range in any chunk
+    leaves `a` as it was.
+
+    * Integers, bool, the bitwise ops and minimum and maximum (of floats
+      too: IEEE 754-2019's order, NaN first and -0.0 below +0.0): the
+      chunks are applied one after the other, each as the in-memory call
+      applies it. These ops are associative: the same bits as the in-memory
+      call, for any chunking.
+    * Float add and subtract with ``method="auto"`` (or an exact rung,
+      ``exact``, ``exact_private``): each chunk returns, for every row it
+      updates, a few terms of a's dtype whose exact sum is its updates'
+      exact sum (its updates themselves where that sum is NaN, infinite or
+      past the dtype's range), and one exact call adds every chunk's terms
+      to `a`, rounding each element once: the in-memory call's correctly
+      rounded sums, bit for bit, for any chunking.
+    * Float multiply, and float add and subtract by a rung that is not
+      exact (``atomic``, ``cas``, ...): the chunks are applied in chunk
+      order, each by the rung. No such in-memory call is deterministic
+      (none of these rungs carries ``F_DETERMINISTIC``, and ``auto`` runs
+      one for multiply), and neither is this one.
+
+    Parameters
+    ----------
+    a : ndarray, DeviceArray or CUDA device array
+        Updated in place, as by :func:`cuatomic.at` (a device array on the
+        cuda backend).
+    indices : dask.array.Array or array_like of int
+        1-D, indexes a's first axis (a row of an N-D `a` is updated whole);
+        negative indices count from the end. A host array is chunked as a
+        dask `b` with the updates' axis is (else as dask chunks it).
+    b : dask.array.Array, array_like or scalar
+        The values, broadcast to ``indices.shape + a.shape[1:]`` and cast
+        to a's dtype as :func:`cuatomic.at` casts them. A dask `b` that has
+        the updates' axis must be chunked along it as `indices` is.
+    op : str or numpy.ufunc, default "add"
+        As :func:`cuatomic.at`.
+    method : str, default "auto"
+        A rung of ``methods("at")``, for every chunk.
+    backend : {"cpu", "cuda"}, optional
+        Where `a` is updated (and the chunks' float sums are made).
+
+    Returns
+    -------
+    None
+
+    Raises
+    ------
+    IndexError, TypeError, ValueError
+        As :func:`cuatomic.at` raises them, before `a` is written: what
+        the data's types and shapes show when the graph is built, what its
+        values show (an index out of range) when the chunks have run; and
+        a ValueError for indices that are not 1-D or a dask `b` chunked
+        otherwise than the indices.
+
+    Examples
+    --------
+    >>> import numpy as np, dask.array as da, cuatomic.dask
+    >>> a = np.zeros(3)
+    >>> cuatomic.dask.at(a, da.from_array([0, 2, 2, 0, 2], chunks=2), 0.1, backend="cpu")
+    >>> a
+    array([0.2, 0. , 0.3])
+    """
+    dask, _ = _dask()
+    be = _backend.resolve(backend)
+    rung = named_rung("at", be, method)
+    target, name, core, _ = _scatter.target_and_op(a, b, op, be, 0)  # the in-memory call's checks, in its order
+    indices = _at_indices(indices, target.shape, b)
+    b = _at_values(b, target.dtype, indices.shape + target.shape[1:], indices.chunks[0], name)
+    if _scatter.float_add(target.dtype, core) and (rung is None or rung.has(_C.F_EXACT)):
+        chunks = _per_chunk("at", _chunk_terms, [indices, b], (target.shape, target.dtype, name, method, backend),
+                            list, (), positions=True)
+        parts = dask.compute(chunks)[0]
+        terms = [np.concatenate([p[k] for p in parts]) for k in (0, 1)]
+        _scatter.update_in_place(target, [terms], "add", be, rung)
+    else:
+        chunks = _per_chunk("at", _chunk_updates, [indices, b], (target.shape, target.dtype, name), list, (),
+                            positions=True)
+        _scatter.update_in_place(target, dask.compute(chunks)[0], name, be, rung)
+
+
+def add_at(a, indices, b=None, *, method="auto", backend=None):
+    """``cuatomic.add_at(a, indices.compute(), b.compute())``: :func:`at` with ``op="add"``.
+
+    Parameters
+    ----------
+    a, indices, b, method, backend
+        As :func:`at`.
+
+    Returns
+    -------
+    None
+    """
+    return at(a, indices, b, "add", method=method, backend=backend)

@@ -3,10 +3,11 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["sum", "dot", "histogram", "bincount", "filter", "reduce", "min", "max"]
+__all__ = ["sum", "dot", "histogram", "bincount", "filter", "reduce", "min", "max", "at", "add_at"]
 
 _Backend = Literal["cuda", "cpu"]
 _ReduceOp = Literal["add", "multiply", "minimum", "maximum", "bitwise_and", "bitwise_or", "bitwise_xor"]
+_ScatterOp = Literal["add", "subtract", "multiply", "minimum", "maximum", "bitwise_and", "bitwise_or", "bitwise_xor"]
 
 def sum(a: Any, *, dtype: npt.DTypeLike | None = None, method: str = "auto", backend: _Backend | None = None) -> Any: ...
 def dot(a: Any, b: Any, *, method: str = "auto", backend: _Backend | None = None) -> Any: ...
@@ -21,3 +22,6 @@ def bincount(x: Any, weights: Any = None, minlength: int = 0, *, method: str = "
              backend: _Backend | None = None) -> Any: ...
 def filter(a: Any, op: Literal["<", "<=", ">", ">=", "==", "!="] | np.ufunc, value: Any, *, method: str = "auto",
            backend: _Backend | None = None) -> Any: ...
+def at(a: Any, indices: Any, b: Any = None, op: _ScatterOp | np.ufunc = "add", *, method: str = "auto",
+       backend: _Backend | None = None) -> None: ...
+def add_at(a: Any, indices: Any, b: Any = None, *, method: str = "auto", backend: _Backend | None = None) -> None: ...

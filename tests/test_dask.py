@@ -307,6 +307,268 @@ def test_arguments_the_chunks_would_refuse_are_refused_when_the_graph_is_built(b
     assert type(found.value) is kind
 
 
+# ------------------------------------------------------------ at, add_at
+
+AT_OPS = ["add", "subtract", "multiply", "minimum", "maximum", "bitwise_and", "bitwise_or", "bitwise_xor"]
+AT_DTYPES = [np.float32, np.float64, np.int32, np.int64]
+UINT = {4: np.uint32, 8: np.uint64}
+
+
+def bits(x):
+    return np.asarray(x).view(UINT[np.asarray(x).dtype.itemsize])
+
+
+def same_bits(got, want):
+    assert got.dtype == want.dtype and np.array_equal(bits(got), bits(want)), (got, want)
+
+
+def at_data(dtype, op, n, m, seed):
+    """(a, indices, b): n updates into m elements, many to each, of data no
+    rounding order or wrong op gets right by chance."""
+    rng = np.random.default_rng(seed)
+    dt = np.dtype(dtype)
+    idx = rng.integers(-m, m, n)
+    if dt.kind == "f":
+        a = rng.standard_normal(m).astype(dt)
+        if op == "multiply":  # powers of two: every product exact, so any order gives these bits
+            b = np.where(rng.random(n) < 0.5, -1.0, 1.0) * 2.0 ** rng.integers(-3, 4, n)
+        else:  # values over many decades, and a huge one into each element first that the last cancels
+            b = rng.standard_normal(n) * 10.0 ** rng.integers(-12, 12, n) / (1e6 if dt.itemsize == 4 else 1)
+            idx[:m], idx[-m:] = np.arange(m), np.arange(m)
+            b[:m] = rng.standard_normal(m) * (1e15 if dt.itemsize == 4 else 1e20)
+            b[-m:] = -b[:m]
+        return a, idx, b.astype(dt)
+    info = np.iinfo(dt)
+    a = rng.integers(info.min, info.max, m, dtype=dt, endpoint=True)
+    b = rng.integers(info.min, info.max, n, dtype=dt, endpoint=True)
+    if op == "multiply":
+        b |= 1  # odd: no product becomes 0
+    return a, idx, b
+
+
+def refusal(call):
+    """(the exception type, its message) that call() raises, or None."""
+    try:
+        call()
+    except (TypeError, ValueError, IndexError) as e:
+        return type(e), str(e)
+    return None
+
+
+def whole(x):
+    return np.asarray(x) if isinstance(x, da.Array) else x
+
+
+def in_memory(a0, idx, b, op, **kw):
+    """cuatomic.at's answer on the whole data, or (its exception type, message)."""
+    a = a0.copy()
+    return refusal(lambda: cuatomic.at(a, whole(idx), whole(b), op, **kw)) or a
+
+
+def chunk_by_chunk(a0, idx, b, op, chunks):
+    """What a dask at that rounds each chunk's sum into `a` would give."""
+    a, start = a0.copy(), 0
+    for c in chunks:
+        cuatomic.at(a, idx[start:start + c], b[start:start + c], op, backend="cpu")
+        start += c
+    return a
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", AT_DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("op", AT_OPS)
+def test_at_is_the_in_memory_call_bit_for_bit(backend, dtype, op, chunks):
+    a0, idx, b = at_data(dtype, op, N, 23, seed=AT_OPS.index(op))
+    want = in_memory(a0, idx, b, op, backend=backend)
+    di, db = chunked(idx, chunks), chunked(b, chunks)
+    if isinstance(want, tuple):  # bitwise ops on floats: the in-memory call's TypeError, word for word
+        with pytest.raises(want[0]) as info:
+            cd.at(a0.copy(), di, db, op, backend=backend)
+        assert str(info.value) == want[1]
+        return
+    a = a0.copy()
+    assert cd.at(a, di, db, op, backend=backend) is None
+    same_bits(a, want)
+    if np.dtype(dtype).kind == "i" or op == "multiply":
+        ref = a0.copy()
+        getattr(np, op).at(ref, idx, b)
+        same_bits(a, ref)
+    if np.dtype(dtype).kind == "f" and op in ("add", "subtract") and len(chunks) > 1:
+        # the data is hard: rounding each chunk's sum into `a` gives other bits
+        assert not np.array_equal(bits(chunk_by_chunk(a0, idx, b, op, chunks)), bits(want))
+
+
+def adversarial_chunks(dt):
+    """Updates of 12 elements as a list of chunks of (index, value), each
+    case spread over chunks the way that breaks a wrong combination."""
+    p = np.finfo(dt).nmant + 1
+    huge = float(np.finfo(dt).max) / 1.5
+    many = [1.0, 2.0 ** -(p + 7), 2.0 ** -(2 * p + 7), 2.0 ** -(2 * p + 42)]  # a chunk sum of 4 float terms
+    nan, inf = float("nan"), float("inf")
+    return [
+        [(0, 1e30), (0, 1e-20), (1, many[0]), (1, many[1]), (1, many[2]), (1, many[3]), (2, -0.0), (3, inf),
+         (4, nan), (5, inf), (6, huge), (6, huge), (7, -0.0), (8, 0.0), (9, 1.0), (10, -inf)],
+        [(0, 3.3e-17), (2, -0.0), (5, 2.5), (7, 0.0), (11, -0.0)],
+        [(0, -1e30), (1, -1.0), (2, -0.0), (3, -inf), (4, 1.0), (5, inf), (6, -huge), (9, -1.0), (10, 5.0)],
+    ]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("op", ["add", "subtract"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_at_float_sums_exact_across_chunks(backend, op, dtype):
+    dt = np.dtype(dtype)
+    parts = adversarial_chunks(dt)
+    sizes = tuple(len(c) for c in parts)
+    idx = np.array([i for c in parts for i, _ in c])
+    with np.errstate(over="ignore"):
+        b = np.array([v for c in parts for _, v in c], dt)
+    a0 = np.zeros(12, dt)
+    a0[[2, 7, 8, 11]] = -0.0  # starts of -0.0: zero sums keep -0.0 only where every update was -0.0 too
+    want = in_memory(a0, idx, b, op, backend=backend)
+    sign = 1 if op == "add" else -1
+    p = np.finfo(dt).nmant + 1
+    with np.errstate(invalid="ignore"):
+        expected = {0: sign * (dt.type(3.3e-17) + dt.type(1e-20)),     # 1e30 and -1e30 in other chunks cancel
+                    1: sign * (2.0 ** -(p + 7) + 2.0 ** -(2 * p + 6)),  # only with the 4th term: else a tie to even
+                    3: np.nan, 4: np.nan, 5: sign * np.inf, 6: sign * float(np.finfo(dt).max) / 1.5,
+                    9: 0.0, 10: -sign * np.inf}
+    for e, v in expected.items():
+        assert want[e] == dt.type(v) or (np.isnan(v) and np.isnan(want[e])), (e, want[e], v)
+    # without the chunk's 4th term element 1 is a tie that rounds to even, elsewhere
+    assert dt.type(2.0 ** -(p + 7)) + dt.type(2.0 ** -(2 * p + 7)) == dt.type(2.0 ** -(p + 7))
+    assert list(np.signbit(want[[2, 7, 8, 9, 11]])) == [op == "add", False, op == "subtract", False, op == "add"]
+    for name, chunks in {"designed": sizes, "one": (sum(sizes),), "ones": (1,) * sum(sizes),
+                         "ragged": (0, 4, 9, 0, sum(sizes) - 13)}.items():
+        a = a0.copy()
+        cd.at(a, chunked(idx, chunks), chunked(b, chunks), op, backend=backend)
+        same_bits(a, want)
+        for method in [r.name for r in _backend.table("at", backend) if r.has(_C.F_EXACT)]:
+            a = a0.copy()
+            cd.at(a, chunked(idx, chunks), chunked(b, chunks), op, method=method, backend=backend)
+            same_bits(a, want)
+    with np.errstate(over="ignore", invalid="ignore"):
+        naive = chunk_by_chunk(a0, idx, b, op, sizes)
+    assert naive[0] != want[0] and naive[6] != want[6]  # rounding per chunk loses these
+    # rows: a column of -0.0 beside them stays -0.0 (add) while the other needs more terms
+    rows0, rows = np.stack([np.full(12, -0.0, dt), a0], axis=1), np.stack([np.full(b.size, -0.0, dt), b], axis=1)
+    want = in_memory(rows0, idx, rows, op, backend=backend)
+    assert list(np.signbit(want[:, 0])) == [op == "add"] * 12
+    a = rows0.copy()
+    cd.at(a, chunked(idx, sizes), da.from_array(rows, chunks=(sizes, 1)), op, backend=backend)
+    same_bits(a, want)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype,op,method", [(np.float64, "add", "auto"), (np.float32, "subtract", "exact"),
+                                             (np.int64, "add", "auto"), (np.int32, "maximum", "atomic"),
+                                             (np.float64, "multiply", "auto")])
+def test_at_index_out_of_range_in_the_last_chunk_writes_nothing(backend, dtype, op, method):
+    a0, idx, b = at_data(dtype, op, 1000, 50, seed=3)
+    for bad in (50, -51):
+        idx[-2] = bad
+        a = a0.copy()
+        want = in_memory(a0, idx, b, op, method=method, backend=backend)
+        assert want[0] is IndexError
+        with pytest.raises(IndexError) as info:
+            cd.at(a, chunked(idx, (100,) * 10), chunked(b, (100,) * 10), op, method=method, backend=backend)
+        assert str(info.value) == want[1]  # "index 50 is out of bounds for axis 0 with size 50 (indices[998])"
+        same_bits(a, a0)
+
+
+def test_at_refuses_what_the_in_memory_call_refuses():
+    idx = np.array([0, 2, 2, 1])
+    x, xi = np.arange(4.0), np.arange(4)
+    ro = np.zeros(3)
+    ro.flags.writeable = False
+    cases = [  # (a, indices, b, op, keywords)
+        (np.zeros(3, np.int64), idx, x, "add", {}),
+        (np.zeros(3, np.float32), idx, x, "add", {}),
+        (np.zeros(3, np.float32), idx, da.from_array(x, chunks=2), "add", {}),
+        (np.zeros(3, bool), idx, np.ones(4, bool), "subtract", {}),
+        (np.zeros(3), idx, x, "bitwise_and", {}),
+        (np.zeros(3), idx, x, "divide", {}),
+        (np.zeros(3), idx, x, np.divide, {}),
+        (np.zeros(3), idx, x, 3, {}),
+        (np.zeros(3), idx, None, "add", {}),
+        (ro, idx, x, "add", {}),
+        ([0.0, 1.0, 2.0], idx, x, "add", {}),
+        (np.array(1.0), idx, x, "add", {}),
+        (np.zeros(3), idx, x, "add", {"method": "nope"}),
+        (np.zeros(3), idx, x, "add", {"backend": "gpu"}),
+        (np.zeros(3, np.int32), idx, xi.astype(np.int32), "add", {"method": "exact"}),
+        (np.zeros(3), idx, x, "multiply", {"method": "exact_private"}),
+        (np.zeros(3), idx.astype(bool), x, "add", {}),
+        (np.zeros(3), da.from_array(idx.astype(bool), chunks=2), x, "add", {}),
+        (np.zeros(3), idx.astype(float), x, "add", {}),
+        (np.zeros(3), da.from_array(idx.astype(float), chunks=2), x, "add", {}),
+        (np.zeros(3), idx, np.ones(5), "add", {}),
+        (np.zeros(3), idx, da.ones(5, chunks=2), "add", {}),
+        (np.zeros(3), idx, da.from_array(np.array(["a"] * 4), chunks=2), "add", {}),
+        (np.zeros(3, np.uint8), idx, da.from_array(np.array([1, 2, -1, 3]), chunks=2), "minimum", {}),  # the values
+    ]
+    for a, ix, b, op, kw in cases:
+        kw = {"backend": "cpu", **kw}
+        start = np.array(a, copy=True)
+        want = refusal(lambda: cuatomic.at(a, whole(ix), whole(b), op, **kw))
+        assert want is not None, (a, ix, b, op, kw)
+        got = refusal(lambda: cd.at(a, chunked(ix, (2, 2)) if isinstance(ix, np.ndarray) else ix, b, op, **kw))
+        assert got == want
+        assert np.array_equal(np.asarray(a), start)
+    # what only dask arrays can get wrong
+    for ix, b, kind, says in [(da.zeros((2, 2), dtype=int, chunks=1), 1.0, ValueError, "1-D indices"),
+                              (([0], [1]), 1.0, TypeError, "tuple"),
+                              (da.from_array(idx, chunks=2), da.from_array(x, chunks=3), ValueError, "rechunk"),
+                              (cd.filter(da.from_array(idx, chunks=2), "<", 2), 1.0, ValueError, "chunk sizes")]:
+        with pytest.raises(kind, match=says):
+            cd.at(np.zeros(3), ix, b, backend="cpu")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int32])
+def test_at_rows_of_a_2d_array(backend, dtype):
+    rng = np.random.default_rng(12)
+    n, m = 300, 17
+    idx = rng.integers(-m, m, n)
+    full = (rng.standard_normal((n, 3)) * 10.0 ** rng.integers(-8, 8, (n, 1))).astype(dtype)
+    chunks = (1, 99, 0, 150, 50)
+    forms = {"every value": da.from_array(full, chunks=(chunks, 2)),
+             "one row, dask": da.from_array(full[0], chunks=2),
+             "one row, host": full[0],
+             "one value per update": da.from_array(full[:, :1], chunks=(chunks, 1)),
+             "one value": dtype(3)}
+    for what, b in forms.items():
+        for a0 in (np.arange(m * 3, dtype=dtype).reshape(m, 3), np.zeros((m, 6), dtype)[:, ::2]):
+            a = a0.copy() if what != "every value" else a0  # (a strided view: written back)
+            before = a0.copy()
+            want = in_memory(before, idx, b, "add", backend=backend)
+            cd.at(a, chunked(idx, chunks), b, backend=backend)
+            same_bits(a, want)
+    cd.add_at(a := np.zeros((m, 3), dtype), chunked(idx, chunks), forms["every value"], backend=backend)
+    same_bits(a, in_memory(np.zeros((m, 3), dtype), idx, full, "add", backend=backend))
+
+
+def test_at_named_rungs_default_backend_and_wrapped_host_arrays():
+    rng = np.random.default_rng(13)
+    idx = rng.integers(0, 40, N)
+    b = rng.integers(-1000, 1000, N).astype(np.float64)  # small integers: exact in any order
+    want = in_memory(np.zeros(40), idx, b, "add", backend="cpu")
+    for method, _, _ in cuatomic.methods("at", "cpu"):
+        a = np.zeros(40)
+        cd.at(a, chunked(idx, CHUNKINGS["ragged"]), chunked(b, CHUNKINGS["ragged"]), method=method)
+        same_bits(a, want)
+    a = np.zeros(40)
+    cd.add_at(a, idx, b)  # host arrays, taken as one chunk
+    same_bits(a, want)
+    a = np.zeros(40, ">f8")
+    cd.add_at(a, list(idx), chunked(b, CHUNKINGS["ragged"]), backend="cpu")  # the indices take b's chunks
+    assert a.dtype == np.dtype(">f8") and np.array_equal(a, want)
+    a = np.zeros(40, np.int8)
+    cd.at(a, chunked(idx, CHUNKINGS["even"]), 300, backend="cpu")  # a Python int wraps, as in ufunc.at
+    np.add.at(ref := np.zeros(40, np.int8), idx, 300)
+    assert a.dtype == np.int8 and np.array_equal(a, ref)
+
+
 # ------------------------------------------------------------ dask.distributed
 
 @pytest.fixture(scope="module")
@@ -333,6 +595,9 @@ def test_local_cluster_of_two_processes(client):
         same(client.compute(cd.bincount(di, backend="cpu")).result(), np.bincount(i))
         same(client.compute(cd.filter(di, "<", 30, backend="cpu")).result(), i[i < 30])
         same(client.compute(cd.max(dx, backend="cpu")).result(), np.max(x))
+        a = np.zeros(200)
+        cd.at(a, di, dx, backend="cpu")  # computed by the client: the chunks' terms cross processes
+        same_bits(a, in_memory(np.zeros(200), i, x, "add", backend="cpu"))
     # both workers ran chunk tasks
     who = client.run(lambda dask_worker: len(dask_worker.state.log))
     assert len(who) == 2 and all(n > 0 for n in who.values()), who

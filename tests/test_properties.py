@@ -751,6 +751,26 @@ def _at_indices_check(v):
     return None if ((a >= -8) & (a < 8)).all() else IndexError
 
 
+def _dask_at_indices_check(v):
+    """cuatomic.dask.at's indices into 8 elements: the in-memory call's
+    refusals, and a tuple (TypeError) or indices that are not 1-D
+    (ValueError: a scalar, a 2-D list) refused once their type passed."""
+    da = pytest.importorskip("dask.array")
+    if isinstance(v, tuple):
+        return TypeError
+    if isinstance(v, da.Array):
+        return _at_indices_check(v.compute())
+    expected = _at_indices_check(v)
+    if expected in (None, IndexError) and np.asarray(v).dtype.kind in "iu" and np.ndim(v) != 1:
+        return ValueError
+    return expected
+
+
+def _dask_at_b_check(v):
+    """cuatomic.dask.at's values: NumPy decides, on a dask array's data."""
+    return _at_b_check(v.compute() if hasattr(v, "compute") else v)
+
+
 def _at_b_check(v):
     """cuatomic.at's values: NumPy decides (np.add.at on the same call)."""
     return ("numpy", lambda: np.add.at(np.zeros(8), [1, 2, 2], v))
@@ -808,6 +828,7 @@ def _surface():
     be = {"backend": BACKEND}
     D = da.from_array(np.arange(12.0), chunks=5)
     DI = da.from_array(np.arange(12), chunks=5)
+    DI8 = da.from_array(np.array([1, 2, 2, 7]), chunks=3)
     calls = {
         "sum": lambda **k: cuatomic.sum(X, **{**be, **k}),
         "prod": lambda **k: cuatomic.prod(X[:5], **{**be, **k}),
@@ -897,19 +918,28 @@ def _surface():
         # scatter
         *[Arg(where, "a", call, NOT_ARRAYS, lambda v: TypeError) for where, call in [
             ("at", lambda v: cuatomic.at(v, [0], 1.0, **be)), ("add_at", lambda v: cuatomic.add_at(v, [0], 1, **be)),
-            ("reduceat", lambda v: cuatomic.reduceat(v, [0], **be))]],
-        Arg("at", "indices", lambda v: cuatomic.at(np.zeros(8), v, 1.0, **be), st.one_of(
+            ("reduceat", lambda v: cuatomic.reduceat(v, [0], **be)),
+            ("dask.at", lambda v: cdask.at(v, [0], 1.0, **be))]],
+        *[Arg(where, "indices", lambda v, at=at: at(np.zeros(8), v, 1.0, **be), st.one_of(
             st.sampled_from([None, slice(None), Ellipsis, [0.5], np.array([True, False]), ["a"], [[0, 1], [2]],
-                             2**70, [8], [-9], np.array([2**64 - 1], np.uint64), ([0], [1])]),
-            st.integers(-(2**40), 2**40), st.lists(st.integers(-20, 20), max_size=4)), _at_indices_check),
-        Arg("at", "b", lambda v: cuatomic.at(np.zeros(8), [1, 2, 2], v, **be), st.one_of(
+                             2**70, [8], [-9], np.array([2**64 - 1], np.uint64), ([0], [1])] + more),
+            st.integers(-(2**40), 2**40), st.lists(st.integers(-20, 20), max_size=4)), check)
+          for where, at, more, check in [
+            ("at", cuatomic.at, [], _at_indices_check),
+            ("dask.at", cdask.at, [[[0, 1]], da.from_array(np.array([0, 9]), chunks=1),
+                                   da.from_array(np.array([0.0]), chunks=1)], _dask_at_indices_check)]],
+        *[Arg(where, "b", lambda v, at=at: at(np.zeros(8), [1, 2, 2], v, **be), st.one_of(
             st.sampled_from([None, "ab", [1.0, 2.0], 1 + 2j, np.ones((2, 2)), np.array(["a"]), [[1.0], [2.0, 3.0]],
-                             np.ones(3, np.complex64), np.arange(3.0), 2**70]),
-            st.floats(), st.integers(-(2**70), 2**70)), _at_b_check),
+                             np.ones(3, np.complex64), np.arange(3.0), 2**70] + more),
+            st.floats(), st.integers(-(2**70), 2**70)), check)
+          for where, at, more, check in [
+            ("at", cuatomic.at, [], _at_b_check),
+            ("dask.at", cdask.at, [da.ones(2, chunks=1), da.ones(3, chunks=1, dtype=np.int64)], _dask_at_b_check)]],
         *[Arg(where, "op", call, NOT_NAMES.filter(other_than(*cuatomic._scatter.OPS)),
               lambda v: TypeError if not isinstance(v, str) else ValueError) for where, call in [
             ("at", lambda v: cuatomic.at(np.zeros(8), [0], 1.0, v, **be)),
-            ("reduceat", lambda v: cuatomic.reduceat(X, [0], v, **be))]],
+            ("reduceat", lambda v: cuatomic.reduceat(X, [0], v, **be)),
+            ("dask.at", lambda v: cdask.at(np.zeros(8), [0], 1.0, v, **be))]],
         Arg("reduceat", "indices", lambda v: cuatomic.reduceat(X, v, **be),
             st.one_of(st.sampled_from([[40], [-1], [0.5], np.array([True]), ["a"], [[0, 1], [2]]]),
                       st.lists(st.integers(-50, 50), min_size=1, max_size=4)), _reduceat_indices_check),
@@ -1000,6 +1030,8 @@ def _surface():
             st.lists(st.integers(), min_size=1, max_size=3), st.text(max_size=3), st.none(), st.builds(object)),
             lambda v: ValueError if np.ndim(v) != 0 else TypeError),
         Arg("dask.reduce", "op", lambda v: cdask.reduce(D, v, **be), NOT_NAMES.filter(other_than(*cuatomic._reduce_op.OPS)), lambda v: ValueError),
+        # cuatomic.dask.at: the in-memory call's refusals, before anything is written
+        *_launch_args("dask.at", lambda **k: cdask.at(np.zeros(8), DI8, 1.0, **{**be, **k}))[:2],
         # GPU memory: a GPU ordinal or None
         *[Arg(where, "device", call, st.one_of(NOT_INTEGERS, ANY_INTEGERS), _device_check) for where, call in [
             ("memory_info", lambda v: cuatomic.memory_info(v)), ("free_memory", lambda v: cuatomic.free_memory(v))]],
@@ -1050,7 +1082,7 @@ def test_the_good_calls_are_good():
             "repeat": 1, "warmup": 0, "methods": ["block_tree"], "other": cuatomic.ExactSum(3), "special": 0,
             "nbytes": 12, "indices": [1, 2, 2], "seed": 1, "s": "abc", "timeout": 5.0, "url": "http://127.0.0.1:9/x"}
     ops = {"filter": "<", "reduce": "add", "methods": "sum", "explain": "sum", "sweep": "sum",
-           "dask.filter": "<", "dask.reduce": "add", "at": "add", "reduceat": "add"}
+           "dask.filter": "<", "dask.reduce": "add", "at": "add", "dask.at": "add", "reduceat": "add"}
     for arg in SURFACE:
         value = ops.get(arg.where) if arg.param == "op" else good[arg.param]
         if arg.where == "dot" and arg.param == "a":
