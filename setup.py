@@ -4,8 +4,12 @@ Environment:
   CUATOMIC_CUDA=auto|0|1   auto (default): build the CUDA backend when nvcc is
                            found; 0: CPU only; 1: fail without nvcc.
   CUATOMIC_CUDA_ARCHS      e.g. "90" or "80;90": SM versions to compile machine
-                           code for (default 75 80 90, intersected with what
-                           this nvcc offers); PTX is added for the highest.
+                           code for, intersected with what this nvcc offers;
+                           PTX is added for the highest. Default: the GPUs
+                           this machine has (nvidia-smi), as PyTorch's
+                           extensions do -- one arch compiles in half the
+                           time; with none found, or "all", 75 80 90, every
+                           GPU from Turing on (what a wheel to share needs).
                            sm_80 code runs on every 8.x GPU (8.6, 8.9 too):
                            "75 80 86 89 90" adds code tuned for those.
   CUDA_HOME / CUDA_PATH    where the CUDA toolkit is (else nvcc on PATH, else
@@ -96,15 +100,36 @@ def find_cuda():
     return None, None
 
 
+def local_archs():
+    """The compute capabilities of this machine's GPUs ("90" for 9.0), from
+    nvidia-smi (no CUDA context, a fraction of a second); [] without one."""
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return sorted({m[0] + m[1] for m in re.findall(r"^\s*(\d+)\.(\d)\s*$", out, re.M)}, key=int)
+
+
 def cuda_archs(nvcc):
-    wanted = os.environ.get("CUATOMIC_CUDA_ARCHS")
-    wanted = re.findall(r"\d+", wanted) if wanted else DEFAULT_ARCHS
+    """The SM versions to compile for: CUATOMIC_CUDA_ARCHS, else this
+    machine's GPUs (where this nvcc offers them all), else ("all" too)
+    DEFAULT_ARCHS; those this nvcc offers."""
     try:
         out = subprocess.run([nvcc, "--list-gpu-code"], capture_output=True, text=True, check=True).stdout
         offered = set(re.findall(r"sm_(\d+)", out))
     except (OSError, subprocess.CalledProcessError):
-        offered = set(wanted)
-    archs = sorted((a for a in wanted if a in offered), key=int)
+        offered = None
+    asked = os.environ.get("CUATOMIC_CUDA_ARCHS", "").strip()
+    if asked and asked.lower() != "all":
+        wanted = re.findall(r"\d+", asked)
+    else:
+        here = [] if asked else local_archs()
+        wanted = here if here and (offered is None or set(here) <= offered) else DEFAULT_ARCHS
+        if wanted != DEFAULT_ARCHS:
+            progress(f"cuatomic setup: building for this machine's GPUs (sm_{', sm_'.join(wanted)}); "
+                     "CUATOMIC_CUDA_ARCHS=all builds for every GPU from Turing on")
+    archs = sorted((a for a in wanted if offered is None or a in offered), key=int)
     if not archs:
         raise SystemExit(f"cuatomic setup: none of the archs {wanted} is offered by {nvcc}")
     return archs
