@@ -625,25 +625,39 @@ static efields values_efields(const void *vals, const cua_scatter *s, int team)
     return w;
 }
 
-/* Rung 6's add: a float's magnitude (`bits`: a float32's when f32) into
- * the half of element `acc` for its sign, as one 128-bit add over words
- * k and k + 1 (both inside: k + 1 <= words - 1 as the window's top bit is
- * at least the value's); a carry out of them, rare, goes on up. Non-finite
- * values and, with track_negzero, every value but -0.0 set flags. */
+/* Rung 6's view of a float (`bits`: a float32's when f32): 0 for a NaN or
+ * an inf, which set flags instead; else 1 with its integer mantissa, its
+ * sign, and its place: the bits between the window's lowest and its last
+ * mantissa bit (0 for a zero, which adds nothing anywhere). With
+ * track_negzero every value but -0.0 sets a flag too. */
+static inline __attribute__((always_inline)) int decoded(uint64_t bits, int lo, unsigned *flag,
+                                                         const int track_negzero, const int f32, uint64_t *mant,
+                                                         int *off, int *neg)
+{
+    const int mbits = f32 ? F32_MBITS : F64_MBITS, bias = f32 ? F32_BIAS : F64_BIAS, sign_at = f32 ? 31 : 63;
+    const uint64_t top = f32 ? 0xff : 0x7ff, e = (bits >> mbits) & top;
+    if (track_negzero && bits != 1ull << sign_at) *flag |= CUA_FIXED_NOT_NEGZERO;
+    if (e == top) {
+        *flag |= cua_fixed_classify(bits_value(bits, f32));
+        return 0;
+    }
+    *mant = (bits & ((1ull << mbits) - 1)) | (e ? 1ull << mbits : 0);
+    *off = *mant ? (int)(e ? e : 1) - bias - mbits - lo : 0;
+    *neg = (int)((bits >> sign_at) & 1);
+    return 1;
+}
+
+/* Rung 6's add above a 64-bit window: the value's magnitude into the half
+ * of element `acc` for its sign, as one 128-bit add over words k and k + 1
+ * (both inside: k + 1 <= words - 1 as the window's top bit is at least the
+ * value's); a carry out of them, rare, goes on up. */
 static inline __attribute__((always_inline)) void magnitude_add(uint64_t *acc, int words, unsigned *flag,
                                                                  uint64_t bits, int lo, const int track_negzero,
                                                                  const int f32)
 {
-    const int mbits = f32 ? F32_MBITS : F64_MBITS, bias = f32 ? F32_BIAS : F64_BIAS, sign_at = f32 ? 31 : 63;
-    const uint64_t top = f32 ? 0xff : 0x7ff, e = (bits >> mbits) & top, neg = (bits >> sign_at) & 1;
-    if (track_negzero && bits != 1ull << sign_at) *flag |= CUA_FIXED_NOT_NEGZERO;
-    if (e == top) {
-        *flag |= cua_fixed_classify(bits_value(bits, f32));
-        return;
-    }
-    const uint64_t mant = (bits & ((1ull << mbits) - 1)) | (e ? 1ull << mbits : 0);
-    int off = (int)(e ? e : 1) - bias - mbits - lo;
-    off = mant ? off : 0; /* a zero adds nothing anywhere */
+    uint64_t mant;
+    int off, neg;
+    if (!decoded(bits, lo, flag, track_negzero, f32, &mant, &off, &neg)) return;
     const int sh = off & 63;
     uint64_t *w = acc + (neg ? words : 0) + (off >> 6);
     const unsigned __int128 add = (unsigned __int128)(mant >> 1 >> (63 - sh)) << 64 | (mant << sh);
@@ -662,17 +676,11 @@ static inline __attribute__((always_inline)) void magnitude_add(uint64_t *acc, i
 static inline __attribute__((always_inline)) void narrow_add(uint64_t *acc, unsigned *flag, uint64_t bits, int lo,
                                                               const int track_negzero, const int f32)
 {
-    const int mbits = f32 ? F32_MBITS : F64_MBITS, bias = f32 ? F32_BIAS : F64_BIAS, sign_at = f32 ? 31 : 63;
-    const uint64_t top = f32 ? 0xff : 0x7ff, e = (bits >> mbits) & top, neg = (bits >> sign_at) & 1;
-    if (track_negzero && bits != 1ull << sign_at) *flag |= CUA_FIXED_NOT_NEGZERO;
-    if (e == top) {
-        *flag |= cua_fixed_classify(bits_value(bits, f32));
-        return;
-    }
-    const uint64_t mant = (bits & ((1ull << mbits) - 1)) | (e ? 1ull << mbits : 0);
-    const int off = (int)(e ? e : 1) - bias - mbits - lo;
+    uint64_t mant;
+    int off, neg;
+    if (!decoded(bits, lo, flag, track_negzero, f32, &mant, &off, &neg)) return;
     const __int128 mask = -(__int128)neg; /* all ones for a negative value */
-    const __int128 add = ((__int128)(mant << (mant ? off : 0)) ^ mask) - mask;
+    const __int128 add = ((__int128)(mant << off) ^ mask) - mask;
     __int128 sum;
     memcpy(&sum, acc, sizeof sum);
     sum += add;
@@ -681,9 +689,8 @@ static inline __attribute__((always_inline)) void narrow_add(uint64_t *acc, unsi
 
 /* Zeroed accumulators of `bytes`. Big ones are aligned to 2 MiB and asked
  * to be backed by huge pages (Linux's transparent huge pages, where
- * madvise turns them on): the updates land anywhere in them, and with 4
- * KiB pages every one of them also missed the TLB (16 MB of accumulators,
- * 4,096 pages, twice what a core's TLB maps). */
+ * madvise turns them on): the updates land anywhere in them, so the fewer
+ * pages they span, the fewer TLB misses. */
 static void *acc_alloc(size_t bytes)
 {
     const size_t huge = (size_t)2 << 20;
