@@ -856,34 +856,23 @@ static inline __attribute__((always_inline)) void narrow_loop(uint64_t *acc, uns
     }
 }
 
+/* The eight typings of the exact loops: (float32 values, int64 indices,
+ * negzero tracking), each a constant in its instance. */
+#define EACH_TYPING_(X) X(1, 1, 0) X(1, 0, 0) X(0, 1, 0) X(0, 0, 0) X(1, 1, 1) X(1, 0, 1) X(0, 1, 1) X(0, 0, 1)
+
 /* Updates [a, b) of the elements [elo, ehi) (the others skipped). */
 static void exact_updates(const fixed_state *f, uint64_t *acc, unsigned *flags, const void *idx, const void *vals,
                           const cua_scatter *s, int64_t a, int64_t b, int64_t elo, int64_t ehi)
 {
     const int f32 = s->dtype == CUA_FLOAT32, i64 = s->idx_dtype == CUA_INT64, track = f->negzero;
-    if (f->narrow && s->row == 1) {
-#define NARROW_LOOP_(F32, I64, TRACK) \
-    if (f32 == F32 && i64 == I64 && track == TRACK) return narrow_loop(acc, flags, idx, vals, s, f->lo, a, b, elo, ehi, F32, I64, TRACK)
-        NARROW_LOOP_(1, 1, 0);
-        NARROW_LOOP_(1, 0, 0);
-        NARROW_LOOP_(0, 1, 0);
-        NARROW_LOOP_(0, 0, 0);
-        NARROW_LOOP_(1, 1, 1);
-        NARROW_LOOP_(1, 0, 1);
-        NARROW_LOOP_(0, 1, 1);
-        NARROW_LOOP_(0, 0, 1);
-#undef NARROW_LOOP_
-    }
+#define NARROW_LOOP_(F32, I64, TRACK)                                                                  \
+    if (f->narrow && s->row == 1 && f32 == F32 && i64 == I64 && track == TRACK)                      \
+        return narrow_loop(acc, flags, idx, vals, s, f->lo, a, b, elo, ehi, F32, I64, TRACK);
 #define EXACT_LOOP_(F32, I64, TRACK) \
-    if (f32 == F32 && i64 == I64 && track == TRACK) return exact_loop(f, acc, flags, idx, vals, s, a, b, elo, ehi, F32, I64, TRACK)
-    EXACT_LOOP_(1, 1, 0);
-    EXACT_LOOP_(1, 0, 0);
-    EXACT_LOOP_(0, 1, 0);
-    EXACT_LOOP_(0, 0, 0);
-    EXACT_LOOP_(1, 1, 1);
-    EXACT_LOOP_(1, 0, 1);
-    EXACT_LOOP_(0, 1, 1);
-    EXACT_LOOP_(0, 0, 1);
+    if (f32 == F32 && i64 == I64 && track == TRACK) return exact_loop(f, acc, flags, idx, vals, s, a, b, elo, ehi, F32, I64, TRACK);
+    EACH_TYPING_(NARROW_LOOP_)
+    EACH_TYPING_(EXACT_LOOP_)
+#undef NARROW_LOOP_
 #undef EXACT_LOOP_
 }
 
