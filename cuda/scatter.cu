@@ -1033,7 +1033,7 @@ constexpr int BIG_THREADS = 1024;
 static int narrow_copies(int64_t cells, const Window &w, int *copies)
 {
     *copies = 0;
-    if (w.vhi - w.lo > 62) return 0;
+    if (w.vhi > w.lo + 62) return 0;  // (vhi is INT_MIN where no update adds anything: any kernel will do)
     if (cells * 16 > (int64_t)PRIVATE_BYTES) {
         int dev, optin;
         CUA_CHECK(cudaGetDevice(&dev));
