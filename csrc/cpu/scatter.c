@@ -788,6 +788,7 @@ static void fixed_end(fixed_state *f, void *out, int dtype, int team)
     const int words = f->words, f32 = dtype == CUA_FLOAT32;
 #pragma omp parallel for schedule(static) num_threads(team)
     for (int64_t e = 0; e < cells; e++) {
+        if (words < 2 || words > CUA_FIXED_MAX_WORDS) __builtin_unreachable(); /* cua_fixed_words: 2 to 35 */
         uint64_t sum[CUA_FIXED_MAX_WORDS] = {0};
         unsigned flag = 0;
         for (int t = 0; t < f->copies; t++) {
