@@ -113,8 +113,10 @@ def local_archs():
 
 def cuda_archs(nvcc):
     """The SM versions to compile for: CUATOMIC_CUDA_ARCHS, else this
-    machine's GPUs (where this nvcc offers them all), else ("all" too)
-    DEFAULT_ARCHS; those this nvcc offers."""
+    machine's GPUs (where this nvcc offers them all and none is older than
+    the defaults' first, Turing: a Pascal GPU keeps the defaults' build, and
+    the module says at run time that it has no code for it), else ("all"
+    too) DEFAULT_ARCHS; those this nvcc offers."""
     try:
         out = subprocess.run([nvcc, "--list-gpu-code"], capture_output=True, text=True, check=True).stdout
         offered = set(re.findall(r"sm_(\d+)", out))
@@ -125,7 +127,8 @@ def cuda_archs(nvcc):
         wanted = re.findall(r"\d+", asked)
     else:
         here = [] if asked else local_archs()
-        wanted = here if here and (offered is None or set(here) <= offered) else DEFAULT_ARCHS
+        usable = here and min(map(int, here)) >= int(DEFAULT_ARCHS[0])  # the kernels need sm_70's intrinsics
+        wanted = here if usable and (offered is None or set(here) <= offered) else DEFAULT_ARCHS
         if wanted != DEFAULT_ARCHS:
             progress(f"cuatomic setup: building for this machine's GPUs (sm_{', sm_'.join(wanted)}); "
                      "CUATOMIC_CUDA_ARCHS=all builds for every GPU from Turing on")

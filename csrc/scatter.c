@@ -119,6 +119,15 @@ PyObject *cua_op_at(PyObject *self, PyObject *args, PyObject *kw)
         if (!st) st = cua_stage(&out);
         if (self_check) s.bad = &bad;
         if (!st) st = r->run((void *)out.ptr, idx.ptr, vals.ptr, &s, &cfg);
+        /* A self-checking rung that failed before its pass (out of memory,
+         * a limit, a CUDA error): a bad index is still the answer. */
+        if (st && st != CUA_EINTR && self_check && bad < 0) {
+            int64_t found = -1;
+            if (!check_indices(backend, idx.ptr, idx_dtype, n, m, &found, &cfg) && found >= 0) {
+                st = 0;
+                bad = found;
+            }
+        }
         if (!st && out.host && bad < 0) st = cua_copy_to_host((void *)out.host, out.ptr, out.nbytes, stream);
     }
     if (!st && bad >= 0) bad_index = index_at(backend, &idx, idx_dtype, bad, stream);

@@ -274,8 +274,8 @@ typedef int (*cua_reduce_fn)(const void *x, int64_t n, int dtype, int op, void *
  * (cua_cuda_scatter_check / cua_cpu_scatter_check), so nothing is written
  * when one is not. Otherwise (the CUA_F_EXACT rungs, whose accumulators
  * take every update before anything is written to `out`, and n * row > 0)
- * the rung checks them in its own pass over the updates -- one read of the
- * indices, not two -- writes the first position of one outside [-m, m) to
+ * the rung checks them in its own pass over the updates (no pass of its
+ * own for the check) -- writes the first position of one outside [-m, m) to
  * *bad (-1: none) and then leaves `out` untouched. `out`, `idx` and `vals`
  * are device memory on CUDA. The launcher updates `out` in place and waits
  * once (CUA_WAIT) before it returns. */

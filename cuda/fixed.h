@@ -2,9 +2,12 @@
  * output element, shared by both backends so that they give the same bits.
  *
  * Every finite float is an integer m times a power of two. A call's values
- * (its updates and the start values of `out`) span bits from 2^lo (the
- * lowest set bit of any of them) to 2^hi (the highest): that window, found
- * by a pass over the data, is the accumulator's. An element's accumulator
+ * (its updates and the start values of `out`) span bits from 2^lo to 2^hi
+ * (the highest): that window, found by a pass over the data, is the
+ * accumulator's. The pass bounds lo from the exponent fields alone (the
+ * last mantissa bit of the value with the least exponent, at most 52 bits
+ * below the lowest set bit): any lo at or below every value's lowest set
+ * bit holds the same integer. An element's accumulator
  * is `words` 64-bit words, one two's-complement integer, word k weighing
  * 2^(64k + lo), with a whole word above the window for carries and the
  * sign. A value is placed as m shifted into two parts (t0, t1) from word k

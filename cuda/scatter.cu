@@ -53,7 +53,14 @@
 //                     to round. Contended elements queue as in rung 1.
 //                     Fits float add and subtract only: every other op is
 //                     exact with any rung.
-//  6. exact_private   rung 5 with rung 4's privatization: each block keeps
+//  6. exact_private   rung 5 with rung 4's privatization. Its common case
+//                     (the whole output fits a block's shared memory, up to
+//                     what a block may opt in to, and the updates' values
+//                     lie within 63 bits of the window's lowest bit) has a
+//                     kernel of its own, at_fixed_narrow_kernel: per
+//                     element a positive and a negative 64-bit magnitude
+//                     word in up to 32 copies, one shared atomicAdd per
+//                     update, no match. Otherwise each block keeps
 //                     accumulators in shared memory -- the whole output's
 //                     where they fit in 48 KiB, else a cache of slots that
 //                     the first update of an element claims (atomicCAS on
@@ -1052,10 +1059,14 @@ static int narrow_launch(const void *idx, const T *vals, const cua_scatter *s, c
                          int copies)
 {
     const size_t smem = (size_t)(s->m * s->row) * 16 * copies;
-    const int threads = cfg->threads > 0 ? cfg->threads : smem > PRIVATE_BYTES ? BIG_THREADS : CUA_DEFAULT_THREADS;
+    int threads = cfg->threads > 0 ? cfg->threads : smem > PRIVATE_BYTES ? BIG_THREADS : CUA_DEFAULT_THREADS;
     int64_t resident = 0;
     int st = cua_allow_smem(at_fixed_narrow_kernel<T>, smem);
     if (!st) st = cua_max_resident_blocks(at_fixed_narrow_kernel<T>, threads, smem, &resident);
+    if (!st && !resident && threads == BIG_THREADS && cfg->threads <= 0) {  // its registers would not fit 1024
+        threads = CUA_DEFAULT_THREADS;
+        st = cua_max_resident_blocks(at_fixed_narrow_kernel<T>, threads, smem, &resident);
+    }
     int sms;
     if (!st) st = cua_sm_count(&sms);
     if (!st) st = cua_grid_config(cfg, s->n * s->row, threads, (int)(resident / sms > 0 ? resident / sms : 1));
@@ -1203,7 +1214,7 @@ static const cua_scatter_row at_rows[] = {
     {{"exact", 5, "float add/subtract summed exactly in fixed-point integer accumulators, rounded once: deterministic, correctly rounded",
       CUA_F_DETERMINISTIC | CUA_F_EXACT},
      at_EXACT, exact_fits},
-    {{"exact_private", 6, "exact's accumulators privatized in shared memory (the whole output, or a cache of hot elements), warp-combined first",
+    {{"exact_private", 6, "exact's accumulators privatized in shared memory: per sign and lane copy, one shared atomic per update, where the output fits and the values lie within 63 bits; else a cache of hot elements, warp-combined first",
       CUA_F_DETERMINISTIC | CUA_F_EXACT},
      at_EXACT_PRIVATE, private_fits},
 };

@@ -391,12 +391,13 @@ def test_default_archs_are_one_per_major_version():
 def test_archs_default_to_this_machine_s_gpus(tmp_path, monkeypatch):
     """No CUATOMIC_CUDA_ARCHS: the GPUs nvidia-smi lists (one arch compiles in half the time), where
     this nvcc offers them all; no GPU, an nvidia-smi that fails or says something else, a GPU this
-    nvcc cannot target, or "all": every GPU from Turing on. An explicit list is taken as it is."""
+    nvcc cannot target, one older than Turing (the kernels need sm_70), or "all": every GPU from
+    Turing on. An explicit list is taken as it is."""
     setup = load_setup()
     bin_ = tmp_path / "bin"
     bin_.mkdir()
     nvcc = bin_ / "nvcc"
-    nvcc.write_text("#!/bin/sh\necho sm_75; echo sm_80; echo sm_86; echo sm_90\n")
+    nvcc.write_text("#!/bin/sh\necho sm_61; echo sm_75; echo sm_80; echo sm_86; echo sm_90\n")
     nvcc.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.delenv("CUATOMIC_CUDA_ARCHS", raising=False)
@@ -410,7 +411,7 @@ def test_archs_default_to_this_machine_s_gpus(tmp_path, monkeypatch):
     smi("8.6\\n9.0\\n")
     assert setup.cuda_archs(str(nvcc)) == ["86", "90"]
     for text, code in [("", 0), ("No devices were found\\n", 6), ("Field compute_cap is not a valid field\\n", 2),
-                       ("12.0\\n", 0)]:
+                       ("12.0\\n", 0), ("6.1\\n", 0), ("6.1\\n9.0\\n", 0)]:
         smi(text, code)
         assert setup.cuda_archs(str(nvcc)) == setup.DEFAULT_ARCHS, text
     smi("9.0\\n")

@@ -229,6 +229,19 @@ def test_bad_index_writes_nothing(backend, method):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+def test_a_bad_index_is_the_answer_before_an_exact_rung_s_refusal(backend):
+    """The exact rungs check indices in their own pass; one that refuses the call first (an integer
+    array) still answers a bad index with the IndexError, as the check pass of the other rungs does."""
+    for method in [r.name for r in _backend.table("at", backend) if r.flags & _C.F_EXACT]:
+        a = np.zeros(3, np.int64)
+        with pytest.raises(IndexError, match=r"index 5 is out of bounds .*\(indices\[1\]\)"):
+            cuatomic.at(a, [0, 5], 1, method=method, backend=backend)
+        with pytest.raises(ValueError, match=f"method '{method}' scatters float add"):
+            cuatomic.at(a, [0, 2], 1, method=method, backend=backend)
+        assert not a.any()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_errors_name_the_argument(backend):
     x = np.zeros(3)
     cases = [

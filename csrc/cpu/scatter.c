@@ -486,6 +486,7 @@ static inline void fixed_value(uint64_t *acc, int words, unsigned *flag, double 
     cua_fixed_split(x, &m, &ex, &neg);
     if (!m) return;
     cua_fixed_place(m, ex, lo, &k, &t0, &t1);
+    if (k < 0 || k > words - 2) return; /* outside the window: see narrow_add */
     fixed_add(acc, words, k, t0, t1, neg, atomic);
 }
 
@@ -658,6 +659,7 @@ static inline __attribute__((always_inline)) void magnitude_add(uint64_t *acc, i
     uint64_t mant;
     int off, neg;
     if (!decoded(bits, lo, flag, track_negzero, f32, &mant, &off, &neg)) return;
+    if ((unsigned)(off >> 6) > (unsigned)(words - 2)) return; /* outside the window: see narrow_add */
     const int sh = off & 63;
     uint64_t *w = acc + (neg ? words : 0) + (off >> 6);
     const unsigned __int128 add = (unsigned __int128)(mant >> 1 >> (63 - sh)) << 64 | (mant << sh);
@@ -679,6 +681,11 @@ static inline __attribute__((always_inline)) void narrow_add(uint64_t *acc, unsi
     uint64_t mant;
     int off, neg;
     if (!decoded(bits, lo, flag, track_negzero, f32, &mant, &off, &neg)) return;
+    /* Never true for the values the window pass read; a value another
+     * thread of the user's changed since (the values are read in place)
+     * must not write outside the element: its sum is wrong, as any sum of
+     * values changing under the call would be. */
+    if ((unsigned)off > 63u) return;
     const __int128 mask = -(__int128)neg; /* all ones for a negative value */
     const __int128 add = ((__int128)(mant << off) ^ mask) - mask;
     __int128 sum;
