@@ -468,28 +468,6 @@ static inline void fixed_add(uint64_t *acc, int words, int k, uint64_t t0, uint6
     }
 }
 
-/* One value into an element's accumulator and flags (rung 5: atomically).
- * Non-finite values, and with `track_negzero` every value but -0.0, set
- * flags. */
-static inline void fixed_value(uint64_t *acc, int words, unsigned *flag, double x, int lo, int track_negzero, int atomic)
-{
-    unsigned f = 0;
-    if (!isfinite(x)) f = cua_fixed_classify(x);
-    else if (track_negzero && !(x == 0.0 && signbit(x))) f = CUA_FIXED_NOT_NEGZERO;
-    if (f) {
-        if (atomic) __atomic_fetch_or(flag, f, __ATOMIC_RELAXED);
-        else *flag |= f;
-    }
-    if (!isfinite(x)) return;
-    uint64_t m, t0, t1;
-    int ex, neg, k;
-    cua_fixed_split(x, &m, &ex, &neg);
-    if (!m) return;
-    cua_fixed_place(m, ex, lo, &k, &t0, &t1);
-    if (k < 0 || k > words - 2) return; /* outside the window: see narrow_add */
-    fixed_add(acc, words, k, t0, t1, neg, atomic);
-}
-
 /* The exact rungs' accumulators: `copies` of them (one per OS thread for
  * exact_private, one shared for exact), each `cells` elements side by side
  * (element e's words from [e * step]: the words an update touches share a
@@ -626,20 +604,28 @@ static efields values_efields(const void *vals, const cua_scatter *s, int team)
     return w;
 }
 
-/* Rung 6's view of a float (`bits`: a float32's when f32): 0 for a NaN or
- * an inf, which set flags instead; else 1 with its integer mantissa, its
- * sign, and its place: the bits between the window's lowest and its last
- * mantissa bit (0 for a zero, which adds nothing anywhere). With
- * track_negzero every value but -0.0 sets a flag too. */
+/* flag |= f: with an atomic OR where the flags are shared (rung 5). */
+static inline void flag_or(unsigned *flag, unsigned f, int atomic)
+{
+    if (atomic) __atomic_fetch_or(flag, f, __ATOMIC_RELAXED);
+    else *flag |= f;
+}
+
+/* A float's view for the exact adds (`bits`: a float32's when f32): 0 for
+ * a NaN or an inf, which set flags instead; else 1 with its integer
+ * mantissa, its sign, and its place: the bits between the window's lowest
+ * and its last mantissa bit (0 for a zero, which adds nothing anywhere).
+ * With track_negzero every value but -0.0 sets a flag too (atomically
+ * where `atomic`: rung 5's shared flags). */
 static inline __attribute__((always_inline)) int decoded(uint64_t bits, int lo, unsigned *flag,
-                                                         const int track_negzero, const int f32, uint64_t *mant,
-                                                         int *off, int *neg)
+                                                         const int track_negzero, const int f32, const int atomic,
+                                                         uint64_t *mant, int *off, int *neg)
 {
     const int mbits = f32 ? F32_MBITS : F64_MBITS, bias = f32 ? F32_BIAS : F64_BIAS, sign_at = f32 ? 31 : 63;
     const uint64_t top = f32 ? 0xff : 0x7ff, e = (bits >> mbits) & top;
-    if (track_negzero && bits != 1ull << sign_at) *flag |= CUA_FIXED_NOT_NEGZERO;
+    if (track_negzero && bits != 1ull << sign_at) flag_or(flag, CUA_FIXED_NOT_NEGZERO, atomic);
     if (e == top) {
-        *flag |= cua_fixed_classify(bits_value(bits, f32));
+        flag_or(flag, cua_fixed_classify(bits_value(bits, f32)), atomic);
         return 0;
     }
     *mant = (bits & ((1ull << mbits) - 1)) | (e ? 1ull << mbits : 0);
@@ -658,7 +644,7 @@ static inline __attribute__((always_inline)) void magnitude_add(uint64_t *acc, i
 {
     uint64_t mant;
     int off, neg;
-    if (!decoded(bits, lo, flag, track_negzero, f32, &mant, &off, &neg)) return;
+    if (!decoded(bits, lo, flag, track_negzero, f32, 0, &mant, &off, &neg)) return;
     if ((unsigned)(off >> 6) > (unsigned)(words - 2)) return; /* outside the window: see narrow_add */
     const int sh = off & 63;
     uint64_t *w = acc + (neg ? words : 0) + (off >> 6);
@@ -672,6 +658,22 @@ static inline __attribute__((always_inline)) void magnitude_add(uint64_t *acc, i
         }
 }
 
+/* Rung 5's add, and the start values': the value into an element's
+ * two's-complement accumulator, word by word from the one holding its last
+ * bit (with `atomic`, each word by an atomic fetch_add: rung 5's shared
+ * accumulators and flags). */
+static inline __attribute__((always_inline)) void fixed_value(uint64_t *acc, int words, unsigned *flag,
+                                                               uint64_t bits, int lo, const int track_negzero,
+                                                               const int f32, const int atomic)
+{
+    uint64_t mant;
+    int off, neg;
+    if (!decoded(bits, lo, flag, track_negzero, f32, atomic, &mant, &off, &neg) || !mant) return;
+    if ((unsigned)(off >> 6) > (unsigned)(words - 2)) return; /* outside the window: see narrow_add */
+    const int sh = off & 63;
+    fixed_add(acc, words, off >> 6, mant << sh, mant >> 1 >> (63 - sh), neg, atomic);
+}
+
 /* Rung 6's add when the window is under 64 bits (words = 2): the value
  * lies in word 0, so the element is one signed 128-bit integer and the
  * value is added sign-extended, without a branch. */
@@ -680,7 +682,7 @@ static inline __attribute__((always_inline)) void narrow_add(uint64_t *acc, unsi
 {
     uint64_t mant;
     int off, neg;
-    if (!decoded(bits, lo, flag, track_negzero, f32, &mant, &off, &neg)) return;
+    if (!decoded(bits, lo, flag, track_negzero, f32, 0, &mant, &off, &neg)) return;
     /* Never true for the values the window pass read; a value another
      * thread of the user's changed since (the values are read in place)
      * must not write outside the element: its sum is wrong, as any sum of
@@ -756,7 +758,8 @@ static int fixed_begin(fixed_state *f, void *out, const void *vals, const cua_sc
         const uint64_t bits = f32 ? ((const uint32_t *)out)[e] : ((const uint64_t *)out)[e];
         uint64_t *acc = f->acc + e * f->step;
         f->flags[e] = cua_fixed_classify(bits_value(bits, f32));
-        if (!f->split) fixed_value(acc, f->words, &f->flags[e], bits_value(bits, f32), lo, 0, 0);
+        if (!f->split && f32) fixed_value(acc, f->words, &f->flags[e], bits, lo, 0, 1, 0);
+        else if (!f->split) fixed_value(acc, f->words, &f->flags[e], bits, lo, 0, 0, 0);
         else if (f32) magnitude_add(acc, f->words, &f->flags[e], bits, lo, 0, 1);
         else magnitude_add(acc, f->words, &f->flags[e], bits, lo, 0, 0);
     }
@@ -838,7 +841,7 @@ static inline __attribute__((always_inline)) void exact_loop(const fixed_state *
         const uint64_t bits = exact_bits(vals, s, c, f32);
         if (f->narrow) narrow_add(acc + e * step, &flags[e], bits, lo, track, f32);
         else if (f->split) magnitude_add(acc + e * step, words, &flags[e], bits, lo, track, f32);
-        else fixed_value(acc + e * step, words, &flags[e], bits_value(bits, f32), lo, track, 1);
+        else fixed_value(acc + e * step, words, &flags[e], bits, lo, track, f32, 1);
     }
 }
 
