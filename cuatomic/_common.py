@@ -189,10 +189,10 @@ def named_rung(op, backend, method):
     return None if method == "auto" else _backend.rung(op, backend, method)
 
 
-def auto_rung(op, backend, n, dtype=None, bins=None, *, require=0, fits=None):
+def auto_rung(op, backend, n, dtype=None, bins=None, *, require=0, fits=None, data=None):
     """The rung ``method="auto"`` runs for a call of `n` elements of
-    `dtype` (and `bins` for a histogram)."""
-    return _auto.rung_for(op, backend, n, dtype, bins, require=require, fits=fits)
+    `dtype` (and `bins` for a histogram or at, `data` for at's indices)."""
+    return _auto.rung_for(op, backend, n, dtype, bins, require=require, fits=fits, data=data)
 
 
 def stream_of(stream):

@@ -21,6 +21,10 @@ from ._dtypes import dtype_id
 from ._interop import on_inputs_gpu
 
 OP = "at"
+SKEW_FROM = 1 << 16  # updates (row elements) from which auto samples the indices' skew
+SKEWED = 12.0  # skew_of from which auto reads the measurements of Zipf-like indices
+SKEW_SAMPLE = 1024  # indices read for skew_of
+ROBUST = 1.1  # the Zipf case's rung runs unsampled where it costs at most this times the uniform one's
 #: The ops :func:`at` takes, by NumPy's ufunc names.
 OPS = ("add", "subtract", "multiply", "minimum", "maximum", "bitwise_and", "bitwise_or", "bitwise_xor")
 _UFUNCS = {getattr(np, name): name for name in OPS}
@@ -463,10 +467,42 @@ class _Call:
     def run(self, be, rung, nb, nt, s):
         """The updates, by `rung` (None: the one auto picks for them)."""
         if rung is None:
-            rung = auto_rung(OP, be, self.ix.n * self.ix.row, self.target.dtype, require=self.require(),
-                             fits=self.fits(be, nb, nt))
+            rung = self.auto(be, nb, nt, s)
         _C.at(backend_id(be), rung.index, self.target.x, self.ix.m, self.ix.row, self.ix.x, self.ix.id, self.ix.n,
               self.vals, self.nvals, self.vk, self.vj, self.did, self.core, self.negate, nb, nt, s)
+
+    def facts(self):
+        """What auto's rule reads of the call: the updates (row elements
+        each), the dtype and the number of output elements ("bins")."""
+        return {"n": self.ix.n * self.ix.row, "dtype": self.target.dtype.name, "bins": self.ix.m * self.ix.row}
+
+    def auto(self, be, nb, nt, s):
+        """The rung auto runs: :meth:`kind`'s measured case's fastest."""
+        f, kw = self.facts(), {"require": self.require(), "fits": self.fits(be, nb, nt)}
+        return auto_rung(OP, be, f["n"], f["dtype"], f["bins"], data=self.kind(be, nb, nt, s)[0], **kw)
+
+    def kind(self, be, nb, nt, s, sample=False):
+        """(the kind of measured case auto reads, "uniform" or "zipf"; the
+        skew of a sample of the indices, or None where none was read). A
+        sample is read (:func:`skew_of`; always where `sample`) only where
+        it decides something: from SKEW_FROM updates, where the fastest
+        rung measured for uniform indices is not the one for Zipf ones, and
+        the Zipf one would cost over ROBUST times the uniform one's time on
+        uniform indices (else it runs, a sample dearer than its risk)."""
+        f, kw = self.facts(), {"require": self.require(), "fits": self.fits(be, nb, nt)}
+        skew = skew_of(index_sample(self.ix, s), self.ix.m) if sample else None
+        if f["n"] < SKEW_FROM:
+            return "uniform", skew
+        even = auto_rung(OP, be, f["n"], f["dtype"], f["bins"], data="uniform", **kw)
+        skewed = auto_rung(OP, be, f["n"], f["dtype"], f["bins"], data="zipf", **kw)
+        if skewed is even:
+            return "uniform", skew
+        ms = _auto.measured_ms(OP, be, f["n"], f["dtype"], f["bins"], data="uniform")
+        if ms.get(skewed.name) is not None and ms.get(even.name) and ms[skewed.name] <= ROBUST * ms[even.name]:
+            return "zipf", skew
+        if skew is None:
+            skew = skew_of(index_sample(self.ix, s), self.ix.m)
+        return ("zipf" if skew >= SKEWED else "uniform"), skew
 
     def require(self):
         """auto's requirement: a deterministic rung for float add and subtract."""
@@ -500,8 +536,39 @@ def explain(backend, a=None, indices=None, b=None, ufunc="add", *, blocks=None, 
                         "reads the op, the dtype and the number of updates)")
     nb, nt = launch_config(blocks, threads)
     c = _Call(a, indices, b, ufunc, backend, stream)
-    facts = {"n": c.ix.n * c.ix.row, "dtype": str(c.target.dtype)}
+    facts = c.facts()
+    facts["data"], skew = c.kind(backend, nb, nt, stream, sample=True)
+    facts["skew"] = round(skew, 1)
     return _auto.choose(OP, backend, facts, require=c.require(), fits=c.fits(backend, nb, nt))
+
+
+def index_sample(ix, stream, k=SKEW_SAMPLE):
+    """Up to k of the call's indices, evenly spaced, on the host (from the
+    GPU: a strided gather on the call's stream, waited for)."""
+    step = max(1, ix.n // k)
+    if isinstance(ix.x, np.ndarray):
+        return ix.x[::step][:k]
+    dt = np.dtype(_C.DTYPES[ix.id])
+    count = min(k, (ix.n + step - 1) // step)
+    out = DeviceArray.empty((count,), dt)
+    _C.gather(ix.x, out.ptr, count, dt.itemsize, (count,), (step * dt.itemsize,), stream)
+    _C.stream_synchronize(stream)
+    return out.copy_to_host()
+
+
+def skew_of(sample, m):
+    """How many times as often as uniform indices would make it the most
+    common of `m` rows comes in `sample`: its count times min(m, sample
+    size) over the sample size (1 to 8 for uniform indices in a sample of
+    1024, about 20 for Zipf(1.2) ones into 100 rows, over 100 into 10^4
+    or more). Negative indices count as the rows they name."""
+    if sample.size == 0 or m <= 1:
+        return 1.0
+    rows = np.sort(sample)
+    if rows[0] < 0:
+        rows = np.sort(np.where(rows < 0, rows.astype(np.int64) + m, rows))
+    starts = np.flatnonzero(np.concatenate(([True], rows[1:] != rows[:-1], [True])))
+    return float(np.diff(starts).max()) * min(m, rows.size) / rows.size
 
 
 def rung_fits(backend, rung, m, row, n, dtype_id_, op, negate, blocks=-1, threads=-1):

@@ -2,6 +2,7 @@
 every rung of every backend, every op and dtype, the index forms, the
 errors, in place on every kind of array, and the exact rung held to the
 correctly rounded sum and to the same bits on every run and backend."""
+import json
 import math
 from fractions import Fraction
 
@@ -453,3 +454,93 @@ def test_cpu_rungs_take_the_threads_the_runtime_starts(tmp_path):
     env = dict(os.environ, OMP_NUM_THREADS="4", OMP_THREAD_LIMIT="1", CUATOMIC_BACKEND="cpu")
     run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0 and "ok" in run.stdout, run.stderr[-2000:]
+
+
+@pytest.fixture
+def at_rules(monkeypatch, tmp_path):
+    """A rules file in which at into 10^4 outputs ranks atomic first for
+    uniform indices and warp_aggregated first for Zipf ones, on both
+    backends: 2x slower on uniform indices for int32, 1.05x (within ROBUST)
+    for int64; auto's caches forgotten before and after."""
+    from cuatomic import _auto
+
+    def rules(backend):
+        return {"backend": backend, "cases": [
+            {"op": "at", "dtype": "int32", "n": 1 << 20, "bins": 10**4, "data": "uniform",
+             "ms": {"atomic": 1.0, "warp_aggregated": 2.0, "shared": 3.0}},
+            {"op": "at", "dtype": "int32", "n": 1 << 20, "bins": 10**4, "data": "zipf",
+             "ms": {"atomic": 5.0, "warp_aggregated": 2.0, "shared": 3.0}},
+            {"op": "at", "dtype": "int64", "n": 1 << 20, "bins": 10**4, "data": "uniform",
+             "ms": {"atomic": 1.0, "warp_aggregated": 1.05, "shared": 3.0}},
+            {"op": "at", "dtype": "int64", "n": 1 << 20, "bins": 10**4, "data": "zipf",
+             "ms": {"atomic": 5.0, "warp_aggregated": 2.0, "shared": 3.0}}]}
+
+    def use(backend):
+        path = tmp_path / f"{backend}.json"
+        path.write_text(json.dumps(rules(backend)))
+        monkeypatch.setenv("CUATOMIC_AUTO_RULES", str(path))
+        forget()
+
+    def forget():
+        for cached in (_auto.rules, _auto._ranking, _auto._candidates):
+            cached.cache_clear()
+    yield use
+    forget()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("on_device", [False, True])
+def test_auto_runs_the_rung_measured_for_the_indices_skew(backend, on_device, at_rules):
+    """at's auto reads a sample of the indices: uniform ones take the
+    uniform case's fastest rung, Zipf(1.2) ones the Zipf case's; below
+    SKEW_FROM updates the uniform case's; where the Zipf case's rung is
+    within ROBUST of the uniform one's on uniform indices, the Zipf case's
+    whatever the sample (int64). explain says the same, with the skew it
+    measured; every answer is NumPy's."""
+    if on_device and backend != "cuda":
+        pytest.skip("device indices: cuda backend")
+    from cuatomic import _scatter
+    at_rules(backend)
+    rng = np.random.default_rng(7)
+    m, n = 10**4, 1 << 17
+    kinds = {"uniform": rng.integers(0, m, n), "zipf": (rng.zipf(1.2, n) - 1) % m,
+             "few zipf": (rng.zipf(1.2, _scatter.SKEW_FROM - 1) - 1) % m}
+    want = {("int32", "uniform"): "atomic", ("int32", "zipf"): "warp_aggregated", ("int32", "few zipf"): "atomic",
+            ("int64", "uniform"): "warp_aggregated", ("int64", "zipf"): "warp_aggregated",
+            ("int64", "few zipf"): "atomic"}
+    for (dt, kind), method in want.items():
+        idx = kinds[kind]
+        vals = rng.integers(-50, 50, idx.size).astype(dt)
+        a = np.zeros(m, dt)
+        ref = a.copy()
+        np.add.at(ref, idx, vals)
+        if on_device:
+            a, idx, vals = (cuatomic.to_device(x) for x in (a, idx.astype(np.int64), vals))
+        choice = cuatomic.explain("at", a, idx, vals, backend=backend)
+        assert choice.method == method, (dt, kind, str(choice))
+        robust = dt == "int64" and kind != "few zipf"
+        assert choice.facts["data"] == ("zipf" if kind == "zipf" or robust else "uniform"), str(choice)
+        assert (choice.facts["skew"] >= _scatter.SKEWED) == (kind != "uniform"), str(choice)
+        cuatomic.at(a, idx, vals, backend=backend)
+        assert cuatomic.last_launch()["method"] == method, (dt, kind)
+        np.testing.assert_array_equal(host(a), ref)
+
+
+def test_skew_of_uniform_and_zipf_samples():
+    """skew_of: uniform indices stay under SKEWED at every size (a sample
+    of SKEW_SAMPLE = 1024; the most common of 1024 rows comes 5 to 8 times
+    where 1 is expected), Zipf(1.2) ones over it from 100 rows on (about 20), far
+    over it from 10^4 (hundreds), one
+    row is never skewed, and negative indices count as their rows."""
+    from cuatomic._scatter import SKEW_SAMPLE, SKEWED, skew_of
+    rng = np.random.default_rng(3)
+    for m in (2, 100, 1024, 10**4, 10**6, 10**9):
+        for seed in range(20):
+            sample = np.random.default_rng(seed).integers(0, m, SKEW_SAMPLE)
+            assert skew_of(sample, m) < SKEWED, (m, seed)
+    for m in (100, 10**4, 10**6):
+        assert skew_of((rng.zipf(1.2, SKEW_SAMPLE) - 1) % m, m) >= (1 if m == 100 else 10) * SKEWED, m
+    assert skew_of(np.zeros(SKEW_SAMPLE, np.int64), 1) == 1.0
+    assert skew_of(np.zeros(0, np.int64), 10) == 1.0
+    same = np.array([-1] * 100 + [99] * 100 + list(range(99)))
+    assert skew_of(same, 100) == 200 * 100 / same.size

@@ -27,6 +27,7 @@ from .. import _C, _backend
 from ..datasets import english_like_text, text_to_array
 from ..timing import benchmark
 from .measure import agrees
+from .scatter import _reference, _values, make_indices
 
 # Sizes (log2 elements) measured per backend: small calls, cache-sized, and
 # past the last-level cache (a GPU's 2^26 float32 is 256 MiB). A GPU's 2^23
@@ -42,10 +43,18 @@ FILTER_DTYPES = ("int32", "float32")
 HISTOGRAMS = (("uint8", 128, "text"), ("uint8", 256, "uniform"), ("float32", 64, "normal"),
               ("int32", 4096, "uniform"), ("float32", 16384, "normal"), ("int32", 65536, "uniform"))
 GRIDS = ((10, 16), (64, 256))  # the counters: the tutorial's grid, and a contended one
+# (outputs, data): the at cases -- one output, a contended hundred, outputs
+# that fit a GPU block's shared memory, and a million, past it; each of the
+# last three also with Zipf(1.2) indices (the skew auto samples from a call's
+# indices, :func:`cuatomic._scatter.skew_of`). Their "bins" is the number of
+# outputs.
+AT_OUTPUTS = ((1, "uniform"), (100, "uniform"), (100, "zipf"), (10**4, "uniform"), (10**4, "zipf"),
+              (10**6, "uniform"), (10**6, "zipf"))
+AT_SIZES = {"cpu": (16, 22), "cuda": (20, 26)}
 
 
 # The ops whose auto rule these measurements decide (cases() below).
-MEASURED_OPS = ("sum", "dot", "histogram", "filter", "add_one", "mutex_add_one")
+MEASURED_OPS = ("sum", "dot", "histogram", "filter", "at", "add_one", "mutex_add_one")
 
 
 def cases(backend, quick=False, ops=None):
@@ -58,6 +67,9 @@ def cases(backend, quick=False, ops=None):
     out += [{"op": "histogram", "dtype": dt, "n": n, "bins": bins, "data": data}
             for dt, bins, data in HISTOGRAMS for n in hist_sizes]
     out += [{"op": "filter", "dtype": dt, "n": n} for dt in FILTER_DTYPES for n in sizes]
+    at_sizes = [1 << k for k in AT_SIZES[backend][:1 if quick else None]]
+    out += [{"op": "at", "dtype": dt, "n": n, "bins": m, "data": data}
+            for dt in REDUCE_DTYPES for m, data in AT_OUTPUTS for n in at_sizes]
     for op in ("add_one", "mutex_add_one"):
         out += [{"op": op, "n": b * t, "grid": [b, t]} for b, t in (GRIDS[:1] if quick else GRIDS)]
     return [c for c in out if ops is None or c["op"] in ops]
@@ -67,6 +79,8 @@ def _data(case, seed=0):
     """The host input of an array case."""
     rng = np.random.default_rng(seed)
     dt, n = np.dtype(case.get("dtype", "int32")), case["n"]
+    if case["op"] == "at":  # (indices, values)
+        return make_indices(case["bins"], n, case["data"], rng), _values(rng, n, dt)
     if case["op"] == "histogram":
         if case["data"] == "text":
             return text_to_array(english_like_text(n, seed=seed)).astype(dt)
@@ -79,7 +93,40 @@ def _data(case, seed=0):
 
 
 def _calls(case, backend, x):
-    """(call(method) -> result, check(result) -> bool, extra keywords) of a case."""
+    """(call(method), verify(method) -> whether that rung's answer is NumPy's) of a case."""
+    op = case["op"]
+    if op == "at":
+        return _at_calls(case, backend, x)
+    call, check = _checked_calls(case, backend, x)
+    return call, (lambda m: check(call(m)))
+
+
+def _at_calls(case, backend, x):
+    """at's: the timed calls add into one output again and again, the check
+    adds once into a zeroed one (integers exactly NumPy's, floats within
+    the error any order of additions may make)."""
+    idx, vals = x
+    host_idx, host_vals = (v.copy_to_host() if isinstance(v, cuatomic.DeviceArray) else v for v in (idx, vals))
+    start = np.zeros(case["bins"], vals.dtype)
+    if start.dtype.kind == "f":
+        ref, bound = _reference(start, host_idx, host_vals, 1)
+    else:
+        ref, bound = start.copy(), 0
+        np.add.at(ref, host_idx, host_vals)
+    fresh = (lambda: cuatomic.to_device(start)) if backend == "cuda" else start.copy
+    out = fresh()
+
+    def verify(m):
+        got = fresh()
+        cuatomic.at(got, idx, vals, method=m, backend=backend)
+        got = got.copy_to_host() if isinstance(got, cuatomic.DeviceArray) else got
+        return bool(np.all(np.abs(got.astype(np.float64) - ref) <= bound))
+
+    return (lambda m: cuatomic.at(out, idx, vals, method=m, backend=backend)), verify
+
+
+def _checked_calls(case, backend, x):
+    """(call(method) -> result, check(result) -> bool) of a reduction, histogram, filter or counter case."""
     op = case["op"]
     if op in ("add_one", "mutex_add_one"):
         b, t = case["grid"]
@@ -109,14 +156,18 @@ def measure(case, backend, repeat=10, progress=print):
     if case["op"] not in ("add_one", "mutex_add_one"):
         x = _data(case)
         if backend == "cuda":
-            x = cuatomic.to_device(x)
-    call, check = _calls(case, backend, x)
+            x = tuple(map(cuatomic.to_device, x)) if case["op"] == "at" else cuatomic.to_device(x)
+    call, verify = _calls(case, backend, x)
     ms, why = {}, {}
     for rung in _backend.table(case["op"], backend):
         if rung.flags & _C.F_RACY:
             continue
+        if case["op"] == "at" and backend == "cuda" and rung.name == "cas" and (
+                case["bins"] <= 10**4 or case["data"] == "zipf"):
+            ms[rung.name], why[rung.name] = None, "not timed: every update retried on a few contended words (minutes)"
+            continue
         try:
-            ok = check(call(rung.name))
+            ok = verify(rung.name)
         except ValueError as e:  # the rung's limits: it cannot run this case
             ms[rung.name], why[rung.name] = None, f"refused: {e}"
             continue
@@ -135,7 +186,7 @@ def measure(case, backend, repeat=10, progress=print):
 
 
 def _describe(case):
-    return " ".join(f"{k}={case[k]}" for k in ("op", "dtype", "n", "bins") if k in case)
+    return " ".join(f"{k}={case[k]}" for k in ("op", "dtype", "n", "bins", "data") if k in case)
 
 
 def _device(backend):
