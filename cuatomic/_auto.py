@@ -34,9 +34,10 @@ RULES_DIR = pathlib.Path(__file__).parent / "rules"
 
 # How far apart two cases are: a different dtype outweighs any size, a
 # factor of two in bins outweighs one in size (bins decide where counts live),
-# and other data (at's uniform or skewed indices, where the call's are known)
-# a factor of sixteen in bins.
-_DTYPE_WEIGHT, _BINS_WEIGHT, _SIZE_WEIGHT, _DATA_WEIGHT = 1000.0, 4.0, 1.0, 16.0
+# other data (at's uniform or skewed indices, where the call's are known) a
+# factor of sixteen in bins, and a factor of two in at's row length one in
+# bins (a row's elements are updated side by side).
+_DTYPE_WEIGHT, _BINS_WEIGHT, _SIZE_WEIGHT, _DATA_WEIGHT, _ROW_WEIGHT = 1000.0, 4.0, 1.0, 16.0, 4.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -143,22 +144,24 @@ def _log_distance(a, b):
     return abs(math.log2(max(a, 1)) - math.log2(max(b, 1)))
 
 
-def _distance(case, dtype, n, bins, data=None):
+def _distance(case, dtype, n, bins, data=None, row=None):
     d = _DTYPE_WEIGHT * _dtype_distance(case["dtype"], dtype) if "dtype" in case and dtype else 0.0
     if bins is not None and "bins" in case:
         d += _BINS_WEIGHT * _log_distance(case["bins"], bins)
     if data is not None and case.get("data", data) != data:
         d += _DATA_WEIGHT
+    if row is not None:
+        d += _ROW_WEIGHT * _log_distance(case.get("row", 1), row)
     return d + _SIZE_WEIGHT * _log_distance(case["n"], n)
 
 
 def _case_name(op, case):
-    parts = [op] + [f"{k}={case[k]}" for k in ("dtype", "n", "bins", "data") if k in case]
+    parts = [op] + [f"{k}={case[k]}" for k in ("dtype", "n", "bins", "data", "row") if k in case]
     return " ".join(parts)
 
 
 @functools.lru_cache(maxsize=1024)
-def _ranking(op, backend, dtype, n, bins, data=None):
+def _ranking(op, backend, dtype, n, bins, data=None, row=None):
     """(rungs fastest first, a sentence on where that order comes from, the
     nearest case's name or None, its {rung name: ms} measured) for one op
     on one backend."""
@@ -169,7 +172,7 @@ def _ranking(op, backend, dtype, n, bins, data=None):
     if not cases:
         ranked = tuple(sorted(ladder, key=lambda r: -r.step))
         return ranked, "no measurement of this op on this backend: the top rung of the ladder", None, {}
-    case = min(cases, key=lambda c: _distance(c, dtype, n, bins, data))
+    case = min(cases, key=lambda c: _distance(c, dtype, n, bins, data, row))
     ms = {name: t for name, t in case["ms"].items() if t is not None}
     by_name = {r.name: r for r in ladder}
     measured = sorted((name for name in ms if name in by_name), key=lambda name: ms[name])
@@ -181,10 +184,10 @@ def _ranking(op, backend, dtype, n, bins, data=None):
         _case_name(op, case), ms
 
 
-def measured_ms(op, backend, n, dtype=None, bins=None, data=None):
+def measured_ms(op, backend, n, dtype=None, bins=None, data=None, row=None):
     """{rung name: median ms} of the measured case nearest a call (empty
     where none is), as :func:`choose` reads it."""
-    return _ranking(op, backend, None if dtype is None else np.dtype(dtype).name, int(n), bins, data)[3]
+    return _ranking(op, backend, None if dtype is None else np.dtype(dtype).name, int(n), bins, data, row)[3]
 
 
 _LACKS = ((_C.F_ORDERED, "does not keep input order"), (_C.F_WIDE, "is not compensated"),
@@ -210,25 +213,25 @@ def accuracy_flags(op, dtype):
 
 
 @functools.lru_cache(maxsize=4096)
-def _candidates(op, backend, dtype, n, bins, require, data=None):
+def _candidates(op, backend, dtype, n, bins, require, data=None, row=None):
     """Every rung fastest first, each with why auto may not run it (None
     when it may), the ranking's sentence and the nearest case; `dtype` is
     a NumPy dtype or its name (both hash), so a call pays for the rule once
-    per distinct (op, backend, dtype, n, bins, require, data)."""
+    per distinct (op, backend, dtype, n, bins, require, data, row)."""
     name = None if dtype is None else np.dtype(dtype).name
     require |= accuracy_flags(op, name)
-    ranked, why, case, _ = _ranking(op, backend, name, n, bins, data)
+    ranked, why, case, _ = _ranking(op, backend, name, n, bins, data, row)
     return tuple((row, _why_not(row, require)) for row in ranked), why, case
 
 
 def choose(op, backend, facts, *, require=0, fits=None):
     """The Choice for a call with these facts (``n``, ``dtype``, and
     ``bins`` for a histogram or at, ``data`` for at's indices, "uniform" or
-    "zipf"): the fastest measured rung that has the
+    "zipf", and its ``row`` length): the fastest measured rung that has the
     `require` flags (and :func:`accuracy_flags`), is not racy, and that
     ``fits(rung)`` (None, or why it cannot run) accepts."""
     rows, why, case = _candidates(op, backend, facts.get("dtype"), int(facts.get("n", 1)), facts.get("bins"),
-                                  require, facts.get("data"))
+                                  require, facts.get("data"), facts.get("row"))
     skipped = []
     for row, why_not in rows:
         why_not = why_not or (fits(row) if fits else None)
@@ -253,14 +256,14 @@ def is_wide(op, backend, method):
     return _backend.rung(op, backend, method).has(_C.F_WIDE)
 
 
-def rung_for(op, backend, n, dtype=None, bins=None, *, require=0, fits=None, data=None):
+def rung_for(op, backend, n, dtype=None, bins=None, *, require=0, fits=None, data=None, row=None):
     """The rung :func:`choose` picks, without building its Choice: the
     per-call path of ``method="auto"``."""
-    rows, _, _ = _candidates(op, backend, dtype, int(n), bins, require, data)
+    rows, _, _ = _candidates(op, backend, dtype, int(n), bins, require, data, row)
     for row, why_not in rows:
         if why_not is None and (fits is None or fits(row) is None):
             return row
-    facts = {"n": n, "dtype": None if dtype is None else np.dtype(dtype).name, "bins": bins, "data": data}
+    facts = {"n": n, "dtype": None if dtype is None else np.dtype(dtype).name, "bins": bins, "data": data, "row": row}
     return choose(op, backend, facts, require=require, fits=fits).rung  # raises, naming every refusal
 
 

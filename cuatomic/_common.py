@@ -189,10 +189,11 @@ def named_rung(op, backend, method):
     return None if method == "auto" else _backend.rung(op, backend, method)
 
 
-def auto_rung(op, backend, n, dtype=None, bins=None, *, require=0, fits=None, data=None):
+def auto_rung(op, backend, n, dtype=None, bins=None, *, require=0, fits=None, data=None, row=None):
     """The rung ``method="auto"`` runs for a call of `n` elements of
-    `dtype` (and `bins` for a histogram or at, `data` for at's indices)."""
-    return _auto.rung_for(op, backend, n, dtype, bins, require=require, fits=fits, data=data)
+    `dtype` (and `bins` for a histogram or at, `data` and `row` for at's
+    indices and row length)."""
+    return _auto.rung_for(op, backend, n, dtype, bins, require=require, fits=fits, data=data, row=row)
 
 
 def stream_of(stream):

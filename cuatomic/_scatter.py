@@ -472,14 +472,15 @@ class _Call:
               self.vals, self.nvals, self.vk, self.vj, self.did, self.core, self.negate, nb, nt, s)
 
     def facts(self):
-        """What auto's rule reads of the call: the updates (row elements
-        each), the dtype and the number of output elements ("bins")."""
-        return {"n": self.ix.n * self.ix.row, "dtype": self.target.dtype.name, "bins": self.ix.m * self.ix.row}
+        """What auto's rule reads of the call: the updated elements, the
+        dtype, the number of output elements ("bins") and the row length."""
+        return {"n": self.ix.n * self.ix.row, "dtype": self.target.dtype.name, "bins": self.ix.m * self.ix.row,
+                "row": self.ix.row}
 
     def auto(self, be, nb, nt, s):
         """The rung auto runs: :meth:`kind`'s measured case's fastest."""
         f, kw = self.facts(), {"require": self.require(), "fits": self.fits(be, nb, nt)}
-        return auto_rung(OP, be, f["n"], f["dtype"], f["bins"], data=self.kind(be, nb, nt, s)[0], **kw)
+        return auto_rung(OP, be, f["n"], f["dtype"], f["bins"], data=self.kind(be, nb, nt, s)[0], row=f["row"], **kw)
 
     def kind(self, be, nb, nt, s, sample=False):
         """(the kind of measured case auto reads, "uniform" or "zipf"; the
@@ -493,11 +494,11 @@ class _Call:
         skew = skew_of(index_sample(self.ix, s), self.ix.m) if sample else None
         if f["n"] < SKEW_FROM:
             return "uniform", skew
-        even = auto_rung(OP, be, f["n"], f["dtype"], f["bins"], data="uniform", **kw)
-        skewed = auto_rung(OP, be, f["n"], f["dtype"], f["bins"], data="zipf", **kw)
+        even = auto_rung(OP, be, f["n"], f["dtype"], f["bins"], data="uniform", row=f["row"], **kw)
+        skewed = auto_rung(OP, be, f["n"], f["dtype"], f["bins"], data="zipf", row=f["row"], **kw)
         if skewed is even:
             return "uniform", skew
-        ms = _auto.measured_ms(OP, be, f["n"], f["dtype"], f["bins"], data="uniform")
+        ms = _auto.measured_ms(OP, be, f["n"], f["dtype"], f["bins"], data="uniform", row=f["row"])
         if ms.get(skewed.name) is not None and ms.get(even.name) and ms[skewed.name] <= ROBUST * ms[even.name]:
             return "zipf", skew
         if skew is None:

@@ -43,13 +43,14 @@ FILTER_DTYPES = ("int32", "float32")
 HISTOGRAMS = (("uint8", 128, "text"), ("uint8", 256, "uniform"), ("float32", 64, "normal"),
               ("int32", 4096, "uniform"), ("float32", 16384, "normal"), ("int32", 65536, "uniform"))
 GRIDS = ((10, 16), (64, 256))  # the counters: the tutorial's grid, and a contended one
-# (outputs, data): the at cases -- one output, a contended hundred, outputs
-# that fit a GPU block's shared memory, and a million, past it; each of the
-# last three also with Zipf(1.2) indices (the skew auto samples from a call's
-# indices, :func:`cuatomic._scatter.skew_of`). Their "bins" is the number of
-# outputs.
-AT_OUTPUTS = ((1, "uniform"), (100, "uniform"), (100, "zipf"), (10**4, "uniform"), (10**4, "zipf"),
-              (10**6, "uniform"), (10**6, "zipf"))
+# (rows, data, row length): the at cases -- one output, a contended hundred,
+# outputs that fit a GPU block's shared memory, and a million, past it; each
+# of the last three also with Zipf(1.2) indices (the skew auto samples from
+# a call's indices, :func:`cuatomic._scatter.skew_of`); and rows of 128
+# elements (embedding gradients: an update names a whole row). A case's
+# "bins" is its output elements (rows * row), "n" its updated elements.
+AT_OUTPUTS = ((1, "uniform", 1), (100, "uniform", 1), (100, "zipf", 1), (10**4, "uniform", 1),
+              (10**4, "zipf", 1), (10**6, "uniform", 1), (10**6, "zipf", 1), (5 * 10**4, "uniform", 128))
 AT_SIZES = {"cpu": (16, 22), "cuda": (20, 26)}
 
 
@@ -68,8 +69,8 @@ def cases(backend, quick=False, ops=None):
             for dt, bins, data in HISTOGRAMS for n in hist_sizes]
     out += [{"op": "filter", "dtype": dt, "n": n} for dt in FILTER_DTYPES for n in sizes]
     at_sizes = [1 << k for k in AT_SIZES[backend][:1 if quick else None]]
-    out += [{"op": "at", "dtype": dt, "n": n, "bins": m, "data": data}
-            for dt in REDUCE_DTYPES for m, data in AT_OUTPUTS for n in at_sizes]
+    out += [{"op": "at", "dtype": dt, "n": n, "bins": m * row, "data": data, "row": row}
+            for dt in REDUCE_DTYPES for m, data, row in AT_OUTPUTS for n in at_sizes]
     for op in ("add_one", "mutex_add_one"):
         out += [{"op": op, "n": b * t, "grid": [b, t]} for b, t in (GRIDS[:1] if quick else GRIDS)]
     return [c for c in out if ops is None or c["op"] in ops]
@@ -80,7 +81,9 @@ def _data(case, seed=0):
     rng = np.random.default_rng(seed)
     dt, n = np.dtype(case.get("dtype", "int32")), case["n"]
     if case["op"] == "at":  # (indices, values)
-        return make_indices(case["bins"], n, case["data"], rng), _values(rng, n, dt)
+        row = case.get("row", 1)
+        return (make_indices(case["bins"] // row, n // row, case["data"], rng),
+                _values(rng, (n,) if row == 1 else (n // row, row), dt))
     if case["op"] == "histogram":
         if case["data"] == "text":
             return text_to_array(english_like_text(n, seed=seed)).astype(dt)
@@ -107,9 +110,10 @@ def _at_calls(case, backend, x):
     the error any order of additions may make)."""
     idx, vals = x
     host_idx, host_vals = (v.copy_to_host() if isinstance(v, cuatomic.DeviceArray) else v for v in (idx, vals))
-    start = np.zeros(case["bins"], vals.dtype)
+    row = case.get("row", 1)
+    start = np.zeros((case["bins"],) if row == 1 else (case["bins"] // row, row), vals.dtype)
     if start.dtype.kind == "f":
-        ref, bound = _reference(start, host_idx, host_vals, 1)
+        ref, bound = _reference(start, host_idx, host_vals, row)
     else:
         ref, bound = start.copy(), 0
         np.add.at(ref, host_idx, host_vals)
@@ -186,7 +190,7 @@ def measure(case, backend, repeat=10, progress=print):
 
 
 def _describe(case):
-    return " ".join(f"{k}={case[k]}" for k in ("op", "dtype", "n", "bins", "data") if k in case)
+    return " ".join(f"{k}={case[k]}" for k in ("op", "dtype", "n", "bins", "data", "row") if k in case)
 
 
 def _device(backend):
