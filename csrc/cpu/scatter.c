@@ -688,11 +688,12 @@ static inline __attribute__((always_inline)) void narrow_add(uint64_t *acc, unsi
      * must not write outside the element: its sum is wrong, as any sum of
      * values changing under the call would be. */
     if ((unsigned)off > 63u) return;
-    const __int128 mask = -(__int128)neg; /* all ones for a negative value */
-    const __int128 add = ((__int128)(mant << off) ^ mask) - mask;
-    __int128 sum;
+    /* -x in 128 bits is 2^64 - x in the low word and all ones in the high
+     * one (x != 0): one add and one add-with-carry of 64-bit words. */
+    const uint64_t x = mant << off, mask = -(uint64_t)(neg & (x != 0));
+    unsigned __int128 sum;
     memcpy(&sum, acc, sizeof sum);
-    sum += add;
+    sum += (unsigned __int128)mask << 64 | ((x ^ mask) - mask);
     memcpy(acc, &sum, sizeof sum);
 }
 
