@@ -101,6 +101,7 @@ PyObject *cua_pointer_info(PyObject *self, PyObject *arg);
 PyObject *cua_devices(PyObject *self, PyObject *noargs);
 PyObject *cua_use_device(PyObject *self, PyObject *arg);
 PyObject *cua_gather(PyObject *self, PyObject *args);
+PyObject *cua_sample_to_host(PyObject *self, PyObject *args);
 PyObject *cua_memory_info(PyObject *self, PyObject *arg);
 PyObject *cua_free_memory(PyObject *self, PyObject *arg);
 PyObject *cua_dlpack_import(PyObject *self, PyObject *capsule);

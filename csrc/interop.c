@@ -44,6 +44,26 @@ PyObject *cua_stream_wait(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+PyObject *cua_sample_to_host(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *srco, *so;
+    PyArrayObject *out;
+    long long pitch;
+    if (!PyArg_ParseTuple(args, "OO!LO", &srco, &PyArray_Type, &out, &pitch, &so)) return NULL;
+    void *src, *stream;
+    if (cua_as_ptr(srco, &src) < 0 || cua_as_ptr(so, &stream) < 0) return NULL;
+    const size_t itemsize = (size_t)PyArray_ITEMSIZE(out), count = (size_t)PyArray_SIZE(out);
+    if (!PyArray_IS_C_CONTIGUOUS(out) || !PyArray_ISWRITEABLE(out) || pitch < (long long)itemsize) {
+        PyErr_SetString(PyExc_ValueError, "sample_to_host: out must be a writable C-contiguous array and the "
+                                          "pitch at least its itemsize");
+        return NULL;
+    }
+    void *dst = PyArray_DATA(out);
+    CUA_CALL(cua_cuda_sample_dtoh(dst, src, itemsize, (size_t)pitch, count, stream));
+    Py_RETURN_NONE;
+}
+
 PyObject *cua_pointer_info(PyObject *self, PyObject *arg)
 {
     (void)self;
@@ -116,6 +136,7 @@ PyObject *cua_pointer_info(PyObject *self, PyObject *a) { (void)self, (void)a; r
 PyObject *cua_devices(PyObject *self, PyObject *a) { (void)self, (void)a; return cua_no_cuda(); }
 PyObject *cua_use_device(PyObject *self, PyObject *a) { (void)self, (void)a; return cua_no_cuda(); }
 PyObject *cua_gather(PyObject *self, PyObject *a) { (void)self, (void)a; return cua_no_cuda(); }
+PyObject *cua_sample_to_host(PyObject *self, PyObject *a) { (void)self, (void)a; return cua_no_cuda(); }
 
 #endif
 

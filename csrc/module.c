@@ -169,6 +169,8 @@ static PyMethodDef methods[] = {
     {"free_memory", cua_free_memory, METH_O,
      "free_memory(device): give back what cuatomic's pool on the GPU caches, and the staging buffers"},
     {"gather", cua_gather, METH_VARARGS, "gather(src, dst, n, itemsize, shape, byte_strides, stream)"},
+    {"sample_to_host", cua_sample_to_host, METH_VARARGS,
+     "sample_to_host(src, out, pitch, stream): out's size elements, pitch bytes apart from device src, on the stream"},
     {"dlpack_import", cua_dlpack_import, METH_O, "dlpack_import(capsule) -> DLPackView: consume a DLPack capsule"},
     {"dlpack_export", cua_dlpack_export, METH_VARARGS,
      "dlpack_export(owner, ptr, shape, (code, bits), device_type, device_id, versioned) -> capsule: a DLPack "

@@ -45,6 +45,9 @@ int cua_cuda_free(void *ptr);
 int cua_cuda_memcpy_htod(void *dst, const void *src, size_t nbytes, void *stream);
 int cua_cuda_memcpy_dtoh(void *dst, const void *src, size_t nbytes, void *stream);
 int cua_cuda_memcpy_dtod(void *dst, const void *src, size_t nbytes, void *stream);
+/* count elements of itemsize bytes, pitch bytes apart on the device, into
+ * dst one after another, on the stream (waited for). */
+int cua_cuda_sample_dtoh(void *dst, const void *src, size_t itemsize, size_t pitch, size_t count, void *stream);
 /* Stream-ordered, from cuatomic's own pool of the current GPU (never the
  * device's default pool): queued on the stream, the host does not wait --
  * except that a free which leaves the pool caching more than its limit

@@ -250,6 +250,16 @@ extern "C" int cua_cuda_memcpy_dtoh(void *dst, const void *src, size_t n, void *
 {
     return copy(dst, src, n, cudaMemcpyDeviceToHost, s);
 }
+extern "C" int cua_cuda_sample_dtoh(void *dst, const void *src, size_t itemsize, size_t pitch, size_t count,
+                                    void *s)
+{
+    // One strided copy on the caller's stream (no kernel, no scratch), then
+    // a wait for it: a few elements of a large array for a host estimate.
+    if (count == 0 || itemsize == 0) return 0;
+    const cudaStream_t st = (cudaStream_t)s;
+    CUA_CHECK(cudaMemcpy2DAsync(dst, itemsize, src, pitch, itemsize, count, cudaMemcpyDeviceToHost, st));
+    return wait_queued(st);
+}
 extern "C" int cua_cuda_memcpy_dtod(void *dst, const void *src, size_t n, void *s)
 {
     // dst is on the current GPU; a source on another GPU is a peer copy

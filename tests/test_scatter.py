@@ -544,3 +544,25 @@ def test_skew_of_uniform_and_zipf_samples():
     assert skew_of(np.zeros(0, np.int64), 10) == 1.0
     same = np.array([-1] * 100 + [99] * 100 + list(range(99)))
     assert skew_of(same, 100) == 200 * 100 / same.size
+
+
+@pytest.mark.skipif(not CUDA, reason="needs the cuda backend")
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_index_sample_reads_the_device_indices_as_the_host_slice(dtype):
+    """auto's sample of device indices (one strided copy on the call's
+    stream) is the host indices' evenly spaced slice, for sizes below,
+    at and above the sample and on a stream of cuatomic's own."""
+    from cuatomic import _scatter
+    for n in (1, 1000, _scatter.SKEW_SAMPLE, 3 * _scatter.SKEW_SAMPLE + 7, 1 << 20):
+        idx = np.random.default_rng(n).integers(-500, 500, n).astype(dtype)
+        ix = _scatter.indices_for(cuatomic.to_device(idx), (1000,), "cuda", 0)
+        step = max(1, n // _scatter.SKEW_SAMPLE)
+        want = idx[::step][:_scatter.SKEW_SAMPLE]
+        stream = cuatomic.Stream()
+        try:
+            for handle in (0, stream.ptr):
+                got = _scatter.index_sample(ix, handle)
+                np.testing.assert_array_equal(got, want)
+                assert got.dtype == idx.dtype
+        finally:
+            stream.close()
