@@ -376,9 +376,13 @@ def at(a, indices, b=None, op="add", *, method="auto", backend=None, blocks=None
         add, subtract, multiply, minimum, maximum, bitwise_and, bitwise_or,
         bitwise_xor.
     method : str, default "auto"
-        A rung of ``methods("at")``. ``"auto"`` runs a deterministic rung
-        for float add and subtract (`exact`: the correctly rounded sum,
-        the same bits on every run and backend).
+        A rung of ``methods("at")``. ``"auto"`` runs the rung measured
+        fastest (``cuatomic/rules/<backend>.json``) for calls nearest this
+        one in dtype, updates, output elements, row length and the skew of
+        a sample of the indices, of those that can run it; for float add
+        and subtract only a deterministic one (`exact` or `exact_private`:
+        the correctly rounded sum, the same bits on every run and backend).
+        ``cuatomic.explain("at", a, indices, b, op)`` says which and why.
     backend : {"cpu", "cuda"}, optional
     blocks, threads : int, optional
         The launch configuration (the rung's default when None).
