@@ -483,8 +483,11 @@ class _Call:
 
     def auto(self, be, nb, nt, s):
         """The rung auto runs: :meth:`kind`'s measured case's fastest."""
-        f, kw = self.facts(), {"require": self.require(), "fits": self.fits(be, nb, nt)}
-        return auto_rung(OP, be, f["n"], f["dtype"], f["bins"], data=self.kind(be, nb, nt, s)[0], row=f["row"], **kw)
+        n, bins, row = self.ix.n * self.ix.row, self.ix.m * self.ix.row, self.ix.row
+        data = "uniform" if n < SKEW_FROM else self.kind(be, nb, nt, s)[0]  # (kind's first test, without its setup)
+        # The dtype itself, not its .name (a Python property, microseconds a call): both key auto's cache.
+        return auto_rung(OP, be, n, self.target.dtype, bins, data=data, row=row, require=self.require(),
+                         fits=self.fits(be, nb, nt))
 
     def kind(self, be, nb, nt, s, sample=False):
         """(the kind of measured case auto reads, "uniform" or "zipf"; the
