@@ -54,9 +54,11 @@ PyObject *cua_sample_to_host(PyObject *self, PyObject *args)
     void *src, *stream;
     if (cua_as_ptr(srco, &src) < 0 || cua_as_ptr(so, &stream) < 0) return NULL;
     const size_t itemsize = (size_t)PyArray_ITEMSIZE(out), count = (size_t)PyArray_SIZE(out);
-    if (!PyArray_IS_C_CONTIGUOUS(out) || !PyArray_ISWRITEABLE(out) || pitch < (long long)itemsize) {
-        PyErr_SetString(PyExc_ValueError, "sample_to_host: out must be a writable C-contiguous array and the "
-                                          "pitch at least its itemsize");
+    /* Raw bytes are copied into out: never into an array of object references. */
+    if (!PyArray_IS_C_CONTIGUOUS(out) || !PyArray_ISWRITEABLE(out) || PyDataType_REFCHK(PyArray_DESCR(out)) ||
+        pitch < (long long)itemsize) {
+        PyErr_SetString(PyExc_ValueError, "sample_to_host: out must be a writable C-contiguous array of plain "
+                                          "data (no objects) and the pitch at least its itemsize");
         return NULL;
     }
     void *dst = PyArray_DATA(out);
