@@ -2,12 +2,14 @@
 :class:`Choice` that :func:`cuatomic.explain` reports.
 
 The rule is data. ``python -m cuatomic bench auto`` times every rung of
-every ladder on a set of cases (op, dtype, size, bins) and writes, per
-case, each rung's median time; the files measured for this release ship in
+every ladder on a set of cases (op, dtype, size, bins, and for some ops
+the data's kind and at's row length) and writes, per case, each rung's
+median time; the files measured for this release ship in
 ``cuatomic/rules/<backend>.json``, and ``CUATOMIC_AUTO_RULES`` may name a
 file measured on your own hardware instead. For a call, auto takes the
 measured case nearest to it (same dtype first, then the nearest bin count,
-then the nearest size, on a log scale) and runs the fastest rung of that
+data kind and row length, then the nearest size, on a log scale: the
+weights below) and runs the fastest rung of that
 case that the call can use: one that keeps order when ``ordered=True``,
 that can count the bins on this device (``histogram_fits``), and that is
 not the lesson's race (``F_RACY``); a float sum, dot or product also keeps
@@ -56,7 +58,9 @@ class Choice:
     facts : dict
         What the rule looked at (size, dtype, bins, the nearest measured
         case, and for :func:`cuatomic.explain` of a histogram the share of a
-        sample in its most common bin).
+        sample in its most common bin; of at, the row length, the kind of
+        case read, "uniform" or "zipf", and the skew of a sample of the
+        indices).
     """
 
     op: str
@@ -97,7 +101,8 @@ def _read_rules(path, what):
     """A measurement file as :func:`rules` reads it, its shape checked: a
     JSON object with a ``backend`` name and a list of ``cases``, each with
     its ``op``, size ``n`` and ``ms`` (a time or null per rung), and where
-    given a ``dtype`` NumPy reads and a number of ``bins``. ValueError
+    given a ``dtype`` NumPy reads, a number of ``bins``, a ``row`` length
+    (at least 1) and the ``data``'s kind (a name). ValueError
     naming `what` (the variable and the file) otherwise."""
     redo = "measure one with `python -m cuatomic bench auto --out FILE`, or unset " + RULES_ENV
     try:
@@ -116,10 +121,12 @@ def _read_rules(path, what):
             refuse(f"case {i} is not an object")
         if not isinstance(case.get("op"), str):
             refuse(f"case {i} has no \"op\" name")
-        for key, least in (("n", 0), ("bins", 1)):
-            value = case.get(key, least if key == "bins" else None)
+        for key, least in (("n", 0), ("bins", 1), ("row", 1)):
+            value = case.get(key, least if key != "n" else None)
             if type(value) is not int or value < least:
                 refuse(f"case {i} ({case['op']}) has {key}={value!r}: expected an integer of at least {least}")
+        if not isinstance(case.get("data", ""), str):
+            refuse(f"case {i} ({case['op']}) has data={case['data']!r}: expected the data's kind, a name")
         if "dtype" in case:
             try:
                 np.dtype(case["dtype"])
@@ -221,7 +228,7 @@ def _candidates(op, backend, dtype, n, bins, require, data=None, row=None):
     name = None if dtype is None else np.dtype(dtype).name
     require |= accuracy_flags(op, name)
     ranked, why, case, _ = _ranking(op, backend, name, n, bins, data, row)
-    return tuple((row, _why_not(row, require)) for row in ranked), why, case
+    return tuple((rung, _why_not(rung, require)) for rung in ranked), why, case
 
 
 def choose(op, backend, facts, *, require=0, fits=None):
@@ -260,9 +267,9 @@ def rung_for(op, backend, n, dtype=None, bins=None, *, require=0, fits=None, dat
     """The rung :func:`choose` picks, without building its Choice: the
     per-call path of ``method="auto"``."""
     rows, _, _ = _candidates(op, backend, dtype, int(n), bins, require, data, row)
-    for row, why_not in rows:
-        if why_not is None and (fits is None or fits(row) is None):
-            return row
+    for rung, why_not in rows:
+        if why_not is None and (fits is None or fits(rung) is None):
+            return rung
     facts = {"n": n, "dtype": None if dtype is None else np.dtype(dtype).name, "bins": bins, "data": data, "row": row}
     return choose(op, backend, facts, require=require, fits=fits).rung  # raises, naming every refusal
 

@@ -264,6 +264,10 @@ BAD_RULES = {
     "a negative time": json.dumps({"backend": "cpu", "cases": [dict(GOOD_CASE, ms={"vector": -1})]}),
     "bins of 0": json.dumps({"backend": "cpu", "cases": [dict(GOOD_CASE, op="histogram", bins=0)]}),
     "a dtype NumPy does not read": json.dumps({"backend": "cpu", "cases": [dict(GOOD_CASE, dtype="nonsense")]}),
+    # _distance reads an at case's row length and data kind: a bad one was a TypeError on every auto call
+    "row of a string": json.dumps({"backend": "cpu", "cases": [dict(GOOD_CASE, op="at", bins=100, row="128")]}),
+    "row of 0": json.dumps({"backend": "cpu", "cases": [dict(GOOD_CASE, op="at", bins=100, row=0)]}),
+    "data not a name": json.dumps({"backend": "cpu", "cases": [dict(GOOD_CASE, op="at", bins=100, data=[1])]}),
 }
 
 

@@ -566,3 +566,49 @@ def test_index_sample_reads_the_device_indices_as_the_host_slice(dtype):
                 assert got.dtype == idx.dtype
         finally:
             stream.close()
+
+
+def test_auto_names_every_refusal_when_no_rung_can_run():
+    """rung_for's last resort is choose's ValueError naming each refused
+    rung (its loop variable once shadowed the `row` length it passes on:
+    a TypeError comparing a Rung with an int)."""
+    from cuatomic import _auto
+    with pytest.raises(ValueError, match=r"^no rung of at on cpu can run this call: .*exact: too big"):
+        _auto.rung_for("at", "cpu", 10, "float64", 10, require=_C.F_DETERMINISTIC, fits=lambda r: "too big", row=1)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_exact_rungs_bits_on_narrow_windows_with_signed_zeros(backend, dtype):
+    """Values whose window is under 64 bits (exact_private's narrow add,
+    one signed 128-bit integer per element): negative values, +0.0 and
+    -0.0 among them, the start values all -0.0 or not, rows and int32
+    indices; both exact rungs give the correctly rounded sum's bits, -0.0
+    where every term is -0.0. (A narrow add that sign-extended -0.0's
+    zero magnitude went unseen by the tests above.)"""
+    dt = np.dtype(dtype)
+    bits = np.uint32 if dt.itemsize == 4 else np.uint64
+    for seed in range(40):
+        rng = np.random.default_rng(seed)
+        m, row, n = int(rng.integers(1, 6)), int(rng.integers(1, 3)), int(rng.integers(0, 300))
+        scale = 2.0 ** int(rng.integers(-40, 40))  # exponents within 10 bits: float64's window too is under 64
+        vals = (rng.integers(-512, 512, (n, row)) * scale).astype(dt)
+        vals[rng.random((n, row)) < 0.2] = 0.0
+        vals[rng.random((n, row)) < 0.2] = -0.0
+        start = np.full((m, row), -0.0, dt) if seed % 3 == 0 else (rng.integers(-8, 8, (m, row)) * scale).astype(dt)
+        idx = rng.integers(-m, m, n).astype(np.int32 if seed % 2 else np.int64)
+        negate = seed % 4 == 1
+        want = np.empty((m, row), dt)
+        for j in range(row):
+            sums = exact_sums(start[:, j], idx, vals[:, j], negate)
+            for e in range(m):
+                mine = np.where(idx < 0, idx + m, idx) == e
+                terms = np.concatenate(([start[e, j]], -vals[mine, j] if negate else vals[mine, j]))
+                want[e, j] = rounded(sums[e], dt) if sums[e] else (-0.0 if np.all(np.signbit(terms)) else 0.0)
+        for method in ("exact", "exact_private"):
+            a = start if row > 1 else start[:, 0]
+            a = cuatomic.to_device(a, backend="cuda") if backend == "cuda" else a.copy()
+            cuatomic.at(a, idx, vals if row > 1 else vals[:, 0], "subtract" if negate else "add", method=method,
+                        backend=backend)
+            got = host(a).reshape(m, row)
+            assert np.array_equal(got.view(bits), want.view(bits)), (seed, method, got, want)
