@@ -209,6 +209,17 @@ static int wide_config(K kernel, int64_t n, size_t smem, cua_launch *cfg)
     return 0;
 }
 
+// float32 edges come only with data that NumPy compares in float32: the
+// edges' type is np.result_type(edges, data) (cuatomic/_bins.py,
+// kernel_bins), float32 for float32 data and for integers of at most 16
+// bits (bool read as uint8); wider integers and float64 make it float64.
+// So only those types get a float-edge kernel: (int32, uint32, int64,
+// uint64, float64) x float32 edges would be 5 kernels per rung and weight
+// type that no call reaches (build time only); the ABI answers such a pair
+// as any other it has no kernel for.
+template <class T>
+constexpr bool hist_float_edges = std::is_same<T, float>::value || (std::is_integral<T>::value && sizeof(T) <= 2);
+
 // Call f(T(), E()) with the C type of the data and the type its edges are
 // compared in.
 template <class F>
@@ -216,7 +227,8 @@ static int hist_dispatch(int dtype, int edge_dtype, F &&f)
 {
     return cua_dispatch(dtype, [&](auto t) -> int {
         using T = decltype(t);
-        if (edge_dtype == CUA_FLOAT32) return f(t, float());
+        if constexpr (hist_float_edges<T>)
+            if (edge_dtype == CUA_FLOAT32) return f(t, float());
         if (edge_dtype == CUA_FLOAT64) return f(t, double());
         // 64-bit integers against integer edges, compared exactly (float64
         // edges would round both above 2^53). Narrower data is exact against
