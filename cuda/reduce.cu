@@ -527,9 +527,16 @@ static int fold_vector(const T *x, int64_t n, void *result, cua_launch *cfg)
     return 0;
 }
 
+}  // namespace
+
 // add is sum: the vector rung runs sum's vector kernel, which writes the
 // result in the same type (uint64 bits for integers, double for floats)
-// and the compensated pair when cfg->result.pair asks for it.
+// and the compensated pair when cfg->result.pair asks for it. Its launcher
+// and kernels are sum.cu's instances, compiled there (vector.cuh).
+VEC_SUM_PAIRS(VEC_SUM_EXTERN)
+
+namespace {
+
 template <int OP, class T>
 static int reduce_vector(const T *x, int64_t n, void *result, cua_launch *cfg)
 {

@@ -367,6 +367,9 @@ static int sum_vector(const T *x, int64_t n, Acc *result, cua_launch *cfg)
     return vec::launch<T, Acc, false>(x, nullptr, n, result, cfg);
 }
 
+// reduce.cu's vector add calls these instances (vector.cuh).
+VEC_SUM_PAIRS(VEC_SUM_INSTANTIATE)
+
 // ----------------------------------------------------------- variant table
 
 // A row's launcher: the call's element and accumulator types, then the

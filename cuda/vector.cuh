@@ -289,9 +289,11 @@ __global__ void reduce_kernel(const T *__restrict__ x, const T *__restrict__ y, 
     }
 }
 
-// The launcher of both rungs: y is null for sum.
+// The launcher of both rungs: y is null for sum. Not static: reduce's
+// vector add is sum's vector rung, and calls the instances sum.cu makes
+// (VEC_SUM_PAIRS below) rather than compiling the same kernels again.
 template <class T, class Acc, bool DOT>
-static int launch(const T *x, const T *y, int64_t n, Acc *result, cua_launch *cfg)
+int launch(const T *x, const T *y, int64_t n, Acc *result, cua_launch *cfg)
 {
     using A = typename Lane<T, Acc>::type;
     cudaStream_t s = cua_stream(cfg);
@@ -344,3 +346,16 @@ static int launch(const T *x, const T *y, int64_t n, Acc *result, cua_launch *cf
 }
 
 }  // namespace vec
+
+// The (element, accumulator) pairs of sum's vector rung that reduce's
+// vector add also runs (reduce.cu's kind_t of add: uint64 bits for
+// integers, double for floats). sum.cu instantiates launch<T, Acc, false>
+// for each (VEC_SUM_INSTANTIATE); reduce.cu declares them extern
+// (VEC_SUM_EXTERN), so each of these kernels is compiled once, in sum.cu,
+// not once more in reduce.cu (10 kernels per arch).
+#define VEC_SUM_PAIRS(X)                                                                              \
+    X(int8_t, u64) X(uint8_t, u64) X(int16_t, u64) X(uint16_t, u64) X(int32_t, u64) X(uint32_t, u64) \
+    X(int64_t, u64) X(uint64_t, u64) X(float, double) X(double, double)
+#define VEC_SUM_INSTANTIATE(T, Acc) template int vec::launch<T, Acc, false>(const T *, const T *, int64_t, Acc *, cua_launch *);
+#define VEC_SUM_EXTERN(T, Acc) \
+    extern template int vec::launch<T, Acc, false>(const T *, const T *, int64_t, Acc *, cua_launch *);
