@@ -5,13 +5,18 @@ Environment:
                            found; 0: CPU only; 1: fail without nvcc.
   CUATOMIC_CUDA_ARCHS      e.g. "90" or "80;90": SM versions to compile machine
                            code for, intersected with what this nvcc offers;
-                           PTX is added for the highest. Default: the GPUs
-                           this machine has (nvidia-smi), as PyTorch's
-                           extensions do -- one arch compiles in half the
-                           time; with none found, or "all", 75 80 90, every
-                           GPU from Turing on (what a wheel to share needs).
-                           sm_80 code runs on every 8.x GPU (8.6, 8.9 too):
-                           "75 80 86 89 90" adds code tuned for those.
+                           PTX is added for the highest. "all": 75 80 90,
+                           every GPU from Turing on (what a wheel to share or
+                           a Docker image built without a GPU needs). "ptx":
+                           PTX for compute_75 only, which the driver compiles
+                           for the GPU at first use. sm_80 code runs on every
+                           8.x GPU (8.6, 8.9 too): "75 80 86 89 90" adds code
+                           tuned for those. Default: the GPUs this machine has
+                           (nvidia-smi), as PyTorch's extensions do -- one
+                           arch compiles in half the time; a GPU no arch of
+                           this nvcc fits: "all"; no GPU at all: "ptx" (a
+                           fifth of "all"'s compile time; the machine cannot
+                           run the cuda backend anyway).
   CUDA_HOME / CUDA_PATH    where the CUDA toolkit is (else nvcc on PATH, else
                            /usr/local/cuda).
   CUATOMIC_DEBUG=1         keep debug info: -g for the C code and -lineinfo for
@@ -50,9 +55,23 @@ from glob import glob
 #: arch costs a whole device compilation of every file: sm_86 and sm_89 took
 #: about 28% of the CUDA files' compile time (nvcc --time, 2-core machine).
 DEFAULT_ARCHS = ["75", "80", "90"]
+#: A build on a machine without a GPU embeds PTX for Turing only: no ptxas
+#: at build time (cicc alone: about a fifth of DEFAULT_ARCHS' compile time);
+#: every GPU from Turing on compiles it at its first use, and the driver
+#: keeps the result (~/.nv/ComputeCache).
+PTX_ONLY = "75"
 #: The object cache's bound: the least recently used objects go first. One
 #: configuration's objects take about 6 MB (default archs, release).
 CACHE_MAX_BYTES = 256 << 20
+#: The CUDA files that take longest to compile, longest first (CPU seconds
+#: for the default archs, nvcc --time, 2-core machine: weighted.cu about 70,
+#: cub.cu 65, reduce.cu 50, histogram.cu 45, filter.cu 30, sum.cu 25 ...; the
+#: others under 25, most under 5). They are started first, the rest after
+#: them in name order, then the C files: the short ones fill the cores at the
+#: end, where in name order weighted.cu (the last) compiled alone for ~40 s.
+#: A file not named here only starts later; nothing else depends on it.
+CUDA_LONGEST_FIRST = ("weighted.cu", "cub.cu", "reduce.cu", "histogram.cu", "filter.cu", "sum.cu", "exact.cu",
+                      "scatter.cu", "dot.cu")
 
 
 def log(msg):
@@ -112,21 +131,31 @@ def local_archs():
 
 
 def cuda_archs(nvcc):
-    """The SM versions to compile for: CUATOMIC_CUDA_ARCHS, else this
-    machine's GPUs (where this nvcc offers them all and none is older than
-    the defaults' first, Turing: a Pascal GPU keeps the defaults' build, and
-    the module says at run time that it has no code for it), else ("all"
-    too) DEFAULT_ARCHS; those this nvcc offers."""
+    """What to compile for: (SM versions of machine code, ascending; the
+    compute capability of the PTX). CUATOMIC_CUDA_ARCHS: a list, "all"
+    (DEFAULT_ARCHS) or "ptx" (PTX_ONLY); else this machine's GPUs, where
+    this nvcc offers them all and none is older than the defaults' first,
+    Turing; a GPU that does not fit: DEFAULT_ARCHS (a Pascal GPU keeps
+    them, and the module says at run time that it has no code for it);
+    no GPU: PTX_ONLY. Only the SM versions this nvcc offers are kept."""
     try:
         out = subprocess.run([nvcc, "--list-gpu-code"], capture_output=True, text=True, check=True).stdout
         offered = set(re.findall(r"sm_(\d+)", out))
     except (OSError, subprocess.CalledProcessError):
         offered = None
-    asked = os.environ.get("CUATOMIC_CUDA_ARCHS", "").strip()
-    if asked and asked.lower() != "all":
+    asked = os.environ.get("CUATOMIC_CUDA_ARCHS", "").strip().lower()
+    if asked == "ptx":
+        return [], PTX_ONLY
+    if asked and asked != "all":
         wanted = re.findall(r"\d+", asked)
     else:
         here = [] if asked else local_archs()
+        if not asked and not here:
+            progress(f"cuatomic setup: no GPU found (nvidia-smi): building the CUDA backend as PTX for "
+                     f"compute_{PTX_ONLY} only, which the driver compiles for a GPU at its first use (seconds "
+                     "per CUDA file, cached by the driver); CUATOMIC_CUDA_ARCHS=all builds machine code for "
+                     "every GPU from Turing on (a wheel to share, a Docker image)")
+            return [], PTX_ONLY
         usable = here and min(map(int, here)) >= int(DEFAULT_ARCHS[0])  # the kernels need sm_70's intrinsics
         wanted = here if usable and (offered is None or set(here) <= offered) else DEFAULT_ARCHS
         if wanted != DEFAULT_ARCHS:
@@ -135,7 +164,7 @@ def cuda_archs(nvcc):
     archs = sorted((a for a in wanted if offered is None or a in offered), key=int)
     if not archs:
         raise SystemExit(f"cuatomic setup: none of the archs {wanted} is offered by {nvcc}")
-    return archs
+    return archs, archs[-1]
 
 
 def cuda_libdir(home):
@@ -298,11 +327,12 @@ def c_flags(debug):
             "-fvisibility=hidden", *(["-g"] if debug else ["-g0"])]
 
 
-def cuda_flags(archs, debug, major):
-    """nvcc's flags for the archs (SM versions, ascending), a debug or a
-    release build, and nvcc's major version."""
+def cuda_flags(archs, ptx, debug, major):
+    """nvcc's flags for the archs (SM versions of machine code, ascending;
+    maybe none), the PTX's compute capability, a debug or a release build,
+    and nvcc's major version."""
     gencode = [f"-gencode=arch=compute_{a},code=sm_{a}" for a in archs]
-    gencode.append(f"-gencode=arch=compute_{archs[-1]},code=compute_{archs[-1]}")
+    gencode.append(f"-gencode=arch=compute_{ptx},code=compute_{ptx}")
     # Hidden by default: CUB, libcu++ and NVTX statics would otherwise be
     # exported and bind to (or be bound from) CuPy's or PyTorch's copies.
     # A release build carries no line tables and compresses the fatbin for size
@@ -310,18 +340,29 @@ def cuda_flags(archs, debug, major):
     # Older nvccs (12.8, 12.9) offer the mode too, but their runtime runs on older
     # drivers than the mode needs: there nvcc's default compression is kept.
     release = [] if debug else (["--compress-mode=size"] if major >= 13 else [])
-    return ["-std=c++17", "-O3", *(["-lineinfo"] if debug else release),
+    # nvcc's -O is the host compiler's level only (the device code is the same
+    # bytes at -O0 and -O3): these files' host code checks and launches, and
+    # -O1 compiles it in half of -O3's time (weighted.cu: 8.6 s against 16 s).
+    return ["-std=c++17", "-O1", *(["-lineinfo"] if debug else release),
             "-Xcompiler", "-fPIC", "-Xcompiler", "-fvisibility=hidden", *gencode]
 
 
-def compile_cuda(nvcc, flags, sources, headers, build_temp, cache=None, jobs=None, threads=None):
-    """Compile every .cu source with nvcc into build_temp, or take its
-    object from the cache; returns the objects in the order of sources.
+def cuda_order(sources):
+    """sources in the order they are started: CUDA_LONGEST_FIRST's, then the others by name."""
+    rank = {name: i for i, name in enumerate(CUDA_LONGEST_FIRST)}
+    return sorted(sources, key=lambda s: (rank.get(os.path.basename(s), len(rank)), s))
 
-    The sources run `jobs` at a time (default: the cores), each nvcc
-    compiling its archs `threads` at a time (nvcc --threads; default: the
-    cores); a line per source says what it cost. Neither changes an
-    object, so neither is in its key.
+
+def queue_cuda(nvcc, flags, sources, headers, build_temp, pool, jobs, cache=None, threads=None):
+    """Queue the compilation of every .cu source with nvcc into build_temp
+    on `pool` (an executor of `jobs` workers, which the C files may share),
+    longest first (cuda_order), or take its object from the cache. Returns
+    a function that waits for them and returns the objects in the order of
+    sources.
+
+    Each nvcc compiles its archs `threads` at a time (nvcc --threads;
+    default: the cores); a line per source says what it cost. Neither the
+    order nor the threads change an object, so neither is in its key.
     """
     os.makedirs(build_temp, exist_ok=True)
     identity = nvcc_identity(nvcc)
@@ -338,8 +379,8 @@ def compile_cuda(nvcc, flags, sources, headers, build_temp, cache=None, jobs=Non
         log(f"{len(sources) - len(todo)} of {len(sources)} CUDA objects reused"
             + (f" (object cache {cache.root})" if cache else ""))
     if not todo:
-        return [objects[s] for s in sources]
-    jobs, threads = jobs or cpu_count(), threads or cpu_count()
+        return lambda: [objects[s] for s in sources]
+    threads = threads or cpu_count()
     progress(f"compiling {len(todo)} CUDA files, {jobs} at a time: minutes the first time, the objects are kept "
              f"for the next build{f' in {cache.root}' if cache else ''} (CUATOMIC_CUDA_ARCHS=90, say: one arch only)")
     done, lock, t0 = [], threading.Lock(), time.monotonic()
@@ -357,9 +398,22 @@ def compile_cuda(nvcc, flags, sources, headers, build_temp, cache=None, jobs=Non
             progress(f"[{len(done)}/{len(todo)}] {src} compiled in {time.monotonic() - start:.0f} s "
                      f"({time.monotonic() - t0:.0f} s so far)")
 
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        list(pool.map(one, todo))
-    return [objects[s] for s in sources]
+    futures = [pool.submit(one, src) for src in cuda_order(todo)]
+
+    def wait():
+        for f in futures:
+            f.result()  # the first failure is raised here
+        return [objects[s] for s in sources]
+
+    return wait
+
+
+def compile_cuda(nvcc, flags, sources, headers, build_temp, cache=None, jobs=None, threads=None):
+    """Compile every .cu source (queue_cuda), `jobs` at a time (default:
+    the cores); returns the objects in the order of sources."""
+    jobs = max(1, jobs or cpu_count())
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        return queue_cuda(nvcc, flags, sources, headers, build_temp, pool, jobs, cache, threads)()
 
 
 def _read(path):
@@ -395,10 +449,12 @@ def cached_c_compile(compiler, cache, debug):
     return _compile
 
 
-def parallel_compile(compiler, jobs):
-    """Make a distutils compiler's compile() run its files `jobs` at a time
-    (it runs them one by one): the calls to _compile are collected, then run
-    in a thread pool."""
+def parallel_compile(compiler, pool, jobs, then=None, after_cuda=False):
+    """Make a distutils compiler's compile() run its files on `pool` (an
+    executor of `jobs` workers; distutils runs them one by one): the calls
+    to _compile are collected, then queued there (`after_cuda`: behind the
+    CUDA files queued first) and waited for; then `then()`, if given,
+    before compile() returns and the extension is linked."""
     original_compile, one = compiler.compile, compiler._compile
 
     def compile(*args, **kwargs):
@@ -408,11 +464,14 @@ def parallel_compile(compiler, jobs):
             objects = original_compile(*args, **kwargs)
         finally:
             compiler._compile = one
-        progress(f"compiling {len(calls)} C files (or taking them from the object cache), {jobs} at a time")
-        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            reused = sum(1 for hit in pool.map(lambda a: one(*a), calls) if hit)  # True: from the object cache
+        progress(f"compiling {len(calls)} C files (or taking them from the object cache), {jobs} at a time"
+                 + (", as the CUDA files end" if after_cuda else ""))
+        futures = [pool.submit(one, *a) for a in calls]
+        reused = sum(1 for f in futures if f.result())  # True: from the object cache
         if reused:
             log(f"{reused} of {len(calls)} C objects reused (object cache)")
+        if then:
+            then()
         return objects
 
     compiler.compile = compile
@@ -432,7 +491,7 @@ def main():
     cuda_home, nvcc = (None, None) if mode == "0" else find_cuda()
     if mode == "1" and not nvcc:
         raise SystemExit("cuatomic setup: CUATOMIC_CUDA=1 but nvcc was not found (set CUDA_HOME)")
-    archs = cuda_archs(nvcc) if nvcc else []
+    archs, ptx = cuda_archs(nvcc) if nvcc else ([], "")
     # Why a build has no CUDA, as the module says it (backend_info()["cuda"]["reason"]).
     if mode == "0":
         why = "CUATOMIC_CUDA=0 asked for a CPU-only build: reinstall without it to build the CUDA backend"
@@ -440,7 +499,8 @@ def main():
         why = ("nvcc was not found at install time (not under CUDA_HOME or CUDA_PATH, on PATH, or in "
                "/usr/local/cuda): install the CUDA toolkit, or set CUDA_HOME, and reinstall")
     if nvcc:
-        log(f"building the CUDA backend with {nvcc} for sm_{', sm_'.join(archs)} (+PTX compute_{archs[-1]})")
+        code = f"sm_{', sm_'.join(archs)} (+PTX compute_{ptx})" if archs else f"PTX compute_{ptx} only"
+        log(f"building the CUDA backend with {nvcc} for {code}")
     else:
         log(f"building the CPU backend only -- the cuda backend will not be available: {why}")
     root = cache_dir()
@@ -452,7 +512,8 @@ def main():
     ]
     libraries, library_dirs, cu_sources = ["m"], [], []  # fma, isnormal: libm, named, not borrowed from Python
     if nvcc:
-        define_macros += [("CUATOMIC_WITH_CUDA", "1"), ("CUATOMIC_CUDA_ARCHS", '"' + ",".join(archs) + '"')]
+        define_macros += [("CUATOMIC_WITH_CUDA", "1"), ("CUATOMIC_CUDA_ARCHS", '"' + ",".join(archs) + '"'),
+                          ("CUATOMIC_CUDA_PTX", f'"{ptx}"')]
         library_dirs = [cuda_libdir(cuda_home)]
         # The static runtime: the module imports on machines without a driver
         # (libcuda is loaded on first use), and never links -lcuda.
@@ -470,7 +531,7 @@ def main():
             # build_ext skips an extension that is newer than its sources, so a build
             # dir reused with another CUATOMIC_CUDA or arch choice would ship the old
             # configuration: a changed configuration forces the C files and the link.
-            config = repr((nvcc, archs, [(e.name, e.define_macros, e.extra_compile_args, e.extra_link_args)
+            config = repr((nvcc, archs, ptx, [(e.name, e.define_macros, e.extra_compile_args, e.extra_link_args)
                                          for e in self.extensions]))
             stamp = os.path.join(self.build_temp, "cuatomic-config.txt")
             try:
@@ -480,14 +541,32 @@ def main():
                 self.force = True
             if cache and hasattr(self.compiler, "compiler_so"):  # a Unix compiler: gcc -E gives the key
                 self.compiler._compile = cached_c_compile(self.compiler, cache, debug)
-            parallel_compile(self.compiler, cpu_count())
-            if cu_sources:
-                headers = glob("cuda/*.h") + glob("cuda/*.cuh")
-                objects = compile_cuda(nvcc, cuda_flags(archs, debug, nvcc_major(nvcc)), cu_sources, headers,
-                                       self.build_temp, cache)
-                for ext in self.extensions:
-                    ext.extra_objects = list(ext.extra_objects or []) + objects
-            super().build_extensions()
+            # One pool, one job per core: the CUDA files are queued first, longest first, the C
+            # files behind them, so that the short ones keep both cores busy to the end. The
+            # CUDA objects join the extension's once its C files are compiled, before the link.
+            jobs = max(1, cpu_count())
+            pool = ThreadPoolExecutor(max_workers=jobs)
+            try:
+                cuda_objects = lambda: []  # noqa: E731
+                if cu_sources:
+                    headers = glob("cuda/*.h") + glob("cuda/*.cuh")
+                    cuda_objects = queue_cuda(nvcc, cuda_flags(archs, ptx, debug, nvcc_major(nvcc)), cu_sources, headers,
+                                              self.build_temp, pool, jobs, cache)
+                added = []
+
+                def add_cuda_objects():
+                    if not added:
+                        added.extend(cuda_objects())
+                        for ext in self.extensions:
+                            ext.extra_objects = list(ext.extra_objects or []) + added
+
+                parallel_compile(self.compiler, pool, jobs, then=add_cuda_objects, after_cuda=bool(cu_sources))
+                super().build_extensions()
+                cuda_objects()  # an extension that was up to date did not wait: a failed file still fails the build
+            except BaseException:
+                pool.shutdown(wait=True, cancel_futures=True)  # nothing new starts; the running ones end
+                raise
+            pool.shutdown()
             with open(stamp, "w") as f:
                 f.write(config)
 

@@ -10,6 +10,11 @@
 #ifndef CUATOMIC_CUDA_ARCHS
 #define CUATOMIC_CUDA_ARCHS ""
 #endif
+/* The compute capability of the PTX in the build ("75" alone where it was
+ * built without a GPU: no machine code, the driver compiles it). */
+#ifndef CUATOMIC_CUDA_PTX
+#define CUATOMIC_CUDA_PTX ""
+#endif
 /* setup.py says why a build has no CUDA: CUATOMIC_CUDA=0, or no nvcc. */
 #ifndef CUATOMIC_NO_CUDA_WHY
 #define CUATOMIC_NO_CUDA_WHY "its build did not say why"
@@ -19,9 +24,9 @@ static PyObject *build_info(PyObject *self, PyObject *noargs)
 {
     (void)self, (void)noargs;
 #ifdef CUATOMIC_WITH_CUDA
-    return Py_BuildValue("{s:O,s:s}", "cuda", Py_True, "archs", CUATOMIC_CUDA_ARCHS);
+    return Py_BuildValue("{s:O,s:s,s:s}", "cuda", Py_True, "archs", CUATOMIC_CUDA_ARCHS, "ptx", CUATOMIC_CUDA_PTX);
 #else
-    return Py_BuildValue("{s:O,s:s}", "cuda", Py_False, "archs", "");
+    return Py_BuildValue("{s:O,s:s,s:s}", "cuda", Py_False, "archs", "", "ptx", "");
 #endif
 }
 

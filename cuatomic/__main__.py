@@ -45,7 +45,12 @@ def version_line():
     """As pip's: the version, where it is imported from, and what the build contains (no GPU is probed)."""
     build = _C.build_info()
     archs = [a for a in build["archs"].split(",") if a]
-    what = f"built with CUDA for sm_{', sm_'.join(archs)}" if build["cuda"] else "built without CUDA"
+    if not build["cuda"]:
+        what = "built without CUDA"
+    elif archs:
+        what = f"built with CUDA for sm_{', sm_'.join(archs)} (+PTX compute_{build['ptx']})"
+    else:
+        what = f"built with CUDA as PTX for compute_{build['ptx']} only: the driver compiles it at first use"
     return (f"cuatomic {cuatomic.__version__} from {os.path.dirname(cuatomic.__file__)} ({what}; "
             f"Python {platform.python_version()}, NumPy {np.__version__})")
 

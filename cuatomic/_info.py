@@ -191,7 +191,9 @@ def backend_info():
     -------
     dict
         The same keys in every build (with or without CUDA) and on every
-        machine: ``build`` (``cuda``: bool, ``archs``: list of SM versions),
+        machine: ``build`` (``cuda``: bool, ``archs``: list of SM versions
+        with machine code, ``ptx``: the compute capability of the PTX, "" in
+        a build without CUDA; a build made without a GPU has PTX only),
         ``backends``, ``default_backend`` (what a call without ``backend=``
         runs on: ``CUATOMIC_BACKEND``, else the first usable backend; None
         when ``CUATOMIC_BACKEND`` names no usable backend, and then

@@ -19,8 +19,12 @@ def test_backends_and_info():
     assert info["backends"] == BACKENDS
     assert info["cpu_threads"] >= 1
     assert isinstance(info["build"]["cuda"], bool)
-    if info["build"]["cuda"]:
-        assert info["build"]["archs"] and all(a.isdigit() for a in info["build"]["archs"])
+    if info["build"]["cuda"]:  # machine code for some archs and PTX for the newest, or (built without a GPU) PTX only
+        archs, ptx = info["build"]["archs"], info["build"]["ptx"]
+        assert all(a.isdigit() for a in archs) and ptx.isdigit(), info["build"]
+        assert (archs and ptx == archs[-1]) or (not archs and ptx == "75"), info["build"]
+    else:
+        assert info["build"]["archs"] == [] and info["build"]["ptx"] == "", info["build"]
     if CUDA:
         assert info["cuda"]["usable"] and info["cuda"]["sm_count"] > 0 and info["cuda"]["name"]
         assert info["cuda"]["compute_capability"][0] >= 7

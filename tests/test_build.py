@@ -195,7 +195,7 @@ def test_object_cache_serves_only_the_same_compilation(fake_cuda, tmp_path, monk
     nvcc, src, compiled = fake_cuda
     cache = setup.ObjectCache(str(tmp_path / "cache"))
     sources, headers = [str(src / "a.cu"), str(src / "b.cu")], [str(src / "common.cuh")]
-    release_90 = setup.cuda_flags(["90"], False, 13)
+    release_90 = setup.cuda_flags(["90"], "90", False, 13)
     builds = iter(range(100))
 
     def build(flags=release_90, use=cache):
@@ -209,8 +209,9 @@ def test_object_cache_serves_only_the_same_compilation(fake_cuda, tmp_path, monk
     assert build() == first and compiled() == [], "an unchanged tree built elsewhere compiles again"
 
     # Every configuration setup.py makes gets its own objects: other archs, a debug build, an older nvcc.
-    configs = {"90": release_90, "80;90": setup.cuda_flags(["80", "90"], False, 13),
-               "debug": setup.cuda_flags(["90"], True, 13), "nvcc 12": setup.cuda_flags(["90"], False, 12)}
+    configs = {"90": release_90, "80;90": setup.cuda_flags(["80", "90"], "90", False, 13),
+               "ptx": setup.cuda_flags([], "75", False, 13),
+               "debug": setup.cuda_flags(["90"], "90", True, 13), "nvcc 12": setup.cuda_flags(["90"], "90", False, 12)}
     assert len({repr(f) for f in configs.values()}) == len(configs)
     for name, flags in configs.items():
         if name != "90":
@@ -239,6 +240,24 @@ def test_object_cache_serves_only_the_same_compilation(fake_cuda, tmp_path, monk
     build(use=None)
     build(use=None)
     assert compiled() == ["a.cu", "a.cu", "b.cu", "b.cu"]
+
+
+def test_the_longest_cuda_files_start_first(fake_cuda, tmp_path):
+    """CUDA_LONGEST_FIRST names files that exist, and they are started first, in its order, the
+    others after them by name: the short ones and the C files then fill the cores at the end."""
+    setup = load_setup()
+    nvcc, src, _ = fake_cuda
+    real = {p.name for p in (ROOT / "cuda").glob("*.cu")} if (ROOT / "cuda").is_dir() else set()
+    assert not real or set(setup.CUDA_LONGEST_FIRST) <= real, set(setup.CUDA_LONGEST_FIRST) - real
+    first, second = setup.CUDA_LONGEST_FIRST[:2]
+    names = ["a.cu", second, "b.cu", first]
+    for name in names:
+        (src / name).write_text(f"// {name}\n")
+    sources = [str(src / n) for n in names]
+    objects = setup.compile_cuda(nvcc, ["-O3"], sources, [], str(tmp_path / "build"), None, jobs=1, threads=1)
+    started = pathlib.Path(os.environ["FAKE_NVCC_LOG"]).read_text().split()
+    assert started == [first, second, "a.cu", "b.cu"]
+    assert [pathlib.Path(o).name.split(".cu.")[0] + ".cu" for o in objects] == names  # in the sources' order
 
 
 def test_object_cache_is_bounded(tmp_path):
@@ -390,9 +409,10 @@ def test_default_archs_are_one_per_major_version():
 
 def test_archs_default_to_this_machine_s_gpus(tmp_path, monkeypatch):
     """No CUATOMIC_CUDA_ARCHS: the GPUs nvidia-smi lists (one arch compiles in half the time), where
-    this nvcc offers them all; no GPU, an nvidia-smi that fails or says something else, a GPU this
-    nvcc cannot target, one older than Turing (the kernels need sm_70), or "all": every GPU from
-    Turing on. An explicit list is taken as it is."""
+    this nvcc offers them all; a GPU this nvcc cannot target or one older than Turing (the kernels
+    need sm_70), or "all": every GPU from Turing on; no GPU (none listed, an nvidia-smi that fails
+    or says something else, none on the PATH) or "ptx": PTX for Turing only, no machine code. An
+    explicit list is taken as it is. The PTX is for the newest arch with machine code."""
     setup = load_setup()
     bin_ = tmp_path / "bin"
     bin_.mkdir()
@@ -401,25 +421,45 @@ def test_archs_default_to_this_machine_s_gpus(tmp_path, monkeypatch):
     nvcc.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.delenv("CUATOMIC_CUDA_ARCHS", raising=False)
+    every = (setup.DEFAULT_ARCHS, setup.DEFAULT_ARCHS[-1])
+    ptx_only = ([], setup.PTX_ONLY)
+    assert setup.PTX_ONLY == setup.DEFAULT_ARCHS[0]  # every GPU the defaults serve can compile it
 
     def smi(text, code=0):
         (bin_ / "nvidia-smi").write_text(f"#!/bin/sh\nprintf '{text}'\nexit {code}\n")
         (bin_ / "nvidia-smi").chmod(0o755)
 
-    smi("9.0\\n9.0\\n")
-    assert setup.cuda_archs(str(nvcc)) == ["90"]
-    smi("8.6\\n9.0\\n")
-    assert setup.cuda_archs(str(nvcc)) == ["86", "90"]
-    for text, code in [("", 0), ("No devices were found\\n", 6), ("Field compute_cap is not a valid field\\n", 2),
-                       ("12.0\\n", 0), ("6.1\\n", 0), ("6.1\\n9.0\\n", 0)]:
+    smi("9.0\n9.0\n")
+    assert setup.cuda_archs(str(nvcc)) == (["90"], "90")
+    smi("8.6\n9.0\n")
+    assert setup.cuda_archs(str(nvcc)) == (["86", "90"], "90")
+    for text in ["12.0\n", "6.1\n", "6.1\n9.0\n"]:
+        smi(text)
+        assert setup.cuda_archs(str(nvcc)) == every, text
+    for text, code in [("", 0), ("No devices were found\n", 6), ("Field compute_cap is not a valid field\n", 2)]:
         smi(text, code)
-        assert setup.cuda_archs(str(nvcc)) == setup.DEFAULT_ARCHS, text
-    smi("9.0\\n")
+        assert setup.cuda_archs(str(nvcc)) == ptx_only, text
+    smi("9.0\n")
     monkeypatch.setenv("CUATOMIC_CUDA_ARCHS", "all")
-    assert setup.cuda_archs(str(nvcc)) == setup.DEFAULT_ARCHS
+    assert setup.cuda_archs(str(nvcc)) == every
     monkeypatch.setenv("CUATOMIC_CUDA_ARCHS", "80;90")
-    assert setup.cuda_archs(str(nvcc)) == ["80", "90"]
+    assert setup.cuda_archs(str(nvcc)) == (["80", "90"], "90")
+    monkeypatch.setenv("CUATOMIC_CUDA_ARCHS", " PTX ")
+    assert setup.cuda_archs(str(nvcc)) == ptx_only
     (bin_ / "nvidia-smi").unlink()
     monkeypatch.setenv("PATH", str(bin_))  # no nvidia-smi anywhere (a GPU machine has one on its PATH)
     monkeypatch.delenv("CUATOMIC_CUDA_ARCHS")
-    assert setup.cuda_archs(str(nvcc)) == setup.DEFAULT_ARCHS
+    assert setup.cuda_archs(str(nvcc)) == ptx_only
+
+
+def test_cuda_flags_embed_ptx_for_the_asked_compute_capability():
+    """Machine code for each arch and PTX for one: the newest, or Turing's alone (no GPU at build
+    time); nvcc's -O is the host code's level, the kernels are compiled as ptxas's default."""
+    setup = load_setup()
+    flags = setup.cuda_flags(["75", "80", "90"], "90", False, 13)
+    gencode = [f for f in flags if f.startswith("-gencode")]
+    assert gencode == ["-gencode=arch=compute_75,code=sm_75", "-gencode=arch=compute_80,code=sm_80",
+                       "-gencode=arch=compute_90,code=sm_90", "-gencode=arch=compute_90,code=compute_90"]
+    ptx = setup.cuda_flags([], "75", False, 13)
+    assert [f for f in ptx if f.startswith("-gencode")] == ["-gencode=arch=compute_75,code=compute_75"]
+    assert not any(f.startswith(("-Xptxas", "-dopt", "-G")) for f in flags + ptx)

@@ -79,5 +79,9 @@ def test_version_says_what_the_build_contains():
     build = cuatomic.backend_info()["build"]
     line = run.stdout.strip()
     assert line.startswith(f"cuatomic {cuatomic.__version__} from "), line
-    assert ("built with CUDA for sm_" + ", sm_".join(build["archs"])) in line if build["cuda"] else \
-        "built without CUDA" in line, line
+    if not build["cuda"]:
+        assert "built without CUDA" in line, line
+    elif build["archs"]:
+        assert f"built with CUDA for sm_{', sm_'.join(build['archs'])} (+PTX compute_{build['ptx']})" in line, line
+    else:
+        assert f"built with CUDA as PTX for compute_{build['ptx']} only" in line, line
