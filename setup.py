@@ -151,7 +151,7 @@ def cuda_archs(nvcc):
     else:
         here = [] if asked else local_archs()
         if not asked and not here:
-            progress(f"cuatomic setup: no GPU found (nvidia-smi): building the CUDA backend as PTX for "
+            progress(f"no GPU found (nvidia-smi): building the CUDA backend as PTX for "
                      f"compute_{PTX_ONLY} only, which the driver compiles for a GPU at its first use (seconds "
                      "per CUDA file, cached by the driver); CUATOMIC_CUDA_ARCHS=all builds machine code for "
                      "every GPU from Turing on (a wheel to share, a Docker image)")
@@ -159,7 +159,7 @@ def cuda_archs(nvcc):
         usable = here and min(map(int, here)) >= int(DEFAULT_ARCHS[0])  # the kernels need sm_70's intrinsics
         wanted = here if usable and (offered is None or set(here) <= offered) else DEFAULT_ARCHS
         if wanted != DEFAULT_ARCHS:
-            progress(f"cuatomic setup: building for this machine's GPUs (sm_{', sm_'.join(wanted)}); "
+            progress(f"building for this machine's GPUs (sm_{', sm_'.join(wanted)}); "
                      "CUATOMIC_CUDA_ARCHS=all builds for every GPU from Turing on")
     archs = sorted((a for a in wanted if offered is None or a in offered), key=int)
     if not archs:
