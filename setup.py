@@ -357,8 +357,9 @@ def queue_cuda(nvcc, flags, sources, headers, build_temp, pool, jobs, cache=None
     """Queue the compilation of every .cu source with nvcc into build_temp
     on `pool` (an executor of `jobs` workers, which the C files may share),
     longest first (cuda_order), or take its object from the cache. Returns
-    a function that waits for them and returns the objects in the order of
-    sources.
+    the objects' paths in the order of sources (each named by its key: a
+    changed input gives a new name) and a function that waits for them and
+    returns those paths.
 
     Each nvcc compiles its archs `threads` at a time (nvcc --threads;
     default: the cores); a line per source says what it cost. Neither the
@@ -378,8 +379,9 @@ def queue_cuda(nvcc, flags, sources, headers, build_temp, pool, jobs, cache=None
     if len(todo) < len(sources):
         log(f"{len(sources) - len(todo)} of {len(sources)} CUDA objects reused"
             + (f" (object cache {cache.root})" if cache else ""))
+    paths = [objects[s] for s in sources]
     if not todo:
-        return lambda: [objects[s] for s in sources]
+        return paths, lambda: paths
     threads = threads or cpu_count()
     progress(f"compiling {len(todo)} CUDA files, {jobs} at a time: minutes the first time, the objects are kept "
              f"for the next build{f' in {cache.root}' if cache else ''} (CUATOMIC_CUDA_ARCHS=90, say: one arch only)")
@@ -403,9 +405,9 @@ def queue_cuda(nvcc, flags, sources, headers, build_temp, pool, jobs, cache=None
     def wait():
         for f in futures:
             f.result()  # the first failure is raised here
-        return [objects[s] for s in sources]
+        return paths
 
-    return wait
+    return paths, wait
 
 
 def compile_cuda(nvcc, flags, sources, headers, build_temp, cache=None, jobs=None, threads=None):
@@ -413,7 +415,7 @@ def compile_cuda(nvcc, flags, sources, headers, build_temp, cache=None, jobs=Non
     the cores); returns the objects in the order of sources."""
     jobs = max(1, jobs or cpu_count())
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        return queue_cuda(nvcc, flags, sources, headers, build_temp, pool, jobs, cache, threads)()
+        return queue_cuda(nvcc, flags, sources, headers, build_temp, pool, jobs, cache, threads)[1]()
 
 
 def _read(path):
@@ -528,17 +530,6 @@ def main():
 
         def build_extensions(self):
             os.makedirs(self.build_temp, exist_ok=True)
-            # build_ext skips an extension that is newer than its sources, so a build
-            # dir reused with another CUATOMIC_CUDA or arch choice would ship the old
-            # configuration: a changed configuration forces the C files and the link.
-            config = repr((nvcc, archs, ptx, [(e.name, e.define_macros, e.extra_compile_args, e.extra_link_args)
-                                         for e in self.extensions]))
-            stamp = os.path.join(self.build_temp, "cuatomic-config.txt")
-            try:
-                with open(stamp) as f:
-                    self.force = self.force or f.read() != config
-            except OSError:
-                self.force = True
             if cache and hasattr(self.compiler, "compiler_so"):  # a Unix compiler: gcc -E gives the key
                 self.compiler._compile = cached_c_compile(self.compiler, cache, debug)
             # One pool, one job per core: the CUDA files are queued first, longest first, the C
@@ -547,11 +538,25 @@ def main():
             jobs = max(1, cpu_count())
             pool = ThreadPoolExecutor(max_workers=jobs)
             try:
-                cuda_objects = lambda: []  # noqa: E731
+                cuda_paths, cuda_objects = [], lambda: []
                 if cu_sources:
                     headers = glob("cuda/*.h") + glob("cuda/*.cuh")
-                    cuda_objects = queue_cuda(nvcc, cuda_flags(archs, ptx, debug, nvcc_major(nvcc)), cu_sources, headers,
-                                              self.build_temp, pool, jobs, cache)
+                    flags = cuda_flags(archs, ptx, debug, nvcc_major(nvcc))
+                    cuda_paths, cuda_objects = queue_cuda(nvcc, flags, cu_sources, headers, self.build_temp, pool,
+                                                          jobs, cache)
+                # build_ext skips an extension that is newer than its sources (it does not look
+                # at extra objects), so a build dir reused with another CUATOMIC_CUDA or arch
+                # choice, or a changed .cu file, would ship the old code: a changed configuration
+                # or CUDA object (named by its inputs' key) forces the C files and the link.
+                config = repr((nvcc, archs, ptx, cuda_paths,
+                               [(e.name, e.define_macros, e.extra_compile_args, e.extra_link_args)
+                                for e in self.extensions]))
+                stamp = os.path.join(self.build_temp, "cuatomic-config.txt")
+                try:
+                    with open(stamp) as f:
+                        self.force = self.force or f.read() != config
+                except OSError:
+                    self.force = True
                 added = []
 
                 def add_cuda_objects():

@@ -260,6 +260,29 @@ def test_the_longest_cuda_files_start_first(fake_cuda, tmp_path):
     assert [pathlib.Path(o).name.split(".cu.")[0] + ".cu" for o in objects] == names  # in the sources' order
 
 
+def test_cuda_object_names_change_with_their_inputs(fake_cuda, tmp_path):
+    """setup.py's config stamp holds the CUDA objects' paths, because build_ext relinks only for
+    newer sources (not extra objects): a changed .cu file or flag must give a new path, or an
+    in-place rebuild would compile the kernel and ship the old extension."""
+    setup = load_setup()
+    nvcc, src, _ = fake_cuda
+    sources = [str(src / "a.cu"), str(src / "b.cu")]
+
+    def paths(flags):
+        from concurrent.futures import ThreadPoolExecutor
+        with ThreadPoolExecutor(1) as pool:
+            names, wait = setup.queue_cuda(nvcc, flags, sources, [], str(tmp_path / "build"), pool, 1, None, 1)
+            assert wait() == names
+        return names
+
+    first = paths(["-O1"])
+    assert paths(["-O1"]) == first
+    assert paths(["-O3"])[0] != first[0]
+    (src / "a.cu").write_text("// a, changed\n")
+    again = paths(["-O1"])
+    assert again[0] != first[0] and again[1] == first[1]
+
+
 def test_object_cache_is_bounded(tmp_path):
     setup = load_setup()
     cache = setup.ObjectCache(str(tmp_path / "cache"), max_bytes=3000)
