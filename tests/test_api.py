@@ -38,7 +38,7 @@ def test_backends_and_info():
 # backend_info()'s keys as its docstring lists them: the same in a CPU-only
 # build, a CUDA build without a GPU and one with a GPU.
 INFO_KEYS = {"build", "backends", "default_backend", "default_backend_error", "cpu_threads", "numpy", "cuda"}
-BUILD_KEYS = {"cuda", "archs"}
+BUILD_KEYS = {"cuda", "archs", "ptx"}
 CUDA_KEYS = {"usable", "reason", "name", "device", "compute_capability", "sm_count", "cooperative_launch",
              "driver_version", "runtime_version", "total_memory", "shared_per_block_optin"}
 
