@@ -147,6 +147,12 @@ static PyMethodDef methods[] = {
     {"at_fits", KWFN(cua_at_fits), KW,
      "at_fits(backend, rung, m, row, n, dtype, op, negate, blocks, threads) -> None, or why the at rung cannot "
      "take this call with that launch configuration on the current device"},
+    {"argmin", KWFN(cua_op_argmin), KW,
+     "argmin(backend, rung, x, n, dtype, max, blocks, threads, stream) -> int\n\n"
+     "The index of the first smallest (max: largest) of n elements of dtype id `dtype` at x (an ndarray, or a "
+     "device pointer as int), the first NaN before every number; ValueError for n == 0."},
+    {"argmin_fits", KWFN(cua_argmin_fits), KW,
+     "argmin_fits(backend, rung, n, dtype) -> None, or why the argmin rung cannot take n elements of dtype"},
     {"counter", KWFN(cua_op_counter), KW,
      "counter(backend, op, rung, blocks, threads, stream) -> int: the count after every thread added one "
      "(op: add_one or mutex_add_one)"},

@@ -15,6 +15,7 @@ with NumPy: same result dtypes, exact integers.
 45
 """
 from . import _C, datasets
+from ._argmin import argmax, argmin
 from ._auto import Choice
 from ._counter import add_one, mutex_add_one
 from ._device import DeviceArray, pinned_array, pinned_empty, to_device
@@ -49,6 +50,8 @@ __all__ = [
     "DeviceArray",
     "add_at",
     "add_one",
+    "argmax",
+    "argmin",
     "at",
     "backend_info",
     "bincount",

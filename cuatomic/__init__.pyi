@@ -24,6 +24,8 @@ __all__ = [
     "DeviceArray",
     "add_at",
     "add_one",
+    "argmax",
+    "argmin",
     "at",
     "backend_info",
     "bincount",
@@ -51,7 +53,7 @@ __all__ = [
 # Names for the stubs only (not at runtime: private, so stubtest passes them over).
 _Backend = Literal["cuda", "cpu"]
 _Op = Literal["sum", "dot", "histogram", "filter", "mutex_add_one", "add_one", "prod", "reduce", "weighted_histogram",
-              "at"]
+              "at", "argmin", "argmax"]
 _ExplainOp = _Op | Literal["bincount"]
 _ReduceOp = Literal["add", "multiply", "minimum", "maximum", "bitwise_and", "bitwise_or", "bitwise_xor"]
 _ScatterOp = Literal["add", "subtract", "multiply", "minimum", "maximum", "bitwise_and", "bitwise_or", "bitwise_xor"]
@@ -218,6 +220,24 @@ def prod(
     threads: int | None = None,
     stream: Any = None,
 ) -> np.generic: ...
+def argmin(
+    a: _ArrayIn,
+    *,
+    method: str = "auto",
+    backend: _Backend | None = None,
+    blocks: int | None = None,
+    threads: int | None = None,
+    stream: Any = None,
+) -> np.intp: ...
+def argmax(
+    a: _ArrayIn,
+    *,
+    method: str = "auto",
+    backend: _Backend | None = None,
+    blocks: int | None = None,
+    threads: int | None = None,
+    stream: Any = None,
+) -> np.intp: ...
 def reduce(
     a: _ArrayIn,
     op: _ReduceOp | np.ufunc,

@@ -155,6 +155,12 @@ def main(argv=None):
             run(f"reduce {op} int32, {r_ints.size:,}", m,
                 lambda op=op: cuatomic.reduce(d_r_ints, op, method=m, backend=be),
                 lambda op=op: getattr(np, op).reduce(r_ints), exact)
+    # argmin/argmax: the per-element rungs (one atomic or CAS per element on one word) on the same smaller array
+    for m, _, _ in cuatomic.methods("argmin", be):
+        for name in ("argmin", "argmax"):
+            run(f"{name} int32, {r_ints.size:,}", m,
+                lambda name=name: getattr(cuatomic, name)(d_r_ints, method=m, backend=be),
+                lambda name=name: getattr(np, name)(r_ints), exact)
     weights = rng.random(n)
     d_weights = cuatomic.to_device(weights, backend=be)
     for m, _, _ in cuatomic.methods("weighted_histogram", be):

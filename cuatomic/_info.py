@@ -3,7 +3,7 @@
 
 import numpy as np
 
-from . import _C, _auto, _backend, _bincount, _counter, _filter, _histogram, _reduce, _reduce_op, _scatter
+from . import _C, _argmin, _auto, _backend, _bincount, _counter, _filter, _histogram, _reduce, _reduce_op, _scatter
 from ._common import flag, launch_config, prepare, stream_of
 from ._interop import on_inputs_gpu
 
@@ -14,7 +14,7 @@ def explain(op, *args, backend=None, stream=None, **kwargs):
 
     Parameters
     ----------
-    op : {"sum", "dot", "histogram", "filter", "mutex_add_one", "add_one", "prod", "reduce", "weighted_histogram", "bincount", "at"}
+    op : {"sum", "dot", "histogram", "filter", "mutex_add_one", "add_one", "prod", "reduce", "weighted_histogram", "bincount", "at", "argmin", "argmax"}
     *args, **kwargs
         The call's arguments, as for the op itself (only what the rule looks
         at is used: the input, ``bins``/``range`` for a histogram, whether
@@ -48,7 +48,7 @@ def explain(op, *args, backend=None, stream=None, **kwargs):
 
     Notes
     -----
-    The Choice of a histogram with weights, or of a bincount, names the
+    argmax runs the argmin ladder: its Choice names ``"argmin"``. The Choice of a histogram with weights, or of a bincount, names the
     ladder that runs: ``op`` is ``"weighted_histogram"`` or
     ``"histogram"``, as :func:`last_launch` reports it.
 
@@ -59,7 +59,7 @@ def explain(op, *args, backend=None, stream=None, **kwargs):
     >>> cuatomic.explain("histogram", text, bins=128, range=(0, 128), backend="cpu").method
     'bytes'
     """
-    if not (isinstance(op, str) and op == "bincount"):
+    if not (isinstance(op, str) and op in ("bincount", "argmax")):
         _backend.op_id(op)
     be = _backend.resolve(backend)
     s = stream_of(stream)
@@ -84,6 +84,10 @@ def explain(op, *args, backend=None, stream=None, **kwargs):
         minlength = args[2] if len(args) > 2 else kwargs.get("minlength", 0)
         return _bincount.explain(be, x, weights, minlength, blocks=kwargs.get("blocks"),
                                            threads=kwargs.get("threads"), stream=s)
+    if op in ("argmin", "argmax"):
+        launch_config(kwargs.get("blocks"), kwargs.get("threads"))  # checked as the call checks them
+        a = args[0] if args else kwargs.get("a")
+        return _argmin.explain(be, a, op == "argmax", s)
     if op == "reduce":
         a = args[0] if args else kwargs.get("a")
         ufunc = args[1] if len(args) > 1 else "add"  # positional: `op` names explain's own first argument
@@ -149,9 +153,10 @@ def methods(op, backend=None):
 
     Parameters
     ----------
-    op : {"sum", "dot", "histogram", "filter", "mutex_add_one", "add_one", "prod", "reduce", "weighted_histogram"}
+    op : {"sum", "dot", "histogram", "filter", "mutex_add_one", "add_one", "prod", "reduce", "weighted_histogram", "at", "argmin", "argmax"}
         ``"weighted_histogram"`` is the ladder of :func:`histogram` with
-        weights (and of :func:`bincount` with weights).
+        weights (and of :func:`bincount` with weights); ``"argmax"`` runs
+        the ``"argmin"`` ladder.
     backend : {"cuda", "cpu"}, optional
         Default: the default backend.
 
@@ -167,6 +172,8 @@ def methods(op, backend=None):
     RuntimeError
         ``backend="cuda"`` in a build without CUDA.
     """
+    if isinstance(op, str) and op == "argmax":
+        op = "argmin"  # one ladder: argmax inverts the keys its rungs compare
     _backend.op_id(op)  # before the cached table lookup: an unhashable op is an unknown op, not a TypeError
     if backend is None:
         be = _backend.resolve(None)

@@ -65,7 +65,8 @@ enum cua_acc { CUA_ACC_INT64 = 0, CUA_ACC_FLOAT32, CUA_ACC_FLOAT64 };
     X(p, PROD, prod, cua_prod_row)                   \
     X(p, REDUCE, reduce, cua_reduce_row) \
     X(p, WEIGHTED_HISTOGRAM, weighted_histogram, cua_whist_row) \
-    X(p, AT, at, cua_scatter_row)
+    X(p, AT, at, cua_scatter_row)                    \
+    X(p, ARGMIN, argmin, cua_arg_row)
 
 #define CUA_OP_ENUM_(p, id, name, row) CUA_OP_##id,
 enum cua_op { CUA_OPS(CUA_OP_ENUM_, ~) CUA_NOPS };
@@ -263,6 +264,16 @@ typedef int (*cua_counter_fn)(int64_t *result, cua_launch *cfg);
 typedef int (*cua_reduce_fn)(const void *x, int64_t n, int dtype, int op, void *result /* 8 bytes, host */,
                              cua_launch *cfg);
 
+/* argmin/argmax: the index of the first smallest (max != 0: largest)
+ * element of x, the first NaN before every number (np.argmin/np.argmax of
+ * the flattened array), into *index (host); n >= 1 (the glue refuses an
+ * empty array, as NumPy does). The launcher waits once (CUA_WAIT). */
+typedef int (*cua_arg_fn)(const void *x, int64_t n, int dtype, int max, int64_t *index /* host */,
+                          cua_launch *cfg);
+/* An argmin rung's limits: 0 if it can take n elements of dtype, else
+ * CUA_EINVAL with the limit in cfg->msg (NULL in a row: no limit). */
+typedef int (*cua_arg_fits_fn)(int64_t n, int dtype, cua_launch *cfg);
+
 /* Scatter (np.<op>.at): for every update k < n and every j < row, element
  * idx[k] * row + j of `out` (m rows of `row` elements of `dtype`, C order)
  * becomes out[e] OP v, v = vals[k * vk + j * vj] (strides in elements; 0
@@ -332,6 +343,7 @@ typedef struct { cua_rung rung; cua_filter_fn run; cua_filter_fits_fn fits; } cu
 typedef struct { cua_rung rung; cua_counter_fn run; } cua_counter_row;
 typedef struct { cua_rung rung; cua_reduce_fn run; } cua_reduce_row;
 typedef struct { cua_rung rung; cua_scatter_fn run; cua_scatter_fits_fn fits; } cua_scatter_row;
+typedef struct { cua_rung rung; cua_arg_fn run; cua_arg_fits_fn fits; } cua_arg_row;
 
 /* One op's ladder as csrc/ indexes it: `rows` points at an array of the
  * op's row type (the cua_rung comes first in each), `stride` is that

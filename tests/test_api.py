@@ -136,6 +136,7 @@ LESSONS = {
     "reduce": ["atomic", "cas", "block_tree", "vector"],
     "weighted_histogram": ["global", "cas", "shared", "warp_private"],
     "at": ["atomic", "cas", "warp_aggregated", "shared", "exact"],
+    "argmin": ["cas", "packed", "block_tree", "vector"],
 }
 
 

@@ -63,6 +63,12 @@ def main():
                     want = getattr(np, op).reduce(a if op != "multiply" else np.ones(4099, dt))
                 got = cuatomic.reduce(src, op, method=m, backend="cuda")
                 check(f"reduce {op} {m} {dt.__name__}", np.isclose(got, want, rtol=1e-4))
+        for m, _, _ in cuatomic.methods("argmin", "cuda"):
+            if m == "packed" and np.dtype(dt).itemsize == 8:
+                continue  # refused: no bits left for the index
+            for name in ("argmin", "argmax"):
+                got = getattr(cuatomic, name)(d, method=m, backend="cuda")
+                check(f"{name} {m} {dt.__name__}", got == getattr(np, name)(a))
         w = cuatomic.to_device(b.astype(np.float64), backend="cuda")
         for m, _, _ in cuatomic.methods("weighted_histogram", "cuda"):
             hist, _ = cuatomic.histogram(d, 37, weights=w, method=m, backend="cuda")

@@ -276,4 +276,11 @@ void cua_cpu_unlock(atomic_int *mutex);
  * cua_cpu_unlock. */
 void cua_cpu_lock_ttas(atomic_int *mutex);
 
+/* ---- argmin.c ---- */
+
+/* The key argmin's rungs order element i of x by (smaller first; the
+ * index breaks ties): argmax's when max != 0. The glue combines the GPU's
+ * chunks with it. */
+uint64_t cua_cpu_arg_key(const void *x, int dtype, int64_t i, int max);
+
 #endif
