@@ -144,18 +144,21 @@ def cuda_archs(nvcc):
     except (OSError, subprocess.CalledProcessError):
         offered = None
     asked = os.environ.get("CUATOMIC_CUDA_ARCHS", "").strip().lower()
+    # PTX for Turing, or for the oldest arch a later nvcc still offers
+    ptx_only = PTX_ONLY if offered is None or PTX_ONLY in offered else \
+        min((a for a in offered if int(a) >= int(PTX_ONLY)), key=int, default=PTX_ONLY)
     if asked == "ptx":
-        return [], PTX_ONLY
+        return [], ptx_only
     if asked and asked != "all":
         wanted = re.findall(r"\d+", asked)
     else:
         here = [] if asked else local_archs()
         if not asked and not here:
             progress(f"no GPU found (nvidia-smi): building the CUDA backend as PTX for "
-                     f"compute_{PTX_ONLY} only, which the driver compiles for a GPU at its first use (seconds "
+                     f"compute_{ptx_only} only, which the driver compiles for a GPU at its first use (seconds "
                      "per CUDA file, cached by the driver); CUATOMIC_CUDA_ARCHS=all builds machine code for "
                      "every GPU from Turing on (a wheel to share, a Docker image)")
-            return [], PTX_ONLY
+            return [], ptx_only
         usable = here and min(map(int, here)) >= int(DEFAULT_ARCHS[0])  # the kernels need sm_70's intrinsics
         wanted = here if usable and (offered is None or set(here) <= offered) else DEFAULT_ARCHS
         if wanted != DEFAULT_ARCHS:

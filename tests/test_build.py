@@ -473,6 +473,8 @@ def test_archs_default_to_this_machine_s_gpus(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(bin_))  # no nvidia-smi anywhere (a GPU machine has one on its PATH)
     monkeypatch.delenv("CUATOMIC_CUDA_ARCHS")
     assert setup.cuda_archs(str(nvcc)) == ptx_only
+    nvcc.write_text("#!/bin/sh\necho sm_80; echo sm_90; echo sm_100\n")  # an nvcc that dropped Turing
+    assert setup.cuda_archs(str(nvcc)) == ([], "80")
 
 
 def test_cuda_flags_embed_ptx_for_the_asked_compute_capability():
