@@ -222,6 +222,7 @@ def prod(
 ) -> np.generic: ...
 def argmin(
     a: _ArrayIn,
+    axis: None = None,
     *,
     method: str = "auto",
     backend: _Backend | None = None,
@@ -231,6 +232,7 @@ def argmin(
 ) -> np.intp: ...
 def argmax(
     a: _ArrayIn,
+    axis: None = None,
     *,
     method: str = "auto",
     backend: _Backend | None = None,

@@ -15,6 +15,9 @@ _DOC = """The index of the first {what} element of the flattened array, as ``np.
         Any shape (the index is into ``a.ravel()``, as NumPy's without
         ``axis``), layout or byte order; bool (any nonzero byte is True),
         integers, float32, float64.
+    axis : None
+        Only None, the flattened array (NumPy's default); any other value is
+        a TypeError, never a silent flattening.
     method : str, optional
         A rung of the argmin ladder (see ``methods("argmin")``; argmax runs
         the same rungs on inverted keys). ``"auto"`` runs the top rung that
@@ -64,20 +67,23 @@ _DOC = """The index of the first {what} element of the flattened array, as ``np.
 
 
 @on_inputs_gpu
-def argmin(a, *, method="auto", backend=None, blocks=None, threads=None, stream=None):
-    return _run(a, False, method, backend, blocks, threads, stream)
+def argmin(a, axis=None, *, method="auto", backend=None, blocks=None, threads=None, stream=None):
+    return _run(a, axis, False, method, backend, blocks, threads, stream)
 
 
 @on_inputs_gpu
-def argmax(a, *, method="auto", backend=None, blocks=None, threads=None, stream=None):
-    return _run(a, True, method, backend, blocks, threads, stream)
+def argmax(a, axis=None, *, method="auto", backend=None, blocks=None, threads=None, stream=None):
+    return _run(a, axis, True, method, backend, blocks, threads, stream)
 
 
 argmin.__doc__ = _DOC.format(what="smallest", than="smaller", name="argmin", example=1)
 argmax.__doc__ = _DOC.format(what="largest", than="larger", name="argmax", example=2)
 
 
-def _run(a, largest, method, backend, blocks, threads, stream):
+def _run(a, axis, largest, method, backend, blocks, threads, stream):
+    if axis is not None:
+        raise TypeError(f"{'argmax' if largest else 'argmin'}(axis={axis!r}): only axis=None (the index into the "
+                        "flattened array) is implemented; along an axis, use NumPy, CuPy or PyTorch for now")
     be = _backend.resolve(backend)
     rung = named_rung("argmin", be, method)
     b, t = launch_config(blocks, threads)

@@ -165,8 +165,11 @@ def test_refusals(backend):
             f(np.zeros(4, np.complex64), backend=backend)
         with pytest.raises(TypeError):
             f(np.zeros(4, np.float16), backend=backend)
-        with pytest.raises(TypeError):
+        with pytest.raises(TypeError, match="only axis=None"):
             f(np.zeros(4), axis=0, backend=backend)  # the flattened array only, for now: no silent axis
+        with pytest.raises(TypeError, match="only axis=None"):
+            f(np.zeros((2, 2)), -1, backend=backend)
+        assert f(np.arange(4.0), axis=None, backend=backend) == FUNCS[name][1](np.arange(4.0), axis=None)
         with pytest.raises(ValueError):
             f(np.zeros(4), blocks=0, backend=backend)
 
