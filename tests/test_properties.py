@@ -1163,6 +1163,8 @@ calls = {
     "filter": (lambda: cuatomic.filter(x, "<", 7, ordered=False, **kwargs), lambda: x[x < 7]),
     "at": (lambda: scattered(lambda a: cuatomic.at(a, np.arange(100) % 7, x, **kwargs)),
            lambda: scattered(lambda a: np.add.at(a, np.arange(100) % 7, x))),
+    "argmin": (lambda: cuatomic.argmin((x[::-1] % 37).astype(np.float32), **kwargs),
+               lambda: np.argmin((x[::-1] % 37).astype(np.float32))),
 }
 ours, numpys = calls[op]
 try:
@@ -1209,7 +1211,7 @@ HUGE_BLOCKS, HUGE_THREADS = 2**31 - 1, 1024
 
 def huge_cases():
     cases = [{"op": op, "kwargs": {"method": m, "blocks": HUGE_BLOCKS, "threads": HUGE_THREADS, "backend": BACKEND}}
-             for op in ("sum", "prod", "dot", "histogram", "filter", "at") for m in rungs(op)]
+             for op in ("sum", "prod", "dot", "histogram", "filter", "at", "argmin") for m in rungs(op)]
     cases += [{"op": "histogram", "kwargs": {"bins": b, "backend": BACKEND}} for b in (2**24, 2**40)]
     return cases
 
