@@ -38,12 +38,12 @@
 #include <type_traits>
 
 #include "common.cuh"
+#include "vector.cuh"  // UNROLL and ONE_BLOCK_MAX_BYTES: sum's vector rung's, the same pass shape
 
 namespace {
 
-constexpr int UNROLL = 4;
-// As vector.cuh's: the largest input that runs as one block by default.
-constexpr int64_t ONE_BLOCK_MAX_BYTES = 64 * 1024;
+using vec::ONE_BLOCK_MAX_BYTES;
+using vec::UNROLL;
 
 // ------------------------------------------------------------------- keys
 
@@ -167,10 +167,9 @@ constexpr int index_bits = 64 - key_bits<T>;
 template <class T>
 __global__ void arg_packed_kernel(const T *__restrict__ x, int64_t n, key_t<T> flip, unsigned long long *cell)
 {
-    if constexpr (index_bits<T> > 0) {
-        for (int64_t i = cua_global_id(); i < n; i += cua_grid_stride())
-            atomicMin(cell, (unsigned long long)key_of(x[i], flip) << index_bits<T> | (unsigned long long)i);
-    }
+    static_assert(index_bits<T> > 0, "a 64-bit element leaves no bits for the index: the launcher refuses it");
+    for (int64_t i = cua_global_id(); i < n; i += cua_grid_stride())
+        atomicMin(cell, (unsigned long long)key_of(x[i], flip) << index_bits<T> | (unsigned long long)i);
 }
 
 // ----------------------------------------------------- rung 3: block_tree
@@ -389,19 +388,25 @@ static int arg_cas(const T *x, int64_t n, bool max, int64_t *index, cua_launch *
     return st ? st : into_cell<T>(arg_cas_kernel<T>, 0, x, n, max, 0, 64, index, cfg);
 }
 
+// packed's limits (cua_packed_index_bits), for the row's fits and the
+// launcher alike.
+static int packed_limit(int64_t n, size_t elem_size, cua_launch *cfg)
+{
+    const int bits = cua_packed_index_bits(elem_size);
+    if (bits == 0) return cua_refuse(cfg, CUA_PACKED_NO_INDEX_BITS, (int)elem_size);
+    if (bits < 63 && n > (int64_t(1) << bits)) return cua_refuse(cfg, CUA_PACKED_TOO_MANY, bits, (long long)n, bits);
+    return 0;
+}
+
 template <class T>
 static int arg_packed(const T *x, int64_t n, bool max, int64_t *index, cua_launch *cfg)
 {
+    int st = packed_limit(n, sizeof(T), cfg);
+    if (st) return st;
     if constexpr (index_bits<T> == 0) {
-        return cua_refuse(cfg, "method 'packed' packs the value's key and the index into 64 bits: a %d-byte "
-                               "element leaves no bits for the index (use 'cas', 'block_tree' or 'vector')",
-                          (int)sizeof(T));
+        return CUA_EINTERNAL;  // not reached: refused above (and no kernel is instantiated for it)
     } else {
-        if (index_bits<T> < 63 && n > (int64_t(1) << index_bits<T>))
-            return cua_refuse(cfg, "method 'packed' keeps the index in the %d bits below a %d-byte key: n = %lld "
-                                   "is more than 2^%d (use 'cas', 'block_tree' or 'vector')",
-                              index_bits<T>, (int)sizeof(T), (long long)n, index_bits<T>);
-        int st = cua_default_config(cfg, n, CUA_DEFAULT_THREADS);
+        st = cua_default_config(cfg, n, CUA_DEFAULT_THREADS);
         return st ? st : into_cell<T>(arg_packed_kernel<T>, 0, x, n, max, ~0ull, index_bits<T>, index, cfg);
     }
 }
@@ -475,20 +480,10 @@ ARG_ENTRY(PACKED, arg_packed)
 ARG_ENTRY(BLOCK_TREE, arg_block_tree)
 ARG_ENTRY(VECTOR, arg_vector)
 
-// packed's limits, for auto to pass it by: a 64-bit element, or more
-// elements than the index bits below the key can count.
+// packed's limits, for auto to pass it by.
 static int packed_fits(int64_t n, int dtype, cua_launch *cfg)
 {
-    const int size = cua_dtype_size(dtype);
-    if (size >= 8)
-        return cua_refuse(cfg, "method 'packed' packs the value's key and the index into 64 bits: a %d-byte "
-                               "element leaves no bits for the index",
-                          size);
-    const int bits = 64 - 8 * size;
-    if (bits < 63 && n > (int64_t(1) << bits))
-        return cua_refuse(cfg, "method 'packed' keeps the index in %d bits: n = %lld is more than 2^%d", bits,
-                          (long long)n, bits);
-    return 0;
+    return packed_limit(n, cua_dtype_size(dtype), cfg);
 }
 
 }  // namespace

@@ -273,6 +273,17 @@ typedef int (*cua_arg_fn)(const void *x, int64_t n, int dtype, int max, int64_t 
 /* An argmin rung's limits: 0 if it can take n elements of dtype, else
  * CUA_EINVAL with the limit in cfg->msg (NULL in a row: no limit). */
 typedef int (*cua_arg_fits_fn)(int64_t n, int dtype, cua_launch *cfg);
+/* argmin's `packed` rung keeps an element's key (its size in bits) and its
+ * index in one 64-bit word: the bits left for the index (0: none, an 8-byte
+ * element), and the two refusals, one wording for both backends (the
+ * element's size; the index bits, n, the index bits). */
+static inline int cua_packed_index_bits(size_t elem_size) { return elem_size < 8 ? 64 - 8 * (int)elem_size : 0; }
+#define CUA_PACKED_NO_INDEX_BITS                                                                    \
+    "method 'packed' packs the value's key and the index into 64 bits: a %d-byte element leaves no " \
+    "bits for the index (use 'cas', 'block_tree' or 'vector')"
+#define CUA_PACKED_TOO_MANY                                                                         \
+    "method 'packed' keeps the index in the %d bits below the key: n = %lld is more than 2^%d "      \
+    "(use 'cas', 'block_tree' or 'vector')"
 
 /* Scatter (np.<op>.at): for every update k < n and every j < row, element
  * idx[k] * row + j of `out` (m rows of `row` elements of `dtype`, C order)

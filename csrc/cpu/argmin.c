@@ -145,38 +145,56 @@ static void cas_offer(const void *x, int dtype, uint64_t flip, _Atomic int64_t *
 
 /* ------------------------------------------------------------------ rungs */
 
-static int arg_cas(const void *x, int64_t n, int dtype, int max, int64_t *index, cua_launch *cfg)
+/* Rungs 1 and 2: every logical thread visits each element of its share,
+ * a piece at a time (Ctrl-C is asked between pieces). */
+typedef void (*visit_fn)(void *state, int64_t i);
+
+static void per_element(visit_fn visit, void *state, int64_t n, cua_launch *cfg)
 {
     const cua_grid g = cua_cpu_grid(cfg, n);
-    const uint64_t flip = flip_of(dtype, max);
-    _Atomic int64_t cell = 0; /* a valid index: n >= 1 */
 #pragma omp parallel for schedule(static) num_threads(g.team)
     for (int64_t w = 0; w < g.busy; w++) {
         if (cua_cpu_stop(cfg)) continue;
         int64_t lo, hi;
         cua_cpu_share(n, g.workers, w, &lo, &hi);
         CUA_CPU_PIECES(cfg, lo, hi, a, b)
-        for (int64_t i = a; i < b; i++) cas_offer(x, dtype, flip, &cell, key_at(x, dtype, i, flip), i);
+        for (int64_t i = a; i < b; i++) visit(state, i);
     }
-    *index = atomic_load(&cell);
+}
+
+typedef struct {
+    const void *x;
+    int dtype, bits; /* packed: the index bits below the key */
+    uint64_t flip;
+    _Atomic int64_t index;  /* cas: the best index so far */
+    _Atomic uint64_t word;  /* packed: key << bits | index, the smallest so far */
+} cells_t;
+
+static void offer_index(void *state, int64_t i)
+{
+    cells_t *c = state;
+    cas_offer(c->x, c->dtype, c->flip, &c->index, key_at(c->x, c->dtype, i, c->flip), i);
+}
+
+static int arg_cas(const void *x, int64_t n, int dtype, int max, int64_t *index, cua_launch *cfg)
+{
+    cells_t c = {x, dtype, 0, flip_of(dtype, max), 0, 0}; /* index 0: a valid start, n >= 1 */
+    per_element(offer_index, &c, n, cfg);
+    *index = atomic_load(&c.index);
     return CUA_CPU_DONE(cfg);
 }
 
-/* packed's limits, as on the GPU: the key and the index in 64 bits. */
+/* packed's limits, as on the GPU (cua_packed_index_bits, one wording). */
 static int packed_fits(int64_t n, int dtype, cua_launch *cfg)
 {
-    const int size = (int)cua_dtype_size(dtype);
-    if (size >= 8) {
-        snprintf(cfg->msg, sizeof cfg->msg,
-                 "method 'packed' packs the value's key and the index into 64 bits: a %d-byte element leaves no "
-                 "bits for the index",
-                 size);
+    const size_t size = cua_dtype_size(dtype);
+    const int bits = cua_packed_index_bits(size);
+    if (bits == 0) {
+        snprintf(cfg->msg, sizeof cfg->msg, CUA_PACKED_NO_INDEX_BITS, (int)size);
         return CUA_EINVAL;
     }
-    const int bits = 64 - 8 * size;
     if (bits < 63 && n > ((int64_t)1 << bits)) {
-        snprintf(cfg->msg, sizeof cfg->msg, "method 'packed' keeps the index in %d bits: n = %lld is more than 2^%d",
-                 bits, (long long)n, bits);
+        snprintf(cfg->msg, sizeof cfg->msg, CUA_PACKED_TOO_MANY, bits, (long long)n, bits);
         return CUA_EINVAL;
     }
     return CUA_OK;
@@ -184,11 +202,13 @@ static int packed_fits(int64_t n, int dtype, cua_launch *cfg)
 
 /* The GPU's atomicMin on a 64-bit cell, as a compare-exchange that gives
  * up once the cell holds a smaller value. */
-static void atomic_min_u64(_Atomic uint64_t *cell, uint64_t v)
+static void offer_word(void *state, int64_t i)
 {
-    uint64_t old = atomic_load_explicit(cell, memory_order_relaxed);
+    cells_t *c = state;
+    const uint64_t v = key_at(c->x, c->dtype, i, c->flip) << c->bits | (uint64_t)i;
+    uint64_t old = atomic_load_explicit(&c->word, memory_order_relaxed);
     while (v < old &&
-           !atomic_compare_exchange_weak_explicit(cell, &old, v, memory_order_relaxed, memory_order_relaxed)) {
+           !atomic_compare_exchange_weak_explicit(&c->word, &old, v, memory_order_relaxed, memory_order_relaxed)) {
     }
 }
 
@@ -196,19 +216,10 @@ static int arg_packed(const void *x, int64_t n, int dtype, int max, int64_t *ind
 {
     const int st = packed_fits(n, dtype, cfg);
     if (st) return st;
-    const cua_grid g = cua_cpu_grid(cfg, n);
-    const uint64_t flip = flip_of(dtype, max);
-    const int bits = 64 - 8 * (int)cua_dtype_size(dtype);
-    _Atomic uint64_t cell = ~0ull;
-#pragma omp parallel for schedule(static) num_threads(g.team)
-    for (int64_t w = 0; w < g.busy; w++) {
-        if (cua_cpu_stop(cfg)) continue;
-        int64_t lo, hi;
-        cua_cpu_share(n, g.workers, w, &lo, &hi);
-        CUA_CPU_PIECES(cfg, lo, hi, a, b)
-        for (int64_t i = a; i < b; i++) atomic_min_u64(&cell, key_at(x, dtype, i, flip) << bits | (uint64_t)i);
-    }
-    *index = (int64_t)(atomic_load(&cell) & ((1ull << bits) - 1));
+    const int bits = cua_packed_index_bits(cua_dtype_size(dtype));
+    cells_t c = {x, dtype, bits, flip_of(dtype, max), 0, ~0ull};
+    per_element(offer_word, &c, n, cfg);
+    *index = (int64_t)(atomic_load(&c.word) & ((1ull << bits) - 1));
     return CUA_CPU_DONE(cfg);
 }
 
