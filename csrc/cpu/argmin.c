@@ -286,11 +286,11 @@ static int arg_block_tree(const void *x, int64_t n, int dtype, int max, int64_t 
         }                                                                                            \
         return b;                                                                                    \
     }
-SCAN(scan_i8, int8_t, uint32_t, key_i8)
-SCAN(scan_u8, uint8_t, uint32_t, key_u8)
-SCAN(scan_bool, uint8_t, uint32_t, key_bool)
-SCAN(scan_i16, int16_t, uint32_t, key_i16)
-SCAN(scan_u16, uint16_t, uint32_t, key_u16)
+SCAN(scan_i8, int8_t, uint8_t, key_i8)
+SCAN(scan_u8, uint8_t, uint8_t, key_u8)
+SCAN(scan_bool, uint8_t, uint8_t, key_bool)
+SCAN(scan_i16, int16_t, uint16_t, key_i16)
+SCAN(scan_u16, uint16_t, uint16_t, key_u16)
 SCAN(scan_i32, int32_t, uint32_t, key_i32)
 SCAN(scan_u32, uint32_t, uint32_t, key_u32)
 SCAN(scan_i64, int64_t, uint64_t, key_i64)
