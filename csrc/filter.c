@@ -1,5 +1,6 @@
-/* filter.c -- filter: the elements that pass an interval test, as a new
- * ndarray (or device buffer) and their count. */
+/* filter.c -- filter: the elements that pass an interval test, or their
+ * indices (nonzero & co.), as a new ndarray (or device buffer) and their
+ * count. */
 #include <string.h>
 
 #include "call.h"
@@ -64,15 +65,16 @@ PyObject *cua_op_filter(PyObject *self, PyObject *args, PyObject *kw)
 {
     (void)self;
     static char *kwlist[] = {"backend", "rung",   "x",       "n",          "dtype",  "negate", "lo",
-                             "hi",      "blocks", "threads", "device_out", "stream", NULL};
-    int backend, rung, dtype, threads, device_out;
+                             "hi",      "blocks", "threads", "device_out", "stream", "indices", "capacity", NULL};
+    int backend, rung, dtype, threads, device_out, indices = 0;
     PyObject *x, *lo, *hi, *sobj;
-    long long n, blocks;
+    long long n, blocks, capacity = -1;
     void *stream;
     cua_pred pred;
     memset(&pred, 0, sizeof pred);
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "iiOLipOOLipO", kwlist, &backend, &rung, &x, &n, &dtype,
-                                     &pred.negate, &lo, &hi, &blocks, &threads, &device_out, &sobj) ||
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "iiOLipOOLipO|pL", kwlist, &backend, &rung, &x, &n, &dtype,
+                                     &pred.negate, &lo, &hi, &blocks, &threads, &device_out, &sobj, &indices,
+                                     &capacity) ||
         cua_as_ptr(sobj, &stream) < 0)
         return NULL;
     const cua_filter_row *row = (const cua_filter_row *)cua_find_rung(backend, CUA_OP_FILTER, rung);
@@ -82,7 +84,11 @@ PyObject *cua_op_filter(PyObject *self, PyObject *args, PyObject *kw)
         return NULL;
     cua_launch cfg;
     if (cua_launch_config(blocks, threads, stream, &cfg) < 0) return NULL;
-    const size_t size = cua_dtype_size(dtype);
+    pred.indices = indices;
+    const size_t size = indices ? sizeof(int64_t) : cua_dtype_size(dtype);
+    /* Outputs made: n (every element may pass), or the exact count when the
+     * caller has counted (count_kept) -- the same data, on the same stream. */
+    if (capacity < 0 || capacity > n) capacity = n;
     PyObject *out;
     void *dst;
     if (device_out) {
@@ -90,13 +96,13 @@ PyObject *cua_op_filter(PyObject *self, PyObject *args, PyObject *kw)
             PyErr_SetString(PyExc_SystemError, "cuatomic: device output needs the cuda backend");
             return NULL;
         }
-        CuaDeviceBuffer *buf = cua_buffer_new_on((Py_ssize_t)(n * size), stream, 0);
+        CuaDeviceBuffer *buf = cua_buffer_new_on((Py_ssize_t)(capacity * size), stream, 0);
         if (!buf) return NULL;
         out = (PyObject *)buf;
         dst = buf->ptr;
     } else {
-        npy_intp dims[1] = {(npy_intp)n};
-        out = PyArray_SimpleNew(1, dims, npy_of_dtype[dtype]);
+        npy_intp dims[1] = {(npy_intp)capacity};
+        out = PyArray_SimpleNew(1, dims, indices ? NPY_INT64 : npy_of_dtype[dtype]);
         if (!out) return NULL;
         dst = PyArray_DATA((PyArrayObject *)out);
     }
@@ -110,7 +116,7 @@ PyObject *cua_op_filter(PyObject *self, PyObject *args, PyObject *kw)
     cua_slot_take(backend, &sl);
     int64_t *kept = (int64_t *)cua_slot_result(&sl, &cfg, &count);
     st = cua_stage(&in);
-    if (!st && !device_out) st = cua_device_alloc(backend, &dev, (size_t)n * size, stream);
+    if (!st && !device_out) st = cua_device_alloc(backend, &dev, (size_t)capacity * size, stream);
     if (!st) st = row->run(in.ptr, n, dtype, &pred, dev ? dev : dst, kept, &cfg);
     if (!st) count = *(volatile int64_t *)kept;
     cua_slot_give(&sl);
@@ -122,8 +128,8 @@ PyObject *cua_op_filter(PyObject *self, PyObject *args, PyObject *kw)
         Py_DECREF(out);
         return cua_raise(st, &cfg);
     }
-    if (device_out ? TRIM * count < n && trim(&out, (size_t)count * size, stream) < 0
-                   : count < n && shrink(out, count) < 0) {
+    if (device_out ? TRIM * count < capacity && trim(&out, (size_t)count * size, stream) < 0
+                   : count < capacity && shrink(out, count) < 0) {
         Py_DECREF(out);
         return NULL;
     }
@@ -159,5 +165,78 @@ PyObject *cua_filter_fits(PyObject *self, PyObject *args, PyObject *kw)
     Py_END_ALLOW_THREADS
     if (st == CUA_EINVAL) return PyUnicode_FromString(cfg.msg);
     if (st) return cua_raise(st, &cfg);
+    Py_RETURN_NONE;
+}
+
+/* count_kept(x, n, dtype, negate, lo, hi, stream) -> how many of the n
+ * elements at device address x pass the predicate (the cuda backend). */
+PyObject *cua_count_kept(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *xo, *lo, *hi, *so;
+    long long n;
+    int dtype;
+    cua_pred pred;
+    memset(&pred, 0, sizeof pred);
+    if (!PyArg_ParseTuple(args, "OLipOOO", &xo, &n, &dtype, &pred.negate, &lo, &hi, &so)) return NULL;
+    void *x, *stream;
+    if (cua_as_ptr(xo, &x) < 0 || cua_as_ptr(so, &stream) < 0 || read_bound(lo, &pred.lo) < 0 ||
+        read_bound(hi, &pred.hi) < 0)
+        return NULL;
+    if (cua_dtype_size(dtype) == 0 || n < 0) {
+        PyErr_SetString(PyExc_SystemError, "cuatomic: bad dtype id or size");
+        return NULL;
+    }
+    int64_t count = 0;
+    int st;
+    Py_BEGIN_ALLOW_THREADS
+#ifdef CUATOMIC_WITH_CUDA
+    st = cua_cuda_count_kept(x, n, dtype, &pred, &count, stream);
+#else
+    st = CUA_EINTERNAL;
+#endif
+    Py_END_ALLOW_THREADS
+    if (st) return cua_raise(st, NULL);
+    return PyLong_FromLongLong(count);
+}
+
+/* unravel(backend, flat, k, shape, outs, stride, stream): coordinate d of
+ * flat index j (int64, in memory of the backend) into outs[d] + j * stride
+ * (int64 elements; outs a sequence of ndim addresses). */
+PyObject *cua_unravel(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *flato, *shapeo, *outso, *so;
+    int backend;
+    long long k, stride;
+    if (!PyArg_ParseTuple(args, "iOLOOLO", &backend, &flato, &k, &shapeo, &outso, &stride, &so)) return NULL;
+    void *flat, *stream;
+    if (cua_as_ptr(flato, &flat) < 0 || cua_as_ptr(so, &stream) < 0) return NULL;
+    int64_t shape[16];
+    int64_t *outs[16];
+    Py_ssize_t nd = PySequence_Size(shapeo);
+    if (nd < 1 || nd > 16 || PySequence_Size(outso) != nd || k < 0 || stride < 1) {
+        PyErr_SetString(PyExc_ValueError, "unravel: 1 to 16 dimensions, one output each, k >= 0, stride >= 1");
+        return NULL;
+    }
+    for (Py_ssize_t d = 0; d < nd; d++) {
+        PyObject *a = PySequence_GetItem(shapeo, d), *b = PySequence_GetItem(outso, d);
+        shape[d] = a ? PyLong_AsLongLong(a) : -1;
+        void *p = NULL;
+        if (b && cua_as_ptr(b, &p) == 0) outs[d] = (int64_t *)p;
+        Py_XDECREF(a);
+        Py_XDECREF(b);
+        if (PyErr_Occurred()) return NULL;
+    }
+    int st;
+    Py_BEGIN_ALLOW_THREADS
+#ifdef CUATOMIC_WITH_CUDA
+    if (backend == BACKEND_CUDA) st = cua_cuda_unravel((const int64_t *)flat, k, (int)nd, shape, outs, stride, stream);
+    else
+#endif
+        st = backend == BACKEND_CPU ? cua_cpu_unravel((const int64_t *)flat, k, (int)nd, shape, outs, stride)
+                                    : CUA_EINTERNAL;
+    Py_END_ALLOW_THREADS
+    if (st) return cua_raise(st, NULL);
     Py_RETURN_NONE;
 }

@@ -72,6 +72,8 @@ PyObject *cua_op_histogram(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *cua_op_weighted_histogram(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *cua_histogram_fits(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *cua_filter_fits(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *cua_unravel(PyObject *self, PyObject *args);
+PyObject *cua_count_kept(PyObject *self, PyObject *args);
 PyObject *cua_op_minmax(PyObject *self, PyObject *args);
 PyObject *cua_op_filter(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *cua_op_counter(PyObject *self, PyObject *args, PyObject *kw);
@@ -93,6 +95,7 @@ PyObject *cua_cub_sum_py(PyObject *self, PyObject *args);
 PyObject *cua_cub_reduce_py(PyObject *self, PyObject *args);
 PyObject *cua_cub_histogram_py(PyObject *self, PyObject *args);
 PyObject *cua_cub_select_py(PyObject *self, PyObject *args);
+PyObject *cua_cub_nonzero_py(PyObject *self, PyObject *args);
 
 /* interop.c: streams, pointers, gather, DLPack. */
 PyObject *cua_stream_create(PyObject *self, PyObject *noargs);
@@ -103,6 +106,7 @@ PyObject *cua_pointer_info(PyObject *self, PyObject *arg);
 PyObject *cua_devices(PyObject *self, PyObject *noargs);
 PyObject *cua_use_device(PyObject *self, PyObject *arg);
 PyObject *cua_gather(PyObject *self, PyObject *args);
+PyObject *cua_take(PyObject *self, PyObject *args);
 PyObject *cua_sample_to_host(PyObject *self, PyObject *args);
 PyObject *cua_memory_info(PyObject *self, PyObject *arg);
 PyObject *cua_free_memory(PyObject *self, PyObject *arg);

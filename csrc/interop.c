@@ -1,6 +1,7 @@
-/* interop.c -- streams, pointer queries, the strided gather, and DLPack in
- * both directions. Python (cuatomic/_interop.py) decides; this file only
- * moves handles, pointers and capsules. */
+/* interop.c -- streams, pointer queries, the strided gather, compress's
+ * take, and DLPack in both directions. Python
+ * (cuatomic/_interop.py) decides; this file only moves handles, pointers
+ * and capsules. */
 #include <limits.h>
 #include <string.h>
 
@@ -128,8 +129,26 @@ PyObject *cua_gather(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* take(src, dst, itemsize, outer, m, inner, idx, k, stream) */
+PyObject *cua_take(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *srco, *dsto, *idxo, *so;
+    int itemsize;
+    long long outer, m, inner, k;
+    if (!PyArg_ParseTuple(args, "OOiLLLOLO", &srco, &dsto, &itemsize, &outer, &m, &inner, &idxo, &k, &so))
+        return NULL;
+    void *src, *dst, *idx, *stream;
+    if (cua_as_ptr(srco, &src) < 0 || cua_as_ptr(dsto, &dst) < 0 || cua_as_ptr(idxo, &idx) < 0 ||
+        cua_as_ptr(so, &stream) < 0)
+        return NULL;
+    CUA_CALL(cua_cuda_take(src, dst, itemsize, outer, m, inner, (const int64_t *)idx, k, stream));
+    Py_RETURN_NONE;
+}
+
 #else
 
+PyObject *cua_take(PyObject *self, PyObject *a) { (void)self, (void)a; return cua_no_cuda(); }
 PyObject *cua_stream_create(PyObject *self, PyObject *a) { (void)self, (void)a; return cua_no_cuda(); }
 PyObject *cua_stream_destroy(PyObject *self, PyObject *a) { (void)self, (void)a; return cua_no_cuda(); }
 PyObject *cua_stream_synchronize(PyObject *self, PyObject *a) { (void)self, (void)a; return cua_no_cuda(); }

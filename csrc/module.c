@@ -136,8 +136,11 @@ static PyMethodDef methods[] = {
      "filter_fits(backend, rung, x, dtype, blocks, threads) -> None, or why the filter rung cannot filter dtype "
      "data at address x (0: memory the call allocates) with that launch configuration on the current device"},
     {"filter", KWFN(cua_op_filter), KW,
-     "filter(backend, rung, x, n, dtype, negate, lo, hi, blocks, threads, device_out, stream) -> (out, count)\n\n"
-     "Keeps x iff (lo <= x <= hi) != negate; lo/hi are 8 bytes each, the bound in the data's type."},
+     "filter(backend, rung, x, n, dtype, negate, lo, hi, blocks, threads, device_out, stream, indices=False, "
+     "capacity=-1) -> (out, count)\n\n"
+     "Keeps x iff (lo <= x <= hi) != negate; lo/hi are 8 bytes each, the bound in the data's type. With indices, "
+     "out holds the kept elements' int64 indices instead of the elements. capacity: the outputs to make, at least "
+     "the count (count_kept's, on the same data and stream); -1: n."},
     {"at", KWFN(cua_op_at), KW,
      "at(backend, rung, a, m, row, indices, idx_dtype, n, values, nvals, vk, vj, dtype, op, negate, blocks, "
      "threads, stream) -> None\n\n"
@@ -180,6 +183,15 @@ static PyMethodDef methods[] = {
     {"free_memory", cua_free_memory, METH_O,
      "free_memory(device): give back what cuatomic's pool on the GPU caches, and the staging buffers"},
     {"gather", cua_gather, METH_VARARGS, "gather(src, dst, n, itemsize, shape, byte_strides, stream)"},
+    {"unravel", cua_unravel, METH_VARARGS,
+     "unravel(backend, flat, k, shape, outs, stride, stream): the k flat int64 indices at flat as coordinates into "
+     "shape, coordinate d of index j at outs[d] + j * stride elements"},
+    {"count_kept", cua_count_kept, METH_VARARGS,
+     "count_kept(x, n, dtype, negate, lo, hi, stream) -> how many of the n device elements at x pass the filter's "
+     "interval test"},
+    {"take", cua_take, METH_VARARGS,
+     "take(src, dst, itemsize, outer, m, inner, idx, k, stream): np.take along the middle axis of src seen as "
+     "(outer, m, inner), for k int64 indices at idx already in [0, m)"},
     {"sample_to_host", cua_sample_to_host, METH_VARARGS,
      "sample_to_host(src, out, pitch, stream): out's size elements, pitch bytes apart from device src, on the stream"},
     {"dlpack_import", cua_dlpack_import, METH_O, "dlpack_import(capsule) -> DLPackView: consume a DLPack capsule"},
@@ -194,6 +206,8 @@ static PyMethodDef methods[] = {
      "cub_histogram(ptr, n, dtype, nbins, lo, hi, stream): CUB HistogramEven (benchmark peer)"},
     {"cub_select", cua_cub_select_py, METH_VARARGS,
      "cub_select(ptr, n, dtype, value, out_ptr, stream): CUB DeviceSelect::If x >= value -> count"},
+    {"cub_nonzero", cua_cub_nonzero_py, METH_VARARGS,
+     "cub_nonzero(ptr, n, dtype, out_ptr, stream): CUB DeviceSelect::Flagged of the indices, x the flags -> count"},
     {"_debug_trap", debug_trap, METH_NOARGS, "launch a trapping kernel (kills the CUDA context; tests only)"},
     {"_set_cuda_error", cua_set_cuda_error_class, METH_O,
      "_set_cuda_error(cls): the exception class CUDA errors are raised as (cuatomic.CudaError, at import)"},

@@ -105,7 +105,24 @@ PyObject *cua_cub_select_py(PyObject *self, PyObject *args)
     if (st) return failed(st, "select");
     return PyLong_FromLongLong(count);
 }
+PyObject *cua_cub_nonzero_py(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *ptr, *optr, *sobj;
+    long long n;
+    int dtype, st;
+    if (!PyArg_ParseTuple(args, "OLiOO", &ptr, &n, &dtype, &optr, &sobj)) return NULL;
+    void *x = PyLong_AsVoidPtr(ptr), *out = PyLong_AsVoidPtr(optr), *stream;
+    if (PyErr_Occurred() || cua_as_ptr(sobj, &stream) < 0) return NULL;
+    int64_t count = 0;
+    Py_BEGIN_ALLOW_THREADS
+    st = cua_cub_nonzero(x, n, dtype, (int64_t *)out, &count, stream);
+    Py_END_ALLOW_THREADS
+    if (st) return failed(st, "nonzero");
+    return PyLong_FromLongLong(count);
+}
 #else
+PyObject *cua_cub_nonzero_py(PyObject *self, PyObject *args) { (void)self, (void)args; return cua_no_cuda(); }
 PyObject *cua_cub_sum_py(PyObject *self, PyObject *args) { (void)self, (void)args; return cua_no_cuda(); }
 PyObject *cua_cub_reduce_py(PyObject *self, PyObject *args) { (void)self, (void)args; return cua_no_cuda(); }
 PyObject *cua_cub_histogram_py(PyObject *self, PyObject *args) { (void)self, (void)args; return cua_no_cuda(); }

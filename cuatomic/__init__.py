@@ -26,6 +26,7 @@ from ._bincount import bincount
 from ._histogram import histogram
 from ._info import backend_info, backends, explain, last_launch, methods
 from ._memory import free_memory, memory_info
+from ._nonzero import argwhere, compress, flatnonzero, nonzero
 from ._interop import Stream
 from ._reduce import dot, prod, sum
 from ._reduce_op import max, min, reduce
@@ -52,14 +53,17 @@ __all__ = [
     "add_one",
     "argmax",
     "argmin",
+    "argwhere",
     "at",
     "backend_info",
     "bincount",
     "backends",
+    "compress",
     "datasets",
     "dot",
     "explain",
     "filter",
+    "flatnonzero",
     "free_memory",
     "histogram",
     "last_launch",
@@ -70,6 +74,7 @@ __all__ = [
     "pinned_array",
     "pinned_empty",
     "mutex_add_one",
+    "nonzero",
     "reduce",
     "sum",
     "to_device",

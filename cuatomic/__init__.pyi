@@ -1,5 +1,5 @@
 import dataclasses
-from typing import Any, Literal, Sequence, TypedDict
+from typing import Any, Literal, Sequence, SupportsIndex, TypedDict
 
 import numpy as np
 import numpy.typing as npt
@@ -26,14 +26,17 @@ __all__ = [
     "add_one",
     "argmax",
     "argmin",
+    "argwhere",
     "at",
     "backend_info",
     "bincount",
     "backends",
+    "compress",
     "datasets",
     "dot",
     "explain",
     "filter",
+    "flatnonzero",
     "free_memory",
     "histogram",
     "last_launch",
@@ -44,6 +47,7 @@ __all__ = [
     "pinned_array",
     "pinned_empty",
     "mutex_add_one",
+    "nonzero",
     "reduce",
     "reduceat",
     "sum",
@@ -53,7 +57,7 @@ __all__ = [
 # Names for the stubs only (not at runtime: private, so stubtest passes them over).
 _Backend = Literal["cuda", "cpu"]
 _Op = Literal["sum", "dot", "histogram", "filter", "mutex_add_one", "add_one", "prod", "reduce", "weighted_histogram",
-              "at", "argmin", "argmax"]
+              "at", "argmin", "argmax", "nonzero", "flatnonzero", "argwhere", "compress"]
 _ExplainOp = _Op | Literal["bincount"]
 _ReduceOp = Literal["add", "multiply", "minimum", "maximum", "bitwise_and", "bitwise_or", "bitwise_xor"]
 _ScatterOp = Literal["add", "subtract", "multiply", "minimum", "maximum", "bitwise_and", "bitwise_or", "bitwise_xor"]
@@ -240,6 +244,47 @@ def argmax(
     threads: int | None = None,
     stream: Any = None,
 ) -> np.intp: ...
+def nonzero(
+    a: _ArrayIn,
+    *,
+    ordered: bool = True,
+    method: str = "auto",
+    backend: _Backend | None = None,
+    blocks: int | None = None,
+    threads: int | None = None,
+    stream: Any = None,
+) -> tuple[np.ndarray, ...] | tuple[DeviceArray, ...]: ...
+def flatnonzero(
+    a: _ArrayIn,
+    *,
+    ordered: bool = True,
+    method: str = "auto",
+    backend: _Backend | None = None,
+    blocks: int | None = None,
+    threads: int | None = None,
+    stream: Any = None,
+) -> np.ndarray | DeviceArray: ...
+def argwhere(
+    a: _ArrayIn,
+    *,
+    ordered: bool = True,
+    method: str = "auto",
+    backend: _Backend | None = None,
+    blocks: int | None = None,
+    threads: int | None = None,
+    stream: Any = None,
+) -> np.ndarray | DeviceArray: ...
+def compress(
+    condition: _ArrayIn,
+    a: Any,
+    axis: SupportsIndex | None = None,
+    *,
+    method: str = "auto",
+    backend: _Backend | None = None,
+    blocks: int | None = None,
+    threads: int | None = None,
+    stream: Any = None,
+) -> np.ndarray | DeviceArray: ...
 def reduce(
     a: _ArrayIn,
     op: _ReduceOp | np.ufunc,

@@ -7,6 +7,8 @@ from . import _C, _argmin, _auto, _backend, _bincount, _counter, _filter, _histo
 from ._common import flag, launch_config, prepare, stream_of
 from ._interop import on_inputs_gpu
 
+_INDEX_OPS = ("nonzero", "flatnonzero", "argwhere", "compress")
+
 
 @on_inputs_gpu
 def explain(op, *args, backend=None, stream=None, **kwargs):
@@ -14,7 +16,7 @@ def explain(op, *args, backend=None, stream=None, **kwargs):
 
     Parameters
     ----------
-    op : {"sum", "dot", "histogram", "filter", "mutex_add_one", "add_one", "prod", "reduce", "weighted_histogram", "bincount", "at", "argmin", "argmax"}
+    op : {"sum", "dot", "histogram", "filter", "mutex_add_one", "add_one", "prod", "reduce", "weighted_histogram", "bincount", "at", "argmin", "argmax", "nonzero", "flatnonzero", "argwhere", "compress"}
     *args, **kwargs
         The call's arguments, as for the op itself (only what the rule looks
         at is used: the input, ``bins``/``range`` for a histogram, whether
@@ -48,7 +50,10 @@ def explain(op, *args, backend=None, stream=None, **kwargs):
 
     Notes
     -----
-    argmax runs the argmin ladder: its Choice names ``"argmin"``. The Choice of a histogram with weights, or of a bincount, names the
+    argmax runs the argmin ladder: its Choice names ``"argmin"``. nonzero,
+    flatnonzero, argwhere and compress run the filter ladder (returning
+    indices of ``a``, or of compress's condition): theirs names
+    ``"filter"``. The Choice of a histogram with weights, or of a bincount, names the
     ladder that runs: ``op`` is ``"weighted_histogram"`` or
     ``"histogram"``, as :func:`last_launch` reports it.
 
@@ -59,6 +64,8 @@ def explain(op, *args, backend=None, stream=None, **kwargs):
     >>> cuatomic.explain("histogram", text, bins=128, range=(0, 128), backend="cpu").method
     'bytes'
     """
+    if isinstance(op, str) and op in _INDEX_OPS:  # the filter ladder, returning indices of a (compress: its condition)
+        return explain("filter", *args[:1], backend=backend, stream=stream, **kwargs)
     if not (isinstance(op, str) and op in ("bincount", "argmax")):
         _backend.op_id(op)
     be = _backend.resolve(backend)
@@ -153,10 +160,11 @@ def methods(op, backend=None):
 
     Parameters
     ----------
-    op : {"sum", "dot", "histogram", "filter", "mutex_add_one", "add_one", "prod", "reduce", "weighted_histogram", "at", "argmin", "argmax"}
+    op : {"sum", "dot", "histogram", "filter", "mutex_add_one", "add_one", "prod", "reduce", "weighted_histogram", "at", "argmin", "argmax", "nonzero", "flatnonzero", "argwhere", "compress"}
         ``"weighted_histogram"`` is the ladder of :func:`histogram` with
         weights (and of :func:`bincount` with weights); ``"argmax"`` runs
-        the ``"argmin"`` ladder.
+        the ``"argmin"`` ladder; nonzero, flatnonzero, argwhere and
+        compress run the ``"filter"`` ladder, returning indices.
     backend : {"cuda", "cpu"}, optional
         Default: the default backend.
 
@@ -174,6 +182,8 @@ def methods(op, backend=None):
     """
     if isinstance(op, str) and op == "argmax":
         op = "argmin"  # one ladder: argmax inverts the keys its rungs compare
+    if isinstance(op, str) and op in _INDEX_OPS:
+        op = "filter"  # the filter rungs, returning indices
     _backend.op_id(op)  # before the cached table lookup: an unhashable op is an unknown op, not a TypeError
     if backend is None:
         be = _backend.resolve(None)

@@ -225,6 +225,9 @@ typedef struct {
 typedef struct {
     int negate;
     union { int64_t i; uint64_t u; double d; float f; } lo, hi;
+    int indices;  /* what a filter rung writes: 0 the kept elements (filter),
+                   * 1 their int64 indices (nonzero, flatnonzero, argwhere,
+                   * compress: the same rungs, returning indices) */
 } cua_pred;
 
 /* Launcher signatures, one per operation. Pointers are device pointers on
@@ -250,9 +253,10 @@ typedef int (*cua_hist_fn)(const void *x, int64_t n, int dtype,
  * and, like counts, is device memory on CUDA, written without a wait. */
 typedef int (*cua_whist_fn)(const void *x, const void *w, int64_t n, int dtype, int wdtype,
                             const cua_bins *bins, void *sums, cua_launch *cfg);
-/* filter: the kept elements into `out` (device memory on CUDA), in input
- * order unless the rung is unordered, and their number into *count (host
- * memory; with cfg->result.device, that is *count's device side). */
+/* filter: the kept elements (or, with pred->indices, their int64 indices)
+ * into `out` (device memory on CUDA), in input order unless the rung is
+ * unordered, and their number into *count (host memory; with
+ * cfg->result.device, that is *count's device side). */
 typedef int (*cua_filter_fn)(const void *x, int64_t n, int dtype,
                              const cua_pred *pred, void *out, int64_t *count,
                              cua_launch *cfg);

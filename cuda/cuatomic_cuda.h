@@ -118,6 +118,17 @@ int cua_cuda_event_synchronize(void *event);
  * order, of an ndim-dimensional array at src with byte strides. */
 int cua_cuda_gather(const void *src, void *dst, int64_t n, int itemsize, int ndim, const int64_t *shape,
                     const int64_t *strides, void *stream);
+/* count_kept: how many of the n elements pass the filter's predicate (one
+ * atomicAdd per block), waited for (filter.cu). */
+int cua_cuda_count_kept(const void *x, int64_t n, int dtype, const cua_pred *pred, int64_t *count, void *stream);
+/* unravel: the k flat C-order indices at flat as coordinates into `shape`
+ * (ndim <= 16): coordinate d of index j into out[d][j * stride]. take:
+ * np.take(src, idx, axis) for src seen as (outer, m, inner) and k indices
+ * already in [0, m), into dst (outer, k, inner). Both wait for `stream`. */
+int cua_cuda_unravel(const int64_t *flat, int64_t k, int ndim, const int64_t *shape, int64_t *const *out,
+                     int64_t stride, void *stream);
+int cua_cuda_take(const void *src, void *dst, int itemsize, int64_t outer, int64_t m, int64_t inner,
+                  const int64_t *idx, int64_t k, void *stream);
 /* memory_type: 0 unregistered host, 1 pinned host, 2 device, 3 managed. */
 int cua_cuda_pointer_info(const void *ptr, int *memory_type, int *device);
 int cua_cuda_current_device(int *device);
@@ -142,6 +153,9 @@ int cua_cub_histogram(const void *x, int64_t n, int dtype, int nbins, double lo,
                       void *stream);
 int cua_cub_select_at_least(const void *x, int64_t n, int dtype, double value, void *out, int64_t *count,
                             void *stream);
+/* nonzero: the indices of x's nonzero elements into `out` (int64), by
+ * DeviceSelect::Flagged (int32). */
+int cua_cub_nonzero(const void *x, int64_t n, int dtype, int64_t *out, int64_t *count, void *stream);
 
 /* cudaGetErrorName / cudaGetErrorString of a positive status (errors.cu). */
 const char *cua_cuda_error_name(int status);

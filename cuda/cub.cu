@@ -9,10 +9,13 @@
 //   reduce     DeviceReduce::Min / Max, and Reduce with &, |, ^: int32, float32 (min/max)
 //   histogram  DeviceHistogram::HistogramEven: uint8/int32/float32 samples
 //   filter     DeviceSelect::If with x >= value: int32, float32
+//   nonzero    DeviceSelect::Flagged of the indices 0..n-1 with x as the
+//              flags (PyTorch's nonzero does the same): int32
 // Temporary storage comes from the stream-ordered pool, as cuatomic's does.
 #include <cub/device/device_histogram.cuh>
 #include <cub/device/device_reduce.cuh>
 #include <cub/device/device_select.cuh>
+#include <thrust/iterator/counting_iterator.h>
 
 #include <type_traits>
 
@@ -193,6 +196,25 @@ extern "C" int cua_cub_select_at_least(const void *x, int64_t n, int dtype, doub
     } else {
         return CUA_EINVAL;
     }
+    if (st) return st;
+    long long host = 0;
+    CUA_CHECK(cudaMemcpyAsync(&host, d_num, sizeof host, cudaMemcpyDeviceToHost, s));
+    CUA_CHECK(cudaStreamSynchronize(s));
+    *count = host;
+    return 0;
+}
+
+extern "C" int cua_cub_nonzero(const void *x, int64_t n, int dtype, int64_t *out, int64_t *count, void *stream)
+{
+    if (dtype != CUA_INT32) return CUA_EINVAL;
+    cudaStream_t s = (cudaStream_t)stream;
+    cua_scratch num;
+    CUA_CHECK(num.get(sizeof(long long), s));
+    long long *d_num = (long long *)num.ptr;
+    thrust::counting_iterator<long long> indices(0);
+    int st = with_temp(s, [&](void *t, size_t &b) {
+        return cub::DeviceSelect::Flagged(t, b, indices, (const int32_t *)x, (long long *)out, d_num, n, s);
+    });
     if (st) return st;
     long long host = 0;
     CUA_CHECK(cudaMemcpyAsync(&host, d_num, sizeof host, cudaMemcpyDeviceToHost, s));

@@ -37,6 +37,10 @@
 // The predicate is an interval test: keep x iff (lo <= x <= hi) != negate,
 // in the data's type (the Python layer turns `x <op> value` into this form
 // under NumPy's comparison rules).
+//
+// Every rung writes a kept element through a sink: filter's writes the
+// element, nonzero's (flatnonzero, argwhere, compress) its int64 index. So
+// each rung is one kernel for both; only what lands in `out` differs.
 #include <type_traits>
 
 #include "common.cuh"
@@ -87,19 +91,44 @@ __device__ __forceinline__ bool keep(T v, const DevPred<T> &p)
     }
 }
 
+// The sinks. put(o, v, i): element v, at index i of the input, is the
+// o-th kept. The look-back rungs stage a tile's keepers in shared memory
+// before writing them out: a ValueSink stages the element, an IndexSink its
+// position in the tile (4 bytes, whatever the element's size), to which
+// put_staged adds the tile's first index.
 template <class T>
-__global__ void filter_atomic_kernel(const T *__restrict__ x, int64_t n, DevPred<T> p, T *out, u64 *count)
+struct ValueSink {
+    T *out;
+    using Staged = T;
+    __device__ __forceinline__ void put(u64 o, T v, int64_t) const { out[o] = v; }
+    __device__ __forceinline__ static Staged stage(T v, unsigned) { return v; }
+    __device__ __forceinline__ void put_staged(u64 o, Staged s, int64_t) const { out[o] = s; }
+};
+
+struct IndexSink {
+    int64_t *out;
+    using Staged = unsigned;
+    template <class T>
+    __device__ __forceinline__ void put(u64 o, T, int64_t i) const { out[o] = i; }
+    template <class T>
+    __device__ __forceinline__ static Staged stage(T, unsigned at) { return at; }
+    __device__ __forceinline__ void put_staged(u64 o, Staged s, int64_t first) const { out[o] = first + s; }
+};
+
+template <class T, class Sink>
+__global__ void filter_atomic_kernel(const T *__restrict__ x, int64_t n, DevPred<T> p, Sink out, u64 *count)
 {
     for (int64_t i = cua_global_id(); i < n; i += cua_grid_stride()) {
         T v = x[i];
         // The old value of the counter is this element's slot: no two
         // threads can receive the same one.
-        if (keep(v, p)) out[atomicAdd(count, 1ULL)] = v;
+        if (keep(v, p)) out.put(atomicAdd(count, 1ULL), v, i);
     }
 }
 
-template <class T>
-__global__ void filter_warp_aggregated_kernel(const T *__restrict__ x, int64_t n, DevPred<T> p, T *out, u64 *count)
+template <class T, class Sink>
+__global__ void filter_warp_aggregated_kernel(const T *__restrict__ x, int64_t n, DevPred<T> p, Sink out,
+                                              u64 *count)
 {
     const unsigned lane = threadIdx.x & 31, below = (1u << lane) - 1;
     // The lanes this warp has (a block of threads % 32 != 0 ends in a
@@ -115,7 +144,7 @@ __global__ void filter_warp_aggregated_kernel(const T *__restrict__ x, int64_t n
         u64 first = 0;
         if (lane == 0 && kept) first = atomicAdd(count, (u64)__popc(kept));
         first = __shfl_sync(lanes, first, 0);
-        if (mine) out[first + __popc(kept & below)] = x[i];
+        if (mine) out.put(first + __popc(kept & below), x[i], i);
     }
 }
 
@@ -164,9 +193,9 @@ __global__ void filter_scan_kernel(u64 *counts, int64_t nblocks)
     if (threadIdx.x == 0) counts[nblocks] = carry;
 }
 
-template <class T>
+template <class T, class Sink>
 __global__ void filter_scatter_kernel(const T *__restrict__ x, int64_t n, int64_t slice, DevPred<T> p,
-                                      const u64 *offsets, T *out)
+                                      const u64 *offsets, Sink out)
 {
     u64 *warp_total = reinterpret_cast<u64 *>(cua_smem);  // one per warp, then the tile total
     const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -195,7 +224,7 @@ __global__ void filter_scatter_kernel(const T *__restrict__ x, int64_t n, int64_
             warp_total[nwarps] = run;
         }
         __syncthreads();
-        if (k) out[base_out + warp_total[warp] + rank] = v;
+        if (k) out.put(base_out + warp_total[warp] + rank, v, i);
         base_out += warp_total[nwarps];
         __syncthreads();  // warp_total is rewritten by the next tile
     }
@@ -239,15 +268,16 @@ __device__ u64 look_back(volatile u64 *status, int64_t tile, unsigned *stop_s)
     }
 }
 
-template <class T, int LB_ITEMS>
-__device__ __forceinline__ void lookback_tiles(const T *__restrict__ x, int64_t n, DevPred<T> p, T *out,
+template <class T, int LB_ITEMS, class Sink>
+__device__ __forceinline__ void lookback_tiles(const T *__restrict__ x, int64_t n, DevPred<T> p, Sink out,
                                                unsigned *tile_counter, u64 *status, int64_t ntiles, u64 *total)
 {
     __shared__ int64_t tile_s;
     __shared__ u64 warp_scan[33];  // exclusive warp offsets, then the tile's count
     __shared__ u64 prefix_s;
     __shared__ unsigned stop_s;
-    T *stage = reinterpret_cast<T *>(cua_smem);  // blockDim * LB_ITEMS elements
+    using Staged = typename Sink::Staged;
+    Staged *stage = reinterpret_cast<Staged *>(cua_smem);  // blockDim * LB_ITEMS of them
     const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = (blockDim.x + 31) / 32;
     // Lanes in this thread's warp: the last warp of a block may be partial.
     const unsigned wsize = blockDim.x - warp * 32 < 32 ? blockDim.x - warp * 32 : 32;
@@ -321,10 +351,11 @@ __device__ __forceinline__ void lookback_tiles(const T *__restrict__ x, int64_t 
         // Keepers to shared memory in input order, then out coalesced.
 #pragma unroll
         for (int j = 0; j < LB_ITEMS; j++)
-            if (mask & (1u << j)) stage[pos++] = v[j];
+            if (mask & (1u << j)) stage[pos++] = Sink::stage(v[j], threadIdx.x * LB_ITEMS + j);
         __syncthreads();
         const u64 base_out = prefix_s;
-        for (u64 i = threadIdx.x; i < tile_count; i += blockDim.x) out[base_out + i] = stage[i];
+        for (u64 i = threadIdx.x; i < tile_count; i += blockDim.x)
+            out.put_staged(base_out + i, stage[i], tile * tile_size);
         __syncthreads();  // stage, tile_s and warp_scan are reused by the next tile
     }
 }
@@ -333,8 +364,8 @@ __device__ __forceinline__ void lookback_tiles(const T *__restrict__ x, int64_t 
 // measured 9% faster on an H200 (an experiment at 9de18f3, since removed,
 // compared 8, 16 and 32 elements per thread with and without a cap; the
 // numbers are in docs/benchmarks.md).
-template <class T>
-__global__ __maxnreg__(40) void filter_lookback_kernel(const T *__restrict__ x, int64_t n, DevPred<T> p, T *out,
+template <class T, class Sink>
+__global__ __maxnreg__(40) void filter_lookback_kernel(const T *__restrict__ x, int64_t n, DevPred<T> p, Sink out,
                                                        unsigned *tile_counter, u64 *status, int64_t ntiles,
                                                        u64 *total)
 {
@@ -457,9 +488,11 @@ __device__ __forceinline__ unsigned count_rows(const T *run, int limit, const De
     return c;
 }
 
-// The keepers of a warp's run, ranked by ballots, written from out[o] on.
-template <class T, bool FULL>
-__device__ __forceinline__ void write_rows(const T *run, int limit, const DevPred<T> &p, unsigned lane, T *out, u64 o)
+// The keepers of a warp's run (its first at index `first`), ranked by
+// ballots, written from out[o] on.
+template <class T, bool FULL, class Sink>
+__device__ __forceinline__ void write_rows(const T *run, int64_t first, int limit, const DevPred<T> &p,
+                                           unsigned lane, const Sink &out, u64 o)
 {
     const unsigned below = (1u << lane) - 1;
 #pragma unroll
@@ -468,7 +501,7 @@ __device__ __forceinline__ void write_rows(const T *run, int limit, const DevPre
         const T v = run[i];
         const bool k = (FULL || i < limit) && keep(v, p);
         const unsigned kept = __ballot_sync(0xffffffffu, k);
-        if (k) out[o + __popc(kept & below)] = v;
+        if (k) out.put(o + __popc(kept & below), v, first + i);
         o += __popc(kept);
     }
 }
@@ -538,9 +571,9 @@ __device__ __forceinline__ void publish_count(const unsigned *count, unsigned *o
     }
 }
 
-template <class T>
+template <class T, class Sink>
 __global__ __launch_bounds__(PIPE_THREADS) void filter_pipelined_kernel(
-    const T *__restrict__ x, int64_t n, DevPred<T> p, T *out, unsigned *tile_counter, u64 *status, int64_t ntiles,
+    const T *__restrict__ x, int64_t n, DevPred<T> p, Sink out, unsigned *tile_counter, u64 *status, int64_t ntiles,
     u64 *total)
 {
     using P = Pipe<T>;
@@ -602,8 +635,8 @@ __global__ __launch_bounds__(PIPE_THREADS) void filter_pipelined_kernel(
         const int64_t first = tile * P::TILE + (int64_t)warp * P::SEG;
         const int limit = run_limit<T>(first, n);
         const u64 o = prefix_s + offset_s[wr][warp];
-        if (limit == P::SEG) write_rows<T, true>(run, limit, p, lane, out, o);
-        else write_rows<T, false>(run, limit, p, lane, out, o);
+        if (limit == P::SEG) write_rows<T, true>(run, first, limit, p, lane, out, o);
+        else write_rows<T, false>(run, first, limit, p, lane, out, o);
         if (!more) break;
     }
     copies_wait_all();
@@ -632,11 +665,11 @@ static int filter_finish(const u64 *kept, int64_t *count, cua_launch *cfg)
 // The push_back rungs (atomic, warp_aggregated): one grid-stride kernel
 // that takes output slots from a zeroed counter; they differ only in how the
 // kernel takes them.
-template <class T>
-using push_back_kernel = void (*)(const T *, int64_t, DevPred<T>, T *, u64 *);
+template <class T, class Sink>
+using push_back_kernel = void (*)(const T *, int64_t, DevPred<T>, Sink, u64 *);
 
-template <class T>
-static int push_back(push_back_kernel<T> kernel, const T *x, int64_t n, const cua_pred *pred, T *out,
+template <class T, class Sink>
+static int push_back(push_back_kernel<T, Sink> kernel, const T *x, int64_t n, const cua_pred *pred, Sink out,
                      int64_t *count, cua_launch *cfg)
 {
     cudaStream_t s = cua_stream(cfg);
@@ -652,21 +685,21 @@ static int push_back(push_back_kernel<T> kernel, const T *x, int64_t n, const cu
     return filter_finish(counter, count, cfg);
 }
 
-template <class T>
-static int filter_atomic(const T *x, int64_t n, const cua_pred *pred, T *out, int64_t *count, cua_launch *cfg)
+template <class T, class Sink>
+static int filter_atomic(const T *x, int64_t n, const cua_pred *pred, Sink out, int64_t *count, cua_launch *cfg)
 {
-    return push_back<T>(filter_atomic_kernel<T>, x, n, pred, out, count, cfg);
+    return push_back<T, Sink>(filter_atomic_kernel<T, Sink>, x, n, pred, out, count, cfg);
 }
 
-template <class T>
-static int filter_warp_aggregated(const T *x, int64_t n, const cua_pred *pred, T *out, int64_t *count,
+template <class T, class Sink>
+static int filter_warp_aggregated(const T *x, int64_t n, const cua_pred *pred, Sink out, int64_t *count,
                                   cua_launch *cfg)
 {
-    return push_back<T>(filter_warp_aggregated_kernel<T>, x, n, pred, out, count, cfg);
+    return push_back<T, Sink>(filter_warp_aggregated_kernel<T, Sink>, x, n, pred, out, count, cfg);
 }
 
-template <class T>
-static int filter_ordered(const T *x, int64_t n, const cua_pred *pred, T *out, int64_t *count, cua_launch *cfg)
+template <class T, class Sink>
+static int filter_ordered(const T *x, int64_t n, const cua_pred *pred, Sink out, int64_t *count, cua_launch *cfg)
 {
     cudaStream_t s = cua_stream(cfg);
     int st = cua_default_config(cfg, n, CUA_DEFAULT_THREADS);
@@ -686,7 +719,7 @@ static int filter_ordered(const T *x, int64_t n, const cua_pred *pred, T *out, i
     filter_scan_kernel<<<1, SCAN_THREADS, SCAN_THREADS * sizeof(u64), s>>>(offsets, blocks);
     CUA_CHECK_LAUNCH();
     const size_t warps = (threads + 31) / 32;
-    filter_scatter_kernel<T><<<blocks, threads, (warps + 1) * sizeof(u64), s>>>(x, n, slice, p, offsets, out);
+    filter_scatter_kernel<T, Sink><<<blocks, threads, (warps + 1) * sizeof(u64), s>>>(x, n, slice, p, offsets, out);
     return filter_finish(offsets + blocks, count, cfg);
 }
 
@@ -718,12 +751,12 @@ static int filter_fits_any(const void *, int, cua_launch *) { return 0; }
 // status word per tile, all zero. The last tile writes the total into the
 // caller's mapped result when there is one (no copy back after the kernel).
 // The two kernels take the same arguments.
-template <class T>
-using lookback_kernel = void (*)(const T *, int64_t, DevPred<T>, T *, unsigned *, u64 *, int64_t, u64 *);
+template <class T, class Sink>
+using lookback_kernel = void (*)(const T *, int64_t, DevPred<T>, Sink, unsigned *, u64 *, int64_t, u64 *);
 
-template <class T>
-static int look_back(lookback_kernel<T> kernel, int threads, int64_t tile_size, size_t smem, const T *x, int64_t n,
-                     const cua_pred *pred, T *out, int64_t *count, cua_launch *cfg)
+template <class T, class Sink>
+static int look_back(lookback_kernel<T, Sink> kernel, int threads, int64_t tile_size, size_t smem, const T *x,
+                     int64_t n, const cua_pred *pred, Sink out, int64_t *count, cua_launch *cfg)
 {
     cudaStream_t s = cua_stream(cfg);
     int st = cua_allow_smem(kernel, smem);
@@ -751,35 +784,86 @@ static int look_back(lookback_kernel<T> kernel, int threads, int64_t tile_size, 
     return filter_finish(total, count, cfg);
 }
 
-template <class T>
-static int filter_lookback(const T *x, int64_t n, const cua_pred *pred, T *out, int64_t *count, cua_launch *cfg)
+template <class T, class Sink>
+static int filter_lookback(const T *x, int64_t n, const cua_pred *pred, Sink out, int64_t *count, cua_launch *cfg)
 {
     if (cfg->threads <= 0) cfg->threads = CUA_DEFAULT_THREADS;
     const int threads = cfg->threads;
-    return look_back<T>(filter_lookback_kernel<T>, threads, (int64_t)threads * LB_ITEMS,
-                        (size_t)threads * LB_ITEMS * sizeof(T), x, n, pred, out, count, cfg);
+    return look_back<T, Sink>(filter_lookback_kernel<T, Sink>, threads, (int64_t)threads * LB_ITEMS,
+                              (size_t)threads * LB_ITEMS * sizeof(typename Sink::Staged), x, n, pred, out, count,
+                              cfg);
 }
 
-template <class T>
-static int filter_pipelined(const T *x, int64_t n, const cua_pred *pred, T *out, int64_t *count, cua_launch *cfg)
+template <class T, class Sink>
+static int filter_pipelined(const T *x, int64_t n, const cua_pred *pred, Sink out, int64_t *count, cua_launch *cfg)
 {
     int st = pipelined_fits(x, 0, cfg);
     if (st) return st;
     cfg->threads = PIPE_THREADS;
-    return look_back<T>(filter_pipelined_kernel<T>, PIPE_THREADS, Pipe<T>::TILE, Pipe<T>::SMEM, x, n, pred, out,
-                        count, cfg);
+    return look_back<T, Sink>(filter_pipelined_kernel<T, Sink>, PIPE_THREADS, Pipe<T>::TILE, Pipe<T>::SMEM, x, n,
+                              pred, out, count, cfg);
+}
+
+// ------------------------------------------------------------ counting
+
+// How many elements pass, without writing them: nonzero of a device array
+// of two or more dimensions counts first, so that its coordinate arrays
+// are made to their exact size (a buffer for every element passing, then
+// freed, would churn the memory pool's cache at every call). Each thread
+// counts its grid-stride share, a block adds its threads' counts with the
+// shared-memory tree, and one atomicAdd per block makes the total.
+template <class T>
+__global__ void count_kept_kernel(const T *__restrict__ x, int64_t n, DevPred<T> p, u64 *total)
+{
+    u64 c = 0;
+    for (int64_t i = cua_global_id(); i < n; i += cua_grid_stride()) c += keep(x[i], p);
+    c = cua_block_tree(c);
+    if (threadIdx.x == 0 && c) atomicAdd(total, c);
+}
+
+extern "C" int cua_cuda_count_kept(const void *x, int64_t n, int dtype, const cua_pred *pred, int64_t *count,
+                                   void *stream)
+{
+    cudaStream_t s = (cudaStream_t)stream;
+    *count = 0;
+    if (n == 0) return 0;
+    int sms;
+    int st = cua_sm_count(&sms);
+    if (st) return st;
+    const int threads = CUA_DEFAULT_THREADS;
+    const int64_t want = cua_ceil_div(n, threads), most = (int64_t)CUA_DEFAULT_BLOCKS_PER_SM * sms;
+    const unsigned blocks = (unsigned)(want < most ? want : most);
+    cua_scratch scratch;
+    CUA_CHECK(scratch.get(sizeof(u64), s));
+    u64 *total = (u64 *)scratch.ptr;
+    CUA_CHECK(cudaMemsetAsync(total, 0, sizeof(u64), s));
+    st = cua_dispatch(dtype, [&](auto t) -> int {
+        using T = decltype(t);
+        count_kept_kernel<T><<<blocks, threads, cua_tree_bytes<u64>(threads), s>>>((const T *)x, n, to_dev<T>(pred),
+                                                                                   total);
+        return 0;
+    });
+    if (st) return st;
+    CUA_CHECK(cudaGetLastError());
+    u64 host = 0;
+    CUA_CHECK(cudaMemcpyAsync(&host, total, sizeof host, cudaMemcpyDeviceToHost, s));
+    CUA_CHECK(cudaStreamSynchronize(s));
+    *count = (int64_t)host;
+    return 0;
 }
 
 // ----------------------------------------------------------- variant table
 
-// A row's launcher: the call's element type, then the rung's typed launcher.
+// A row's launcher: the call's element type and what `out` receives (the
+// elements, or their indices), then the rung's typed launcher.
 #define FILTER_ENTRY(RUNG, launcher)                                                                       \
     static int filter_##RUNG(const void *x, int64_t n, int dtype, const cua_pred *pred, void *out,         \
                              int64_t *count, cua_launch *cfg)                                              \
     {                                                                                                      \
         return cua_dispatch(dtype, [&](auto t) -> int {                                                    \
             using T = decltype(t);                                                                         \
-            return launcher<T>((const T *)x, n, pred, (T *)out, count, cfg);                               \
+            if (pred->indices) return launcher<T, IndexSink>((const T *)x, n, pred, {(int64_t *)out}, count, cfg); \
+            return launcher<T, ValueSink<T>>((const T *)x, n, pred, {(T *)out}, count, cfg);               \
         });                                                                                                \
     }
 FILTER_ENTRY(ATOMIC, filter_atomic)

@@ -1,5 +1,6 @@
 // layout.cu -- memory layout and streams: the strided gather that makes a
 // non-contiguous device array contiguous without a trip through the host,
+// nonzero's flat indices into coordinates, compress's take along an axis,
 // pointer queries, and stream helpers.
 #include "common.cuh"
 
@@ -10,6 +11,18 @@ struct Strided {
     int64_t shape[CUA_MAX_DIMS];
     int64_t strides[CUA_MAX_DIMS];  // bytes
 };
+
+// The grid of the helpers here: grid-stride blocks, no more than the
+// device holds at once.
+static int helper_grid(int64_t n, unsigned *blocks)
+{
+    int sms;
+    int err = cua_sm_count(&sms);
+    if (err) return err;
+    const int64_t want = cua_ceil_div(n, CUA_DEFAULT_THREADS), most = (int64_t)CUA_DEFAULT_BLOCKS_PER_SM * sms;
+    *blocks = (unsigned)(want < most ? want : most);
+    return 0;
+}
 
 // out[i] = the i-th element in C order of the strided source. W is the
 // element's width when every element is W-aligned; otherwise bytes are
@@ -47,12 +60,10 @@ extern "C" int cua_cuda_gather(const void *src, void *dst, int64_t n, int itemsi
         aligned = aligned && strides[d] % itemsize == 0;
     }
     cudaStream_t s = (cudaStream_t)stream;
-    int sms;
-    int err = cua_sm_count(&sms);
-    if (err) return err;
     const int threads = CUA_DEFAULT_THREADS;
-    const int64_t want = cua_ceil_div(n, threads), most = (int64_t)CUA_DEFAULT_BLOCKS_PER_SM * sms;
-    unsigned blocks = (unsigned)(want < most ? want : most);
+    unsigned blocks;
+    int err = helper_grid(n, &blocks);
+    if (err) return err;
     const char *in = (const char *)src;
     char *out = (char *)dst;
     if (!aligned) gather_kernel<unsigned char><<<blocks, threads, 0, s>>>(in, out, n, itemsize, st);
@@ -60,6 +71,102 @@ extern "C" int cua_cuda_gather(const void *src, void *dst, int64_t n, int itemsi
     else if (itemsize == 2) gather_kernel<unsigned short><<<blocks, threads, 0, s>>>(in, out, n, 2, st);
     else if (itemsize == 4) gather_kernel<unsigned int><<<blocks, threads, 0, s>>>(in, out, n, 4, st);
     else gather_kernel<u64><<<blocks, threads, 0, s>>>(in, out, n, 8, st);
+    CUA_CHECK_LAUNCH();
+    CUA_CHECK(cudaStreamSynchronize(s));
+    return 0;
+}
+
+// --------------------------------------------- nonzero's coordinates
+
+struct Coords {
+    int ndim;
+    int64_t shape[CUA_MAX_DIMS];
+    int64_t *out[CUA_MAX_DIMS];  // coordinate d of element j at out[d][j * stride]
+    int64_t stride;
+};
+
+// Flat C-order indices into coordinates (np.unravel_index): nonzero's
+// tuple of arrays (stride 1, one array per dimension) or argwhere's rows
+// (out[d] = base + d, stride ndim). out[0] may be flat itself (nonzero
+// turns its flat indices into the first coordinates in place): each
+// thread reads its index before it writes that same element.
+__global__ void unravel_kernel(const int64_t *flat, int64_t k, Coords c)
+{
+    for (int64_t j = cua_global_id(); j < k; j += cua_grid_stride()) {
+        int64_t rem = flat[j];
+        for (int d = c.ndim - 1; d > 0; --d) {
+            c.out[d][j * c.stride] = rem % c.shape[d];
+            rem /= c.shape[d];
+        }
+        c.out[0][j * c.stride] = rem;
+    }
+}
+
+extern "C" int cua_cuda_unravel(const int64_t *flat, int64_t k, int ndim, const int64_t *shape, int64_t *const *out,
+                                int64_t stride, void *stream)
+{
+    if (ndim < 1 || ndim > CUA_MAX_DIMS) return CUA_EINVAL;
+    if (k == 0) return 0;
+    Coords c;
+    c.ndim = ndim;
+    c.stride = stride;
+    for (int d = 0; d < ndim; d++) {
+        if (shape[d] < 1) return CUA_EINVAL;  // an index into an empty axis cannot exist
+        c.shape[d] = shape[d];
+        c.out[d] = out[d];
+    }
+    unsigned blocks;
+    int err = helper_grid(k, &blocks);
+    if (err) return err;
+    cudaStream_t s = (cudaStream_t)stream;
+    unravel_kernel<<<blocks, CUA_DEFAULT_THREADS, 0, s>>>(flat, k, c);
+    CUA_CHECK_LAUNCH();
+    CUA_CHECK(cudaStreamSynchronize(s));
+    return 0;
+}
+
+// ------------------------------------------------ compress's take
+
+// dst = np.take(src, idx, axis) for src viewed as (outer, m, inner) in C
+// order and k indices, each already checked to lie in [0, m): element
+// (o, j, i) of the result is element (o, idx[j], i) of src. W is the
+// element's width when aligned, else bytes one at a time.
+template <class W>
+__global__ void take_kernel(const char *__restrict__ src, char *__restrict__ dst, int itemsize, int64_t outer,
+                            int64_t m, int64_t inner, const int64_t *__restrict__ idx, int64_t k)
+{
+    const int64_t n = outer * k * inner;
+    for (int64_t t = cua_global_id(); t < n; t += cua_grid_stride()) {
+        const int64_t i = t % inner, j = (t / inner) % k, o = t / (inner * k);
+        const int64_t from = (o * m + idx[j]) * inner + i;
+        if (sizeof(W) > 1) {
+            reinterpret_cast<W *>(dst)[t] = reinterpret_cast<const W *>(src)[from];
+        } else {
+            for (int b = 0; b < itemsize; b++) dst[t * itemsize + b] = src[from * itemsize + b];
+        }
+    }
+}
+
+extern "C" int cua_cuda_take(const void *src, void *dst, int itemsize, int64_t outer, int64_t m, int64_t inner,
+                             const int64_t *idx, int64_t k, void *stream)
+{
+    if (itemsize < 1 || outer < 0 || m < 0 || inner < 0 || k < 0) return CUA_EINVAL;
+    const int64_t n = outer * k * inner;
+    if (n == 0) return 0;
+    const bool aligned = (itemsize & (itemsize - 1)) == 0 && itemsize <= 8 && (uintptr_t)src % itemsize == 0 &&
+                         (uintptr_t)dst % itemsize == 0;
+    unsigned blocks;
+    int err = helper_grid(n, &blocks);
+    if (err) return err;
+    cudaStream_t s = (cudaStream_t)stream;
+    const char *in = (const char *)src;
+    char *out = (char *)dst;
+    const int T = CUA_DEFAULT_THREADS;
+    if (!aligned) take_kernel<unsigned char><<<blocks, T, 0, s>>>(in, out, itemsize, outer, m, inner, idx, k);
+    else if (itemsize == 1) take_kernel<unsigned char><<<blocks, T, 0, s>>>(in, out, 1, outer, m, inner, idx, k);
+    else if (itemsize == 2) take_kernel<unsigned short><<<blocks, T, 0, s>>>(in, out, 2, outer, m, inner, idx, k);
+    else if (itemsize == 4) take_kernel<unsigned int><<<blocks, T, 0, s>>>(in, out, 4, outer, m, inner, idx, k);
+    else take_kernel<u64><<<blocks, T, 0, s>>>(in, out, 8, outer, m, inner, idx, k);
     CUA_CHECK_LAUNCH();
     CUA_CHECK(cudaStreamSynchronize(s));
     return 0;

@@ -6,7 +6,7 @@ import sys
 import numpy as np
 
 import cuatomic
-from cuatomic import _C, _backend, _bins, _common
+from cuatomic import _C, _backend, _bins, _common, _filter
 
 DTYPES = [np.uint8, np.int32, np.int64, np.float32, np.float64]
 
@@ -120,6 +120,20 @@ def main():
             keeps_order = _backend.rung("filter", "cuda", m).has(_C.F_ORDERED)
             got = cuatomic.filter(d, ">=", 2, ordered=keeps_order, method=m, backend="cuda").copy_to_host()
             check(f"filter {m} {dt.__name__}", np.array_equal(np.sort(got), np.sort(a[a >= 2])))
+            # the same rungs returning indices (nonzero & co.), then unravel and take
+            z = np.where(a >= 2, a, 0).astype(dt).reshape(-1, 4) if a.size % 4 == 0 else None
+            if z is not None:
+                dz = cuatomic.to_device(z, backend="cuda")
+                if _filter.rung_fits("cuda", _common.prepare(dz, "cuda"), -1, -1)(
+                        _backend.rung("filter", "cuda", m)) is None:
+                    got = cuatomic.nonzero(dz, ordered=keeps_order, method=m, backend="cuda")
+                    pairs = sorted(zip(got[0].copy_to_host().tolist(), got[1].copy_to_host().tolist()))
+                    want = list(zip(*[w.tolist() for w in np.nonzero(z)]))
+                    check(f"nonzero {m} {dt.__name__}", pairs == want)
+                    if keeps_order:
+                        cond = cuatomic.to_device(z[:, 0] != 0, backend="cuda")
+                        got = cuatomic.compress(cond, dz, axis=0, method=m, backend="cuda").copy_to_host()
+                        check(f"compress {m} {dt.__name__}", np.array_equal(got, np.compress(z[:, 0] != 0, z, 0)))
     # strided device input (gather kernel) on a stream of cuatomic's own
     m2 = rng.integers(0, 100, (64, 48)).astype(np.int32)
     dm = cuatomic.to_device(m2, backend="cuda")

@@ -240,6 +240,13 @@ void cua_cpu_chunk_wsum(const void *x, int dtype, const void *w, int wdtype, con
 /* Does element i pass; how many in [lo, hi) pass; copy those that pass to
  * out in order and return how many. */
 int cua_cpu_keep(const void *x, int dtype, const cua_pred *pred, int64_t i);
+/* What a keeper becomes in the output (its value, or with pred->indices its
+ * int64 index): the bytes of one, and keeper i written as output `slot`. */
+size_t cua_cpu_out_size(int dtype, const cua_pred *pred);
+void cua_cpu_emit(void *out, int64_t slot, const void *x, int dtype, const cua_pred *pred, int64_t i);
+/* filter.c: nonzero's flat indices as coordinates (cuda/layout.cu's unravel). */
+int cua_cpu_unravel(const int64_t *flat, int64_t k, int ndim, const int64_t *shape, int64_t *const *out,
+                    int64_t stride);
 int64_t cua_cpu_chunk_count(const void *x, int dtype, const cua_pred *pred, int64_t lo, int64_t hi);
 int64_t cua_cpu_chunk_compact(const void *x, int dtype, const cua_pred *pred, int64_t lo, int64_t hi, void *out);
 /* The same into a private buffer of hi - lo elements, without branches. */

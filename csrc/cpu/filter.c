@@ -34,6 +34,10 @@
  *              its next tile in (cp.async) while it looks back. Two tile
  *              buffers per thread; keeps order; takes any input (the GPU's
  *              needs sm_80 and aligned input).
+ *
+ * With pred->indices every rung writes the keepers' int64 indices instead
+ * of the keepers (nonzero & co.): cua_cpu_emit, cua_cpu_out_size and the
+ * typed loops of predicate.c choose.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -53,7 +57,6 @@ static int filter_atomic(const void *x, int64_t n, int dtype, const cua_pred *pr
                          cua_launch *cfg)
 {
     const cua_grid g = cua_cpu_grid(cfg, n);
-    const size_t size = cua_dtype_size(dtype);
     _Atomic int64_t next = 0;
 #pragma omp parallel for schedule(static) num_threads(g.team)
     for (int64_t w = 0; w < g.busy; w++) {
@@ -64,7 +67,7 @@ static int filter_atomic(const void *x, int64_t n, int dtype, const cua_pred *pr
         for (int64_t i = a; i < b; i++)
             if (cua_cpu_keep(x, dtype, pred, i)) {
                 int64_t slot = atomic_fetch_add_explicit(&next, 1, memory_order_relaxed);
-                memcpy((char *)out + slot * size, (const char *)x + i * size, size);
+                cua_cpu_emit(out, slot, x, dtype, pred, i);
             }
     }
     *count = atomic_load(&next);
@@ -75,7 +78,6 @@ static int filter_warp_aggregated(const void *x, int64_t n, int dtype, const cua
                                   int64_t *count, cua_launch *cfg)
 {
     const cua_grid g = cua_cpu_grid(cfg, n);
-    const size_t size = cua_dtype_size(dtype);
     _Atomic int64_t next = 0;
 #pragma omp parallel for schedule(static) num_threads(g.team)
     for (int64_t w = 0; w < g.busy; w++) {
@@ -90,8 +92,7 @@ static int filter_warp_aggregated(const void *x, int64_t n, int dtype, const cua
             /* One reservation for the warp: the old value is its first slot. */
             int64_t slot = atomic_fetch_add_explicit(&next, kept, memory_order_relaxed);
             for (int64_t i = warp; i < end; i++)
-                if (cua_cpu_keep(x, dtype, pred, i))
-                    memcpy((char *)out + slot++ * size, (const char *)x + i * size, size);
+                if (cua_cpu_keep(x, dtype, pred, i)) cua_cpu_emit(out, slot++, x, dtype, pred, i);
         }
     }
     *count = atomic_load(&next);
@@ -104,7 +105,7 @@ static int filter_ordered(const void *x, int64_t n, int dtype, const cua_pred *p
     cua_cpu_default_config(cfg, n);
     const int64_t B = cua_cpu_busy(n, cfg->blocks); /* blocks with elements; shares as for cfg->blocks */
     const int team = cua_cpu_team(cfg, n, B);
-    const size_t size = cua_dtype_size(dtype);
+    const size_t size = cua_cpu_out_size(dtype, pred);
     int64_t *offsets = calloc((size_t)(B > 0 ? B : 1), sizeof *offsets);
     if (!offsets) return CUA_ENOMEM;
 #pragma omp parallel for schedule(static) num_threads(team)
@@ -194,7 +195,7 @@ static int look_back(tile_walk walk, int buffers, const void *x, int64_t n, int 
     cfg->used_threads = 1;
     cua_cpu_clamp_grid(cfg, n, TILE); /* a worker takes whole tiles */
     const int team = cua_cpu_team(cfg, n, cfg->blocks);
-    const size_t size = cua_dtype_size(dtype);
+    const size_t size = cua_cpu_out_size(dtype, pred);
     _Atomic uint64_t *status = calloc((size_t)(ntiles > 0 ? ntiles : 1), sizeof *status);
     if (!status) return CUA_ENOMEM;
     _Atomic int64_t next_tile = 0;
@@ -224,7 +225,7 @@ static int look_back(tile_walk walk, int buffers, const void *x, int64_t n, int 
 static void walk_one(tile *tiles, _Atomic int64_t *next_tile, int64_t ntiles, const void *x, int64_t n, int dtype,
                      const cua_pred *pred, _Atomic uint64_t *status, void *out, uint64_t *total, cua_launch *cfg)
 {
-    const size_t size = cua_dtype_size(dtype);
+    const size_t size = cua_cpu_out_size(dtype, pred);
     while (!cua_cpu_stop(cfg) && tile_take(&tiles[0], next_tile, ntiles, x, n, dtype, pred, status)) {
         const uint64_t upto = tile_finish(&tiles[0], status, out, size);
         if (tiles[0].t == ntiles - 1) *total = upto;
@@ -240,7 +241,7 @@ static void walk_one(tile *tiles, _Atomic int64_t *next_tile, int64_t ntiles, co
 static void walk_two(tile *tiles, _Atomic int64_t *next_tile, int64_t ntiles, const void *x, int64_t n, int dtype,
                      const cua_pred *pred, _Atomic uint64_t *status, void *out, uint64_t *total, cua_launch *cfg)
 {
-    const size_t size = cua_dtype_size(dtype);
+    const size_t size = cua_cpu_out_size(dtype, pred);
     int cur = 0;
     int have = !cua_cpu_stop(cfg) && tile_take(&tiles[cur], next_tile, ntiles, x, n, dtype, pred, status);
     while (have) {
@@ -263,6 +264,27 @@ static int filter_pipelined(const void *x, int64_t n, int dtype, const cua_pred 
                             cua_launch *cfg)
 {
     return look_back(walk_two, 2, x, n, dtype, pred, out, count, cfg);
+}
+
+/* nonzero's coordinates: flat C-order indices into `shape` (ndim <= 16),
+ * coordinate d of index j into out[d][j * stride] -- cuda/layout.cu's
+ * unravel, on the team's threads. */
+int cua_cpu_unravel(const int64_t *flat, int64_t k, int ndim, const int64_t *shape, int64_t *const *out,
+                    int64_t stride)
+{
+    if (ndim < 1 || ndim > 16) return CUA_EINVAL;
+    for (int d = 0; d < ndim; d++)
+        if (shape[d] < 1) return CUA_EINVAL; /* an index into an empty axis cannot exist */
+#pragma omp parallel for schedule(static) num_threads(cua_cpu_threads()) if (k > ((int64_t)1 << 16))
+    for (int64_t j = 0; j < k; j++) {
+        int64_t rem = flat[j];
+        for (int d = ndim - 1; d > 0; --d) {
+            out[d][j * stride] = rem % shape[d];
+            rem /= shape[d];
+        }
+        out[0][j * stride] = rem;
+    }
+    return CUA_OK;
 }
 
 /* Every CPU rung takes any input. */

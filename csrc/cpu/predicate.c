@@ -2,6 +2,8 @@
  * over a chunk: count the keepers, copy them out in order, or stage them
  * branch-free into a private buffer.
  */
+#include <string.h>
+
 #include "cpu.h"
 #include "typed.h"
 
@@ -18,6 +20,23 @@ int cua_cpu_keep(const void *x, int dtype, const cua_pred *pred, int64_t i)
     switch (dtype) {
         CUA_CPU_TYPES(KEEP_CASE)
     default: return 0;
+    }
+}
+
+/* What a filter rung writes for each keeper: the element, or its index. */
+size_t cua_cpu_out_size(int dtype, const cua_pred *pred)
+{
+    return pred->indices ? sizeof(int64_t) : cua_dtype_size(dtype);
+}
+
+/* Keeper i as output number `slot`. */
+void cua_cpu_emit(void *out, int64_t slot, const void *x, int dtype, const cua_pred *pred, int64_t i)
+{
+    if (pred->indices) {
+        ((int64_t *)out)[slot] = i;
+    } else {
+        const size_t size = cua_dtype_size(dtype);
+        memcpy((char *)out + slot * size, (const char *)x + i * size, size);
     }
 }
 
@@ -38,15 +57,22 @@ int64_t cua_cpu_chunk_count(const void *x, int dtype, const cua_pred *pred, int6
     return c;
 }
 
-#define COMPACT_CASE(ID, T, K)                   \
-    case ID: {                                   \
-        const T *p = (const T *)x;               \
-        T *o = (T *)out;                         \
-        for (int64_t i = lo; i < hi; i++) {      \
-            T v = p[i];                          \
-            if (KEEP(T, K, v)) o[c++] = v;       \
-        }                                        \
-        break;                                   \
+/* The keepers' values, or with pred->indices their indices (int64). */
+#define COMPACT_CASE(ID, T, K)                                     \
+    case ID: {                                                     \
+        const T *p = (const T *)x;                                 \
+        if (pred->indices) {                                       \
+            int64_t *o = (int64_t *)out;                           \
+            for (int64_t i = lo; i < hi; i++)                      \
+                if (KEEP(T, K, p[i])) o[c++] = i;                  \
+        } else {                                                   \
+            T *o = (T *)out;                                       \
+            for (int64_t i = lo; i < hi; i++) {                    \
+                T v = p[i];                                        \
+                if (KEEP(T, K, v)) o[c++] = v;                     \
+            }                                                      \
+        }                                                          \
+        break;                                                     \
     }
 
 int64_t cua_cpu_chunk_compact(const void *x, int dtype, const cua_pred *pred, int64_t lo, int64_t hi, void *out)
@@ -60,18 +86,26 @@ int64_t cua_cpu_chunk_compact(const void *x, int dtype, const cua_pred *pred, in
 }
 
 /* Branch-free compaction into a private buffer of at least hi - lo
- * elements: every element is stored at the next free slot and the slot
+ * outputs (elements, or indices): every element is stored at the next free slot and the slot
  * advances only when it stays (no mispredicted branch per element at ~50%
  * selectivity). Writes one slot past the kept ones, so never into shared
  * output. */
 #define STAGE_CASE(ID, T, K)                     \
     case ID: {                                   \
         const T *p = (const T *)x;               \
-        T *o = (T *)buf;                         \
-        for (int64_t i = lo; i < hi; i++) {      \
-            T v = p[i];                          \
-            o[c] = v;                            \
-            c += KEEP(T, K, v);                  \
+        if (pred->indices) {                     \
+            int64_t *o = (int64_t *)buf;         \
+            for (int64_t i = lo; i < hi; i++) {  \
+                o[c] = i;                        \
+                c += KEEP(T, K, p[i]);           \
+            }                                    \
+        } else {                                 \
+            T *o = (T *)buf;                     \
+            for (int64_t i = lo; i < hi; i++) {  \
+                T v = p[i];                      \
+                o[c] = v;                        \
+                c += KEEP(T, K, v);              \
+            }                                    \
         }                                        \
         break;                                   \
     }
