@@ -81,6 +81,9 @@ void cua_slot_give(cua_slot *sl);
  * _C.last_launch() (cuatomic.last_launch): the tests check that a forced
  * method is the one that ran. */
 void cua_record_launch(int backend, int op, const cua_rung *rung, const cua_launch *cfg);
+/* histogram.c: the bins a rung is told of, from Python's KernelBins; -1
+ * with an exception. */
+int cua_read_bins(PyObject *obj, int dtype, cua_bins *bins);
 PyObject *cua_last_launch(PyObject *self, PyObject *noargs);
 
 #endif

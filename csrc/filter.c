@@ -85,10 +85,14 @@ PyObject *cua_op_filter(PyObject *self, PyObject *args, PyObject *kw)
     cua_launch cfg;
     if (cua_launch_config(blocks, threads, stream, &cfg) < 0) return NULL;
     pred.indices = indices;
-    const size_t size = indices ? sizeof(int64_t) : cua_dtype_size(dtype);
+    const size_t size = cua_cpu_out_size(dtype, &pred);
     /* Outputs made: n (every element may pass), or the exact count when the
-     * caller has counted (count_kept) -- the same data, on the same stream. */
-    if (capacity < 0 || capacity > n) capacity = n;
+     * caller has counted device data (count_kept, on the same stream). The
+     * CUDA rungs write no index past it; a count past it means the data
+     * changed in between (another stream), and raises. The CPU rungs take
+     * no capacity: they are always given n. */
+    if (capacity < 0 || capacity > n || !indices || backend != BACKEND_CUDA) capacity = n;
+    pred.capacity = capacity;
     PyObject *out;
     void *dst;
     if (device_out) {
@@ -120,12 +124,18 @@ PyObject *cua_op_filter(PyObject *self, PyObject *args, PyObject *kw)
     if (!st) st = row->run(in.ptr, n, dtype, &pred, dev ? dev : dst, kept, &cfg);
     if (!st) count = *(volatile int64_t *)kept;
     cua_slot_give(&sl);
+    if (!st && count > capacity) st = CUA_EINVAL;
     if (!st && dev) st = cua_copy_to_host(dst, dev, (size_t)count * size, stream);
     cua_device_free(dev, stream);
     cua_unstage(&in);
     Py_END_ALLOW_THREADS
     if (st) {
         Py_DECREF(out);
+        if (st == CUA_EINVAL && count > capacity) {
+            PyErr_Format(PyExc_RuntimeError, "nonzero: %lld elements were counted and %lld found: the array changed "
+                         "while it was read (written on another stream?)", (long long)capacity, (long long)count);
+            return NULL;
+        }
         return cua_raise(st, &cfg);
     }
     if (device_out ? TRIM * count < capacity && trim(&out, (size_t)count * size, stream) < 0
@@ -212,11 +222,12 @@ PyObject *cua_unravel(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "iOLOOLO", &backend, &flato, &k, &shapeo, &outso, &stride, &so)) return NULL;
     void *flat, *stream;
     if (cua_as_ptr(flato, &flat) < 0 || cua_as_ptr(so, &stream) < 0) return NULL;
-    int64_t shape[16];
-    int64_t *outs[16];
+    int64_t shape[CUA_UNRAVEL_MAX_DIMS];
+    int64_t *outs[CUA_UNRAVEL_MAX_DIMS];
     Py_ssize_t nd = PySequence_Size(shapeo);
-    if (nd < 1 || nd > 16 || PySequence_Size(outso) != nd || k < 0 || stride < 1) {
-        PyErr_SetString(PyExc_ValueError, "unravel: 1 to 16 dimensions, one output each, k >= 0, stride >= 1");
+    if (nd < 1 || nd > CUA_UNRAVEL_MAX_DIMS || PySequence_Size(outso) != nd || k < 0 || stride < 1) {
+        PyErr_Format(PyExc_ValueError, "unravel: 1 to %d dimensions, one output each, k >= 0, stride >= 1",
+                     CUA_UNRAVEL_MAX_DIMS);
         return NULL;
     }
     for (Py_ssize_t d = 0; d < nd; d++) {

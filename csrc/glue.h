@@ -73,6 +73,10 @@ PyObject *cua_op_weighted_histogram(PyObject *self, PyObject *args, PyObject *kw
 PyObject *cua_histogram_fits(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *cua_filter_fits(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *cua_unravel(PyObject *self, PyObject *args);
+/* histogramdd.c */
+PyObject *cua_op_histogramdd(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *cua_histogramdd_fits(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *cua_histogramdd_cells(PyObject *self, PyObject *args);
 PyObject *cua_count_kept(PyObject *self, PyObject *args);
 PyObject *cua_op_minmax(PyObject *self, PyObject *args);
 PyObject *cua_op_filter(PyObject *self, PyObject *args, PyObject *kw);

@@ -31,7 +31,7 @@ static int hist_chunk(const void *const *dev, int64_t m, cua_launch *cfg, void *
  * exception. The edges as the backend reads them: integer edges only for
  * 64-bit integer data of the same signedness (by kind and size: long and
  * long long are both int64 on Linux). */
-static int read_bins(PyObject *obj, int dtype, cua_bins *bins)
+int cua_read_bins(PyObject *obj, int dtype, cua_bins *bins)
 {
     PyObject *edges_obj;
     long long ilo, iwidth;
@@ -147,7 +147,7 @@ static PyObject *run_histogram(int backend, int rung, PyObject *x, long long n, 
     cua_bins bins;
     cua_input in, win;
     if (!found || cua_parse_input(backend, x, n, dtype, stream, &in) < 0 ||
-        (weighted && cua_parse_input(backend, w, n, wdtype, stream, &win) < 0) || read_bins(bins_obj, dtype, &bins) < 0)
+        (weighted && cua_parse_input(backend, w, n, wdtype, stream, &win) < 0) || cua_read_bins(bins_obj, dtype, &bins) < 0)
         return NULL;
     if (weighted && !in.host != !win.host) {
         PyErr_SetString(PyExc_SystemError, "cuatomic: x and weights must both be host or both be device arrays");
@@ -280,7 +280,7 @@ PyObject *cua_histogram_fits(PyObject *self, PyObject *args, PyObject *kw)
     const cua_rung *r = cua_find_rung(backend, op, rung);
     cua_launch cfg;
     cua_bins bins;
-    if (!r || read_bins(bins_obj, dtype, &bins) < 0 || cua_launch_config(blocks, threads, NULL, &cfg) < 0)
+    if (!r || cua_read_bins(bins_obj, dtype, &bins) < 0 || cua_launch_config(blocks, threads, NULL, &cfg) < 0)
         return NULL;
     cua_hist_fits_fn fits = op == CUA_OP_HISTOGRAM ? ((const cua_hist_row *)r)->fits : ((const cua_whist_row *)r)->fits;
     int st;

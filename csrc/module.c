@@ -154,6 +154,17 @@ static PyMethodDef methods[] = {
      "argmin(backend, rung, x, n, dtype, max, blocks, threads, stream) -> int\n\n"
      "The index of the first smallest (max: largest) of n elements of dtype id `dtype` at x (an ndarray, or a "
      "device pointer as int), the first NaN before every number; ValueError for n == 0."},
+    {"histogramdd", KWFN(cua_op_histogramdd), KW,
+     "histogramdd(backend, rung, cols, strides, n, dtype, bins, blocks, threads, device_out, stream) -> float64 "
+     "counts of every cell (C order)\n\n"
+     "Point i has coordinate d at cols[d] + i * strides[d] elements (memory of the backend); bins: one KernelBins "
+     "per dimension, one edge type for all."},
+    {"histogramdd_fits", KWFN(cua_histogramdd_fits), KW,
+     "histogramdd_fits(backend, rung, bins, dtype, blocks, threads) -> None, or why the rung cannot count these "
+     "cells on the current device"},
+    {"histogramdd_cells", cua_histogramdd_cells, METH_VARARGS,
+     "histogramdd_cells(backend, cols, strides, n, dtype, bins, out, stream): every point's cell into the n int64 "
+     "at out (the number of cells for a point that is dropped)"},
     {"argmin_fits", KWFN(cua_argmin_fits), KW,
      "argmin_fits(backend, rung, n, dtype) -> None, or why the argmin rung cannot take n elements of dtype"},
     {"counter", KWFN(cua_op_counter), KW,

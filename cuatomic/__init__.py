@@ -24,6 +24,7 @@ from ._exactsum import ExactSum
 from ._filter import filter
 from ._bincount import bincount
 from ._histogram import histogram
+from ._histogramdd import histogram2d, histogramdd
 from ._info import backend_info, backends, explain, last_launch, methods
 from ._memory import free_memory, memory_info
 from ._nonzero import argwhere, compress, flatnonzero, nonzero
@@ -66,6 +67,8 @@ __all__ = [
     "flatnonzero",
     "free_memory",
     "histogram",
+    "histogram2d",
+    "histogramdd",
     "last_launch",
     "max",
     "memory_info",

@@ -39,6 +39,8 @@ __all__ = [
     "flatnonzero",
     "free_memory",
     "histogram",
+    "histogram2d",
+    "histogramdd",
     "last_launch",
     "max",
     "memory_info",
@@ -57,7 +59,7 @@ __all__ = [
 # Names for the stubs only (not at runtime: private, so stubtest passes them over).
 _Backend = Literal["cuda", "cpu"]
 _Op = Literal["sum", "dot", "histogram", "filter", "mutex_add_one", "add_one", "prod", "reduce", "weighted_histogram",
-              "at", "argmin", "argmax", "nonzero", "flatnonzero", "argwhere", "compress"]
+              "at", "argmin", "argmax", "nonzero", "flatnonzero", "argwhere", "compress", "histogramdd", "histogram2d"]
 _ExplainOp = _Op | Literal["bincount"]
 _ReduceOp = Literal["add", "multiply", "minimum", "maximum", "bitwise_and", "bitwise_or", "bitwise_xor"]
 _ScatterOp = Literal["add", "subtract", "multiply", "minimum", "maximum", "bitwise_and", "bitwise_or", "bitwise_xor"]
@@ -285,6 +287,33 @@ def compress(
     threads: int | None = None,
     stream: Any = None,
 ) -> np.ndarray | DeviceArray: ...
+def histogramdd(
+    sample: Any,
+    bins: Any = 10,
+    range: Sequence[tuple[float, float] | None] | None = None,
+    density: bool | None = None,
+    weights: Any = None,
+    *,
+    method: str = "auto",
+    backend: _Backend | None = None,
+    blocks: int | None = None,
+    threads: int | None = None,
+    stream: Any = None,
+) -> tuple[np.ndarray | DeviceArray, list[np.ndarray]]: ...
+def histogram2d(
+    x: _ArrayIn,
+    y: _ArrayIn,
+    bins: Any = 10,
+    range: Sequence[tuple[float, float] | None] | None = None,
+    density: bool | None = None,
+    weights: Any = None,
+    *,
+    method: str = "auto",
+    backend: _Backend | None = None,
+    blocks: int | None = None,
+    threads: int | None = None,
+    stream: Any = None,
+) -> tuple[np.ndarray | DeviceArray, np.ndarray, np.ndarray]: ...
 def reduce(
     a: _ArrayIn,
     op: _ReduceOp | np.ufunc,

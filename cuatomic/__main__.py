@@ -161,6 +161,15 @@ def main(argv=None):
             run(f"{name} int32, {r_ints.size:,}", m,
                 lambda name=name: getattr(cuatomic, name)(d_r_ints, method=m, backend=be),
                 lambda name=name: getattr(np, name)(r_ints), exact)
+    # histogram2d: shared keeps every cell in one block's shared memory (a GPU's 128 x 128 fits, 300 x 300 does
+    # not); cluster spreads cells that one block (on a CPU one thread's copy, 2^20) cannot hold
+    xy_range = [(-4.0, 4.0), (-4.0, 4.0)]
+    for m, _, _ in cuatomic.methods("histogramdd", be):
+        bins = (128, 128) if m == "shared" and be == "cuda" else (1100, 1000) if m == "cluster" and be == "cpu" \
+            else (300, 300)
+        run(f"histogramdd float32 {bins[0]}x{bins[1]} (x, y)", m,
+            lambda bins=bins: cuatomic.histogram2d(d_floats, d_other, bins, xy_range, method=m, backend=be)[0],
+            lambda bins=bins: np.histogram2d(floats, other, bins, xy_range)[0], np.array_equal)
     weights = rng.random(n)
     d_weights = cuatomic.to_device(weights, backend=be)
     for m, _, _ in cuatomic.methods("weighted_histogram", be):

@@ -3,7 +3,8 @@
 
 import numpy as np
 
-from . import _C, _argmin, _auto, _backend, _bincount, _counter, _filter, _histogram, _reduce, _reduce_op, _scatter
+from . import (_C, _argmin, _auto, _backend, _bincount, _counter, _filter, _histogram, _histogramdd, _reduce,
+               _reduce_op, _scatter)
 from ._common import flag, launch_config, prepare, stream_of
 from ._interop import on_inputs_gpu
 
@@ -16,7 +17,7 @@ def explain(op, *args, backend=None, stream=None, **kwargs):
 
     Parameters
     ----------
-    op : {"sum", "dot", "histogram", "filter", "mutex_add_one", "add_one", "prod", "reduce", "weighted_histogram", "bincount", "at", "argmin", "argmax", "nonzero", "flatnonzero", "argwhere", "compress"}
+    op : {"sum", "dot", "histogram", "filter", "mutex_add_one", "add_one", "prod", "reduce", "weighted_histogram", "bincount", "at", "argmin", "argmax", "nonzero", "flatnonzero", "argwhere", "compress", "histogramdd", "histogram2d"}
     *args, **kwargs
         The call's arguments, as for the op itself (only what the rule looks
         at is used: the input, ``bins``/``range`` for a histogram, whether
@@ -65,8 +66,13 @@ def explain(op, *args, backend=None, stream=None, **kwargs):
     'bytes'
     """
     if isinstance(op, str) and op in _INDEX_OPS:  # the filter ladder, returning indices of a (compress: its condition)
+        kwargs = dict(kwargs)
+        if op == "compress":
+            kwargs.pop("a", None)
+            if "condition" in kwargs:
+                args = (kwargs.pop("condition"),)
         return explain("filter", *args[:1], backend=backend, stream=stream, **kwargs)
-    if not (isinstance(op, str) and op in ("bincount", "argmax")):
+    if not (isinstance(op, str) and op in ("bincount", "argmax", "histogram2d")):
         _backend.op_id(op)
     be = _backend.resolve(backend)
     s = stream_of(stream)
@@ -91,6 +97,13 @@ def explain(op, *args, backend=None, stream=None, **kwargs):
         minlength = args[2] if len(args) > 2 else kwargs.get("minlength", 0)
         return _bincount.explain(be, x, weights, minlength, blocks=kwargs.get("blocks"),
                                            threads=kwargs.get("threads"), stream=s)
+    if op in ("histogramdd", "histogram2d"):
+        names = ("x", "y", "bins", "range") if op == "histogram2d" else ("sample", "bins", "range")
+        given = dict(zip(names, args), **{k: kwargs[k] for k in names if k in kwargs})
+        if op == "histogram2d":
+            given["sample"] = [given.pop("x", None), given.pop("y", None)]
+        return _histogramdd.explain(be, given.get("sample"), given.get("bins", 10), given.get("range"),
+                                    kwargs.get("blocks"), kwargs.get("threads"), s)
     if op in ("argmin", "argmax"):
         launch_config(kwargs.get("blocks"), kwargs.get("threads"))  # checked as the call checks them
         a = args[0] if args else kwargs.get("a")
@@ -160,11 +173,12 @@ def methods(op, backend=None):
 
     Parameters
     ----------
-    op : {"sum", "dot", "histogram", "filter", "mutex_add_one", "add_one", "prod", "reduce", "weighted_histogram", "at", "argmin", "argmax", "nonzero", "flatnonzero", "argwhere", "compress"}
+    op : {"sum", "dot", "histogram", "filter", "mutex_add_one", "add_one", "prod", "reduce", "weighted_histogram", "at", "argmin", "argmax", "nonzero", "flatnonzero", "argwhere", "compress", "histogramdd", "histogram2d"}
         ``"weighted_histogram"`` is the ladder of :func:`histogram` with
         weights (and of :func:`bincount` with weights); ``"argmax"`` runs
         the ``"argmin"`` ladder; nonzero, flatnonzero, argwhere and
-        compress run the ``"filter"`` ladder, returning indices.
+        compress run the ``"filter"`` ladder, returning indices;
+        ``"histogram2d"`` runs the ``"histogramdd"`` ladder.
     backend : {"cuda", "cpu"}, optional
         Default: the default backend.
 
@@ -184,6 +198,8 @@ def methods(op, backend=None):
         op = "argmin"  # one ladder: argmax inverts the keys its rungs compare
     if isinstance(op, str) and op in _INDEX_OPS:
         op = "filter"  # the filter rungs, returning indices
+    if isinstance(op, str) and op == "histogram2d":
+        op = "histogramdd"
     _backend.op_id(op)  # before the cached table lookup: an unhashable op is an unknown op, not a TypeError
     if backend is None:
         be = _backend.resolve(None)

@@ -11,7 +11,7 @@ import numpy as np
 
 from . import _backend, _C, _interop
 from ._common import auto_rung, flag, launch_config, named_rung, prepare, stream_of
-from ._device import DeviceArray
+from ._device import DeviceArray, refuse_masked
 from ._filter import predicate, rung_fits
 from ._interop import on_inputs_gpu
 
@@ -58,13 +58,20 @@ def _shape_of(a):
     return tuple(int(s) for s in (np.shape(a) if shape is None else shape))
 
 
+# A device buffer for every element to pass is 8 bytes per element: for data
+# of 1 or 2 bytes past this size (a bool mask of 2^31 elements: 16 GiB) the
+# elements are counted first instead, one read more.
+_COUNT_FIRST_BYTES = 64 << 20
+
+
 @on_inputs_gpu
-def _flat(a, method, ordered, backend, blocks, threads, stream, exact=False):
+def _flat(a, method, ordered, backend, blocks, threads, stream, exact=False, what=None):
     """The indices into a.ravel() (C order) of a's nonzero elements, int64,
     by a filter rung returning indices: a DeviceArray for device input, else
     an ndarray. Also a's shape and the stream. `exact`: device input of two
-    or more dimensions is counted first and its indices written to a buffer
-    of that size (coordinates follow: the working set stays the result's
+    or more dimensions (and of 1- and 2-byte elements past _COUNT_FIRST_BYTES
+    of indices) is counted first and its indices written to a buffer of that
+    size (coordinates follow: the working set stays the result's
     size, so the memory pool's bounded cache is not overrun at every call)."""
     if type(ordered) is not bool:
         ordered = flag("ordered", ordered)
@@ -72,6 +79,9 @@ def _flat(a, method, ordered, backend, blocks, threads, stream, exact=False):
     rung = named_rung("filter", be, method)
     if ordered and rung is not None and not rung.has(_C.F_ORDERED):
         keep = ", ".join(r.name for r in _backend.table("filter", be) if r.has(_C.F_ORDERED))
+        if what:  # compress: order is not optional
+            raise ValueError(f"{what} needs a method that keeps order ({keep}): {rung.name!r} returns indices in no "
+                             "particular order")
         raise ValueError(f"method {rung.name!r} returns indices in no particular order: pass ordered=False, or a "
                          f"method that keeps order ({keep})")
     nb, nt = launch_config(blocks, threads)
@@ -83,7 +93,7 @@ def _flat(a, method, ordered, backend, blocks, threads, stream, exact=False):
         rung = auto_rung("filter", be, inp.n, inp.dtype, require=_C.F_ORDERED if ordered else 0,
                          fits=rung_fits(be, inp, nb, nt))
     capacity = -1
-    if exact and inp.device and len(shape) > 1:
+    if inp.device and (exact and len(shape) > 1 or inp.dtype.itemsize < 4 and inp.n * 8 > _COUNT_FIRST_BYTES):
         capacity = _C.count_kept(inp.x, inp.n, inp.id, negate, lo, hi, s)
     out, count = _C.filter(_backend.backend_id(be), rung.index, inp.x, inp.n, inp.id, negate, lo, hi, nb, nt,
                            inp.device, s, True, capacity)
@@ -267,12 +277,13 @@ def compress(condition, a, axis=None, *, method="auto", backend=None, blocks=Non
     """
     if len(_shape_of(condition)) != 1:
         raise ValueError("condition must be a 1-d array")
+    refuse_masked(a, "a")  # (np.take would drop the mask)
     if isinstance(a, DeviceArray) or _interop.on_cuda(a):
         return _compress_on_device(condition, a, axis, method, backend, blocks, threads, stream)
-    idx = _flat(condition, method, True, backend, blocks, threads, stream)[0]
+    idx = _flat(condition, method, True, backend, blocks, threads, stream, what="compress")[0]
     if isinstance(idx, DeviceArray):
         idx = idx.copy_to_host()
-    return np.take(np.asarray(a), idx, axis=axis)
+    return np.take(a if isinstance(a, np.ndarray) else np.asarray(a), idx, axis=axis)  # (a subclass stays one)
 
 
 @on_inputs_gpu
@@ -281,14 +292,14 @@ def _compress_on_device(condition, a, axis, method, backend, blocks, threads, st
     there, or on the host and copied), checked against the axis through
     the last of them (they ascend), then one take kernel."""
     s = stream_of(stream)
-    shape = _shape_of(a)
+    shape = _shape_of(a) or (1,)  # (a 0-d array is compressed as 1-D, as NumPy does)
     inp = prepare(a, "cuda", stream=s)  # first: the call runs on a's GPU
     if axis is None:
         where, outer, m, inner = 0, 1, inp.n, 1
     else:
         where = normalize_axis_index(axis, len(shape))
         outer, m, inner = math.prod(shape[:where]), shape[where], math.prod(shape[where + 1:])
-    idx = _flat(condition, method, True, backend, blocks, threads, s)[0]
+    idx = _flat(condition, method, True, backend, blocks, threads, s, what="compress")[0]
     k = idx.shape[0]
     if k:
         last = _last(idx) if isinstance(idx, DeviceArray) else int(idx[-1])

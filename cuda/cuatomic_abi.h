@@ -66,7 +66,8 @@ enum cua_acc { CUA_ACC_INT64 = 0, CUA_ACC_FLOAT32, CUA_ACC_FLOAT64 };
     X(p, REDUCE, reduce, cua_reduce_row) \
     X(p, WEIGHTED_HISTOGRAM, weighted_histogram, cua_whist_row) \
     X(p, AT, at, cua_scatter_row)                    \
-    X(p, ARGMIN, argmin, cua_arg_row)
+    X(p, ARGMIN, argmin, cua_arg_row)                \
+    X(p, HISTOGRAMDD, histogramdd, cua_histdd_row)
 
 #define CUA_OP_ENUM_(p, id, name, row) CUA_OP_##id,
 enum cua_op { CUA_OPS(CUA_OP_ENUM_, ~) CUA_NOPS };
@@ -228,7 +229,27 @@ typedef struct {
     int indices;  /* what a filter rung writes: 0 the kept elements (filter),
                    * 1 their int64 indices (nonzero, flatnonzero, argwhere,
                    * compress: the same rungs, returning indices) */
+    int64_t capacity; /* indices: how many `out` holds (the CUDA rungs write
+                       * no index past it; the count may still say more) */
 } cua_pred;
+
+/* histogramdd's sample and bins: point i has coordinate d at
+ * cols[d][i * strides[d]] (elements of the call's dtype; a (N, D) array's
+ * columns, or D separate arrays), binned in dimension d by bins[d] (one
+ * edge_dtype for every dimension). The cell of a point is its bins' index
+ * in C order over the dimensions' bin counts; a point outside any
+ * dimension's edges (or NaN in any) is dropped, as np.histogramdd drops it. */
+#define CUA_DD_MAX 16
+typedef struct {
+    int ndim;
+    const void *cols[CUA_DD_MAX];
+    int64_t strides[CUA_DD_MAX];
+    cua_bins bins[CUA_DD_MAX];
+} cua_sample;
+
+/* nonzero's coordinates (unravel, on either backend): NumPy 2's most
+ * dimensions. */
+#define CUA_UNRAVEL_MAX_DIMS 64
 
 /* Launcher signatures, one per operation. Pointers are device pointers on
  * CUDA and host pointers on the CPU, except `result`/`count` (always host)
@@ -260,6 +281,10 @@ typedef int (*cua_whist_fn)(const void *x, const void *w, int64_t n, int dtype, 
 typedef int (*cua_filter_fn)(const void *x, int64_t n, int dtype,
                              const cua_pred *pred, void *out, int64_t *count,
                              cua_launch *cfg);
+/* histogramdd: the count of every cell (the product of the dimensions' bin
+ * counts, C order) into `hist` as float64 (np.histogramdd's type; exact
+ * below 2^53), device memory on CUDA; the launcher waits for it. */
+typedef int (*cua_histdd_fn)(const cua_sample *s, int64_t n, int dtype, double *hist, cua_launch *cfg);
 typedef int (*cua_counter_fn)(int64_t *result, cua_launch *cfg);
 /* reduce: x folded with `op` (enum cua_reduce_op); `result` (host) gets 8
  * bytes of cua_reduce_kind(dtype, op) -- or, with cfg->pair on a
@@ -336,6 +361,10 @@ typedef int (*cua_hist_fits_fn)(const cua_bins *bins, int dtype, cua_launch *cfg
  * bytes) with the launch configuration asked for on the current device. */
 typedef int (*cua_filter_fits_fn)(const void *x, int dtype, cua_launch *cfg);
 
+/* A histogramdd rung's limits, the same way: 0 if it can count this
+ * sample's cells with the launch configuration asked for on this device. */
+typedef int (*cua_histdd_fits_fn)(const cua_sample *s, int dtype, cua_launch *cfg);
+
 /* What every row of every ladder starts with: the only part of a rung that
  * is not typed by its op. */
 typedef struct {
@@ -359,6 +388,7 @@ typedef struct { cua_rung rung; cua_counter_fn run; } cua_counter_row;
 typedef struct { cua_rung rung; cua_reduce_fn run; } cua_reduce_row;
 typedef struct { cua_rung rung; cua_scatter_fn run; cua_scatter_fits_fn fits; } cua_scatter_row;
 typedef struct { cua_rung rung; cua_arg_fn run; cua_arg_fits_fn fits; } cua_arg_row;
+typedef struct { cua_rung rung; cua_histdd_fn run; cua_histdd_fits_fn fits; } cua_histdd_row;
 
 /* One op's ladder as csrc/ indexes it: `rows` points at an array of the
  * op's row type (the cua_rung comes first in each), `stride` is that

@@ -118,6 +118,10 @@ int cua_cuda_event_synchronize(void *event);
  * order, of an ndim-dimensional array at src with byte strides. */
 int cua_cuda_gather(const void *src, void *dst, int64_t n, int itemsize, int ndim, const int64_t *shape,
                     const int64_t *strides, void *stream);
+/* histdd_cells: every point of the sample's cell into out (n int64, device
+ * memory; the number of cells for a point that is dropped), waited for
+ * (histogramdd.cu). */
+int cua_cuda_histdd_cells(const cua_sample *s, int64_t n, int dtype, int64_t *out, void *stream);
 /* count_kept: how many of the n elements pass the filter's predicate (one
  * atomicAdd per block), waited for (filter.cu). */
 int cua_cuda_count_kept(const void *x, int64_t n, int dtype, const cua_pred *pred, int64_t *count, void *stream);

@@ -95,7 +95,10 @@ __device__ __forceinline__ bool keep(T v, const DevPred<T> &p)
 // o-th kept. The look-back rungs stage a tile's keepers in shared memory
 // before writing them out: a ValueSink stages the element, an IndexSink its
 // position in the tile (4 bytes, whatever the element's size), to which
-// put_staged adds the tile's first index.
+// put_staged adds the tile's first index. An IndexSink holds `cap` outputs
+// (nonzero's counted ones): a keeper past it -- the data changed after it
+// was counted -- is not written, and the launcher's caller, seeing a count
+// past cap, raises.
 template <class T>
 struct ValueSink {
     T *out;
@@ -107,12 +110,19 @@ struct ValueSink {
 
 struct IndexSink {
     int64_t *out;
+    u64 cap;
     using Staged = unsigned;
     template <class T>
-    __device__ __forceinline__ void put(u64 o, T, int64_t i) const { out[o] = i; }
+    __device__ __forceinline__ void put(u64 o, T, int64_t i) const
+    {
+        if (o < cap) out[o] = i;
+    }
     template <class T>
     __device__ __forceinline__ static Staged stage(T, unsigned at) { return at; }
-    __device__ __forceinline__ void put_staged(u64 o, Staged s, int64_t first) const { out[o] = first + s; }
+    __device__ __forceinline__ void put_staged(u64 o, Staged s, int64_t first) const
+    {
+        if (o < cap) out[o] = first + s;
+    }
 };
 
 template <class T, class Sink>
@@ -862,7 +872,9 @@ extern "C" int cua_cuda_count_kept(const void *x, int64_t n, int dtype, const cu
     {                                                                                                      \
         return cua_dispatch(dtype, [&](auto t) -> int {                                                    \
             using T = decltype(t);                                                                         \
-            if (pred->indices) return launcher<T, IndexSink>((const T *)x, n, pred, {(int64_t *)out}, count, cfg); \
+            if (pred->indices)                                                                             \
+                return launcher<T, IndexSink>((const T *)x, n, pred, {(int64_t *)out, (u64)pred->capacity}, count, \
+                                              cfg);                                                        \
             return launcher<T, ValueSink<T>>((const T *)x, n, pred, {(T *)out}, count, cfg);               \
         });                                                                                                \
     }

@@ -80,8 +80,8 @@ extern "C" int cua_cuda_gather(const void *src, void *dst, int64_t n, int itemsi
 
 struct Coords {
     int ndim;
-    int64_t shape[CUA_MAX_DIMS];
-    int64_t *out[CUA_MAX_DIMS];  // coordinate d of element j at out[d][j * stride]
+    int64_t shape[CUA_UNRAVEL_MAX_DIMS];
+    int64_t *out[CUA_UNRAVEL_MAX_DIMS];  // coordinate d of element j at out[d][j * stride]
     int64_t stride;
 };
 
@@ -105,7 +105,7 @@ __global__ void unravel_kernel(const int64_t *flat, int64_t k, Coords c)
 extern "C" int cua_cuda_unravel(const int64_t *flat, int64_t k, int ndim, const int64_t *shape, int64_t *const *out,
                                 int64_t stride, void *stream)
 {
-    if (ndim < 1 || ndim > CUA_MAX_DIMS) return CUA_EINVAL;
+    if (ndim < 1 || ndim > CUA_UNRAVEL_MAX_DIMS) return CUA_EINVAL;
     if (k == 0) return 0;
     Coords c;
     c.ndim = ndim;

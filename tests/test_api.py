@@ -137,6 +137,7 @@ LESSONS = {
     "weighted_histogram": ["global", "cas", "shared", "warp_private"],
     "at": ["atomic", "cas", "warp_aggregated", "shared", "exact"],
     "argmin": ["cas", "packed", "block_tree", "vector"],
+    "histogramdd": ["global", "shared", "tiled", "cluster"],
 }
 
 

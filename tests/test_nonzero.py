@@ -238,3 +238,29 @@ def test_cpu_and_cuda_agree_when_both():
         pytest.skip("one backend")
     x = data(np.float64, 70_001, 0.5)
     assert np.array_equal(cuatomic.flatnonzero(x, backend="cpu"), cuatomic.flatnonzero(x, backend="cuda"))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_review_cases(backend):
+    """Found by a cold review: a masked `a` in compress is refused (np.take
+    would drop its mask), a subclass stays one, more than 16 dimensions
+    unravel, a 0-d `a` compresses as 1-D."""
+    with pytest.raises(TypeError):
+        cuatomic.compress([1, 0, 1], np.ma.masked_array([1, 2, 3], mask=[1, 0, 0]), backend=backend)
+    m = np.matrix([[0, 1], [2, 0]])
+    assert type(cuatomic.compress([0, 1], m, axis=0, backend=backend)) is np.matrix
+    x = np.zeros((1,) * 17 + (3,))
+    x[..., 1] = 1
+    for got, want in zip(cuatomic.nonzero(x, backend=backend), np.nonzero(x)):
+        assert np.array_equal(got, want)
+    assert np.array_equal(cuatomic.compress([1], np.array(5), axis=0, backend=backend), [5])
+    with pytest.raises(ValueError, match="compress needs a method that keeps order"):
+        cuatomic.compress([1, 0], np.arange(2), method="atomic", backend=backend)
+    if backend == "cuda":
+        d = cuatomic.to_device(x)
+        assert all(np.array_equal(g.copy_to_host(), w) for g, w in zip(cuatomic.nonzero(d), np.nonzero(x)))
+        got = cuatomic.compress([1], cuatomic.to_device(np.array(5)), axis=0)
+        assert np.array_equal(got.copy_to_host(), [5])
+        big = np.zeros((1 << 24) + 5, np.int8)  # past the count-first size: counted, then compacted
+        big[[0, 7, 1 << 23, (1 << 24) + 4]] = 1
+        assert np.array_equal(cuatomic.flatnonzero(cuatomic.to_device(big)).copy_to_host(), np.flatnonzero(big))

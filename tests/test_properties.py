@@ -845,6 +845,12 @@ def _surface():
         "at": lambda **k: cuatomic.at(np.zeros(8), [1, 2, 2], 1.0, **{**be, **k}),
         "add_at": lambda **k: cuatomic.add_at(np.zeros(8), [1, 2, 2], 1.0, **{**be, **k}),
         "reduceat": lambda **k: cuatomic.reduceat(X, [0, 3], **{**be, **k}),
+        "nonzero": lambda **k: cuatomic.nonzero(X - 3, **{**be, **k}),
+        "flatnonzero": lambda **k: cuatomic.flatnonzero(X - 3, **{**be, **k}),
+        "argwhere": lambda **k: cuatomic.argwhere(X - 3, **{**be, **k}),
+        "compress": lambda **k: cuatomic.compress(X > 3, X, **{**be, **k}),
+        "histogramdd": lambda **k: cuatomic.histogramdd(X.reshape(20, 2), 4, **{**be, **k}),
+        "histogram2d": lambda **k: cuatomic.histogram2d(X, X, 4, **{**be, **k}),
     }
     args = [a for where, fn in calls.items() for a in _launch_args(where, fn)]
     is_dtype = lambda v: TypeError  # noqa: E731 - every NOT_DTYPES value is refused
@@ -856,10 +862,12 @@ def _surface():
             ("filter", lambda v: cuatomic.filter(v, "<", 1, **be)),
             ("reduce", lambda v: cuatomic.reduce(v, "add", **be)), ("max", lambda v: cuatomic.max(v, **be)),
             ("argmin", lambda v: cuatomic.argmin(v, **be)), ("argmax", lambda v: cuatomic.argmax(v, **be)),
+            ("flatnonzero", lambda v: cuatomic.flatnonzero(v, **be)), ("argwhere", lambda v: cuatomic.argwhere(v, **be)),
             ("to_device", lambda v: cuatomic.to_device(v, **be)),
             ("ExactSum.add", lambda v: cuatomic.ExactSum().add(v, **be)),
             ("explain", lambda v: cuatomic.explain("sum", v, **be)),
             ("dask.sum", lambda v: cdask.sum(v, **be))]],
+        Arg("histogramdd", "sample", lambda v: cuatomic.histogramdd(v, 4, **be), NOT_ARRAYS, lambda v: TypeError),
         Arg("dot", "a", lambda v: cuatomic.dot(v, X, **be),
             st.one_of(NOT_ARRAYS, st.sampled_from([np.ones((40, 1)), np.ones(3), 2.0, [[1.0]]])),
             lambda v: _array_check(v) or ValueError),
@@ -1079,7 +1087,7 @@ def test_the_good_calls_are_good():
     """Every entry's function answers for a good value of the parameter:
     the refusals below come from the bad value, not a broken base call."""
     good = {"method": "auto", "backend": BACKEND, "blocks": None, "threads": None, "stream": None, "dtype": None,
-            "a": np.arange(1.0, 6.0), "b": X, "x": COUNTED, "bins": 4, "range": (0, 50), "weights": None,
+            "a": np.arange(1.0, 6.0), "sample": np.ones((5, 2)), "b": X, "x": COUNTED, "bins": 4, "range": (0, 50), "weights": None,
             "density": True, "minlength": 3, "op": None, "value": 3, "ordered": False, "device": None,
             "fn": cuatomic.sum,
             "repeat": 1, "warmup": 0, "methods": ["block_tree"], "other": cuatomic.ExactSum(3), "special": 0,

@@ -134,6 +134,21 @@ def main():
                         cond = cuatomic.to_device(z[:, 0] != 0, backend="cuda")
                         got = cuatomic.compress(cond, dz, axis=0, method=m, backend="cuda").copy_to_host()
                         check(f"compress {m} {dt.__name__}", np.array_equal(got, np.compress(z[:, 0] != 0, z, 0)))
+    # histogramdd: every rung on few cells, cells past one block (tiled's tiles, cluster), and the weighted cells
+    pts = rng.random((3000, 2)).astype(np.float32)
+    dp = cuatomic.to_device(pts, backend="cuda")
+    for m, _, _ in cuatomic.methods("histogramdd", "cuda"):
+        for bins in (8, 300):
+            want = np.histogramdd(pts, bins, [(0, 1), (0, 1)])[0]
+            try:
+                got = cuatomic.histogramdd(dp, bins, [(0, 1), (0, 1)], method=m, backend="cuda")[0].copy_to_host()
+            except ValueError as e:  # shared past its shared memory, cluster on cells one block holds
+                check(f"histogramdd {m} {bins} refused", f"method '{m}'" in str(e))
+                continue
+            check(f"histogramdd {m} {bins}", np.array_equal(got, want))
+    w = rng.random(3000)
+    got = cuatomic.histogramdd(dp, 5, weights=w, backend="cuda")[0].copy_to_host()
+    check("histogramdd weights", np.allclose(got, np.histogramdd(pts, 5, weights=w)[0]))
     # strided device input (gather kernel) on a stream of cuatomic's own
     m2 = rng.integers(0, 100, (64, 48)).astype(np.int32)
     dm = cuatomic.to_device(m2, backend="cuda")

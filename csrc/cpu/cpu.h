@@ -244,6 +244,8 @@ int cua_cpu_keep(const void *x, int dtype, const cua_pred *pred, int64_t i);
  * int64 index): the bytes of one, and keeper i written as output `slot`. */
 size_t cua_cpu_out_size(int dtype, const cua_pred *pred);
 void cua_cpu_emit(void *out, int64_t slot, const void *x, int dtype, const cua_pred *pred, int64_t i);
+/* histogramdd.c: every point's cell (the number of cells for one dropped). */
+int cua_cpu_histdd_cells(const cua_sample *s, int64_t n, int dtype, int64_t *out);
 /* filter.c: nonzero's flat indices as coordinates (cuda/layout.cu's unravel). */
 int cua_cpu_unravel(const int64_t *flat, int64_t k, int ndim, const int64_t *shape, int64_t *const *out,
                     int64_t stride);

@@ -266,13 +266,14 @@ static int filter_pipelined(const void *x, int64_t n, int dtype, const cua_pred 
     return look_back(walk_two, 2, x, n, dtype, pred, out, count, cfg);
 }
 
-/* nonzero's coordinates: flat C-order indices into `shape` (ndim <= 16),
+/* nonzero's coordinates: flat C-order indices into `shape` (ndim <=
+ * CUA_UNRAVEL_MAX_DIMS),
  * coordinate d of index j into out[d][j * stride] -- cuda/layout.cu's
  * unravel, on the team's threads. */
 int cua_cpu_unravel(const int64_t *flat, int64_t k, int ndim, const int64_t *shape, int64_t *const *out,
                     int64_t stride)
 {
-    if (ndim < 1 || ndim > 16) return CUA_EINVAL;
+    if (ndim < 1 || ndim > CUA_UNRAVEL_MAX_DIMS) return CUA_EINVAL;
     for (int d = 0; d < ndim; d++)
         if (shape[d] < 1) return CUA_EINVAL; /* an index into an empty axis cannot exist */
 #pragma omp parallel for schedule(static) num_threads(cua_cpu_threads()) if (k > ((int64_t)1 << 16))

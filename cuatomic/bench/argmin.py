@@ -11,8 +11,6 @@ validated against NumPy's index on the same data before it is timed. Times
 are the median of 20 whole calls (3 for a row whose first call takes over
 0.2 s: the per-element atomic rungs), device synchronized.
 """
-import argparse
-import json
 import statistics
 import sys
 import time
@@ -21,7 +19,7 @@ import numpy as np
 
 from .. import _backend, argmax, argmin
 from .._device import DeviceArray
-from .measure import call_times, environment
+from .measure import call_times, environment, table_cli, write_table
 
 CASES = {  # label -> (dtype, n on cuda, n on cpu)
     "float32": (np.float32, 1 << 28, 1 << 24),
@@ -117,33 +115,11 @@ def run(backend="cuda", quick=False, out=None):
                              "gb_per_s": n * np.dtype(dtype).itemsize / med / 1e6})
                 print(f"{rows[-1]['case']:32s} {system:34s} {med:9.3f} ms {rows[-1]['gb_per_s']:8.1f} GB/s",
                       flush=True)
-    result = {"environment": env, "rows": rows}
-    if out:
-        with open(out, "w") as f:
-            json.dump(result, f, indent=1)
-    print(markdown(rows))
-    return result
-
-
-def markdown(rows):
-    """One row per case: every system's median ms."""
-    systems = list(dict.fromkeys(r["system"] for r in rows))
-    cases = list(dict.fromkeys(r["case"] for r in rows))
-    at = {(r["case"], r["system"]): r["median_ms"] for r in rows}
-    lines = ["| case | " + " | ".join(systems) + " |", "|---|" + "---|" * len(systems)]
-    for c in cases:
-        lines.append(f"| {c} | " + " | ".join(f"{at[c, s]:.3f}" if (c, s) in at else "" for s in systems) + " |")
-    return "\n".join(lines)
+    return write_table(rows, env, out)
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(prog="python -m cuatomic bench argmin", description=__doc__.split("\n\n")[0])
-    p.add_argument("--backend", choices=["cpu", "cuda"], default=None)
-    p.add_argument("--quick", action="store_true", help="2^20 elements per case")
-    p.add_argument("--out", help="write the rows as JSON here")
-    args = p.parse_args(argv)
-    run(args.backend or _backend.resolve(None), args.quick, args.out)
-    return 0
+    return table_cli(argv, "argmin", __doc__, run, "2^20 elements per case")
 
 
 if __name__ == "__main__":

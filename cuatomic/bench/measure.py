@@ -20,6 +20,54 @@ def host(value):
     return value.copy_to_host() if hasattr(value, "copy_to_host") else value
 
 
+def peer_host(value):
+    """A result of cuatomic, CuPy, PyTorch or NumPy as a NumPy array."""
+    if hasattr(value, "copy_to_host"):
+        return value.copy_to_host()
+    if hasattr(value, "get"):  # CuPy
+        return value.get()
+    if hasattr(value, "cpu"):  # PyTorch
+        return value.cpu().numpy()
+    return np.asarray(value)
+
+
+def table_markdown(rows):
+    """One line per case of a table benchmark's rows: every system's median ms."""
+    systems = list(dict.fromkeys(r["system"] for r in rows))
+    cases = list(dict.fromkeys(r["case"] for r in rows))
+    at = {(r["case"], r["system"]): r["median_ms"] for r in rows}
+    lines = ["| case | " + " | ".join(systems) + " |", "|---|" + "---|" * len(systems)]
+    for c in cases:
+        lines.append(f"| {c} | " + " | ".join(f"{at[c, s]:.3f}" if (c, s) in at else "" for s in systems) + " |")
+    return "\n".join(lines)
+
+
+def table_cli(argv, name, doc, run, quick):
+    """``python -m cuatomic bench <name>`` of a table benchmark: --backend,
+    --quick (`quick` says what it shrinks to), --out; runs run(backend,
+    quick, out)."""
+    import argparse
+    p = argparse.ArgumentParser(prog=f"python -m cuatomic bench {name}", description=doc.split("\n\n")[0])
+    p.add_argument("--backend", choices=["cpu", "cuda"], default=None)
+    p.add_argument("--quick", action="store_true", help=quick)
+    p.add_argument("--out", help="write the rows as JSON here")
+    args = p.parse_args(argv)
+    run(args.backend or _backend.resolve(None), args.quick, args.out)
+    return 0
+
+
+def write_table(rows, env, out):
+    """A table benchmark's result: its rows and environment, written to
+    `out` as JSON when given, and printed as markdown."""
+    import json
+    result = {"environment": env, "rows": rows}
+    if out:
+        with open(out, "w") as f:
+            json.dump(result, f, indent=1)
+    print(table_markdown(rows))
+    return result
+
+
 def agrees(op, got, ref, x, ordered=True):
     """Whether a result matches NumPy: exactly for integers and counts,
     against the exact answer for float reductions (no worse than NumPy's

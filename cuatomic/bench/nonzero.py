@@ -12,8 +12,6 @@ the coordinates. Every row is validated against NumPy on the same data
 before it is timed; times are the median of 20 whole calls, device
 synchronized.
 """
-import argparse
-import json
 import statistics
 import sys
 import time
@@ -23,7 +21,7 @@ import numpy as np
 from .. import _backend, _C, nonzero
 from .._device import DeviceArray
 from .._dtypes import dtype_id
-from .measure import call_times, environment
+from .measure import call_times, environment, peer_host, table_cli, write_table
 
 DENSITIES = (0.5, 0.01, 0.99)
 N_GPU, N_CPU = 1 << 28, 1 << 24
@@ -42,7 +40,7 @@ def _systems(x, backend, shape):
     systems = {}
     xs = x.reshape(shape)
     if backend == "cuda":
-        d = DeviceArray.from_host(xs)
+        d = DeviceArray.frompeer_host(xs)
         for r in _backend.table("filter", "cuda"):
             if r.has(_C.F_ORDERED):
                 systems[f"cuatomic {r.name}"] = lambda m=r.name: nonzero(d, method=m)
@@ -52,7 +50,7 @@ def _systems(x, backend, shape):
 
             def cub():
                 k = _C.cub_nonzero(d.ptr, d.size, INT32, out.ptr, None)
-                return (out.copy_to_host()[:k],)
+                return (out.copy_topeer_host()[:k],)
             systems["raw CUB DeviceSelect::Flagged"] = (cub, lambda: _C.cub_nonzero(d.ptr, d.size, INT32,
                                                                                     out.ptr, None))
         try:
@@ -77,19 +75,8 @@ def _systems(x, backend, shape):
     return systems
 
 
-def _host(r):
-    """A result array (cuatomic's, CuPy's, PyTorch's or NumPy's) on the host."""
-    if isinstance(r, DeviceArray):
-        return r.copy_to_host()
-    if hasattr(r, "get"):  # CuPy
-        return r.get()
-    if hasattr(r, "cpu"):  # PyTorch
-        return r.cpu().numpy()
-    return np.asarray(r)
-
-
 def _check(got, want, system, case):
-    got = tuple(_host(g) for g in got)
+    got = tuple(peer_host(g) for g in got)
     if len(got) != len(want) or not all(np.array_equal(g, w) for g, w in zip(got, want)):
         raise AssertionError(f"{system} {case}: indices differ from np.nonzero")
 
@@ -116,23 +103,11 @@ def run(backend="cuda", quick=False, out=None):
                 rows.append({"case": case, "system": system, "median_ms": med, "n": n, "density": density,
                              "shape": list(shape), "gb_per_s": n * 4 / med / 1e6})
                 print(f"{case:42s} {system:32s} {med:9.3f} ms {rows[-1]['gb_per_s']:8.1f} GB/s", flush=True)
-    result = {"environment": env, "rows": rows}
-    if out:
-        with open(out, "w") as f:
-            json.dump(result, f, indent=1)
-    from .argmin import markdown
-    print(markdown(rows))
-    return result
+    return write_table(rows, env, out)
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(prog="python -m cuatomic bench nonzero", description=__doc__.split("\n\n")[0])
-    p.add_argument("--backend", choices=["cpu", "cuda"], default=None)
-    p.add_argument("--quick", action="store_true", help="2^20 elements per case")
-    p.add_argument("--out", help="write the rows as JSON here")
-    args = p.parse_args(argv)
-    run(args.backend or _backend.resolve(None), args.quick, args.out)
-    return 0
+    return table_cli(argv, "nonzero", __doc__, run, "2^20 elements per case")
 
 
 if __name__ == "__main__":
