@@ -75,6 +75,9 @@ PyObject *cua_filter_fits(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *cua_unravel(PyObject *self, PyObject *args);
 /* histogramdd.c */
 PyObject *cua_op_histogramdd(PyObject *self, PyObject *args, PyObject *kw);
+/* segmented.c */
+PyObject *cua_op_segmented(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *cua_segmented_finish(PyObject *self, PyObject *args);
 PyObject *cua_histogramdd_fits(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *cua_histogramdd_cells(PyObject *self, PyObject *args);
 PyObject *cua_count_kept(PyObject *self, PyObject *args);

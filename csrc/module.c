@@ -154,6 +154,13 @@ static PyMethodDef methods[] = {
      "argmin(backend, rung, x, n, dtype, max, blocks, threads, stream) -> int\n\n"
      "The index of the first smallest (max: largest) of n elements of dtype id `dtype` at x (an ndarray, or a "
      "device pointer as int), the first NaN before every number; ValueError for n == 0."},
+    {"segmented", KWFN(cua_op_segmented), KW,
+     "segmented(backend, rung, x, outer, m, inner, dtype, op, blocks, threads, device_out, stream) -> the kind "
+     "values (8 bytes each) of the outer * inner outputs, each folding the m elements of x seen as (outer, m, inner) "
+     "with reduce op id op"},
+    {"segmented_finish", cua_segmented_finish, METH_VARARGS,
+     "segmented_finish(src, n, kind, op, initial, divisor, out_dtype, dst, stream): kind values as the result type, "
+     "on the device"},
     {"histogramdd", KWFN(cua_op_histogramdd), KW,
      "histogramdd(backend, rung, cols, strides, n, dtype, bins, blocks, threads, device_out, stream) -> float64 "
      "counts of every cell (C order)\n\n"

@@ -16,6 +16,7 @@ with NumPy: same result dtypes, exact integers.
 """
 from . import _C, datasets
 from ._argmin import argmax, argmin
+from ._axis import mean
 from ._auto import Choice
 from ._counter import add_one, mutex_add_one
 from ._device import DeviceArray, pinned_array, pinned_empty, to_device
@@ -71,6 +72,7 @@ __all__ = [
     "histogramdd",
     "last_launch",
     "max",
+    "mean",
     "memory_info",
     "methods",
     "min",

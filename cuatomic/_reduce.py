@@ -9,7 +9,8 @@ from ._common import (_acc_of, _check_result_dtype, auto_rung, cached_call, dire
                       prepare, read_as_is, stream_of)
 from ._interop import on_inputs_gpu
 
-def sum(a, *, dtype=None, method="auto", backend=None, blocks=None, threads=None, stream=None):
+def sum(a, axis=None, *, dtype=None, out=None, keepdims=False, initial=None, method="auto", backend=None, blocks=None,
+        threads=None, stream=None):
     """Sum of all elements, as ``np.sum(a, dtype=dtype)``.
 
     Parameters
@@ -61,10 +62,15 @@ def sum(a, *, dtype=None, method="auto", backend=None, blocks=None, threads=None
     CudaError
         A CUDA failure, with the CUDA error's name.
     """
+    if axis is not None or out is not None or keepdims or initial is not None:
+        from ._axis import reduce_axis
+        return reduce_axis("add", a, axis, dtype, out, keepdims, initial, method=method, backend=backend,
+                           blocks=blocks, threads=threads, stream=stream)
     return _reduce("sum", a, dtype, method, backend, blocks, threads, stream)
 
 
-def prod(a, *, dtype=None, method="auto", backend=None, blocks=None, threads=None, stream=None):
+def prod(a, axis=None, *, dtype=None, out=None, keepdims=False, initial=None, method="auto", backend=None, blocks=None,
+         threads=None, stream=None):
     """Product of all elements, as ``np.prod(a, dtype=dtype)``: an atomic
     multiply built from compare-and-swap.
 
@@ -88,6 +94,10 @@ def prod(a, *, dtype=None, method="auto", backend=None, blocks=None, threads=Non
         rounding errors of every multiplication (an FMA gives each): at most
         twice NumPy's error or two ulps of the exact product.
     """
+    if axis is not None or out is not None or keepdims or initial is not None:
+        from ._axis import reduce_axis
+        return reduce_axis("multiply", a, axis, dtype, out, keepdims, initial, method=method, backend=backend,
+                           blocks=blocks, threads=threads, stream=stream)
     return _reduce("prod", a, dtype, method, backend, blocks, threads, stream)
 
 

@@ -16,7 +16,8 @@ _NO_IDENTITY = ("minimum", "maximum")
 
 
 @on_inputs_gpu
-def reduce(a, op, *, dtype=None, method="auto", backend=None, blocks=None, threads=None, stream=None):
+def reduce(a, op, axis=None, *, dtype=None, out=None, keepdims=False, initial=None, method="auto", backend=None,
+           blocks=None, threads=None, stream=None):
     """All elements folded with a ufunc, as ``getattr(np, op).reduce(np.asarray(a).ravel(), dtype=dtype)``.
 
     Parameters
@@ -78,6 +79,10 @@ def reduce(a, op, *, dtype=None, method="auto", backend=None, blocks=None, threa
     np.int64(9)
     """
     name = _op_name(op)
+    if axis is not None or out is not None or keepdims or initial is not None:
+        from ._axis import reduce_axis
+        return reduce_axis(name, a, axis, dtype, out, keepdims, initial, method=method, backend=backend,
+                           blocks=blocks, threads=threads, stream=stream)
     be = _backend.resolve(backend)
     rung = named_rung("reduce", be, method)
     b, t = launch_config(blocks, threads)
@@ -89,7 +94,8 @@ def reduce(a, op, *, dtype=None, method="auto", backend=None, blocks=None, threa
                      op=_OP_IDS[name], blocks=b, threads=t, stream=s, out_type=out_dt.num)
 
 
-def min(a, *, method="auto", backend=None, blocks=None, threads=None, stream=None):
+def min(a, axis=None, *, out=None, keepdims=False, initial=None, method="auto", backend=None, blocks=None,
+        threads=None, stream=None):
     """The smallest element, as ``np.min(a)``: :func:`reduce` with ``"minimum"``.
 
     Parameters
@@ -110,10 +116,12 @@ def min(a, *, method="auto", backend=None, blocks=None, threads=None, stream=Non
         An empty array (NumPy's "zero-size array to reduction operation
         minimum which has no identity").
     """
-    return reduce(a, "minimum", method=method, backend=backend, blocks=blocks, threads=threads, stream=stream)
+    return reduce(a, "minimum", axis, out=out, keepdims=keepdims, initial=initial, method=method, backend=backend,
+                  blocks=blocks, threads=threads, stream=stream)
 
 
-def max(a, *, method="auto", backend=None, blocks=None, threads=None, stream=None):
+def max(a, axis=None, *, out=None, keepdims=False, initial=None, method="auto", backend=None, blocks=None,
+        threads=None, stream=None):
     """The largest element, as ``np.max(a)``: :func:`reduce` with ``"maximum"``.
 
     Parameters
@@ -134,7 +142,8 @@ def max(a, *, method="auto", backend=None, blocks=None, threads=None, stream=Non
         An empty array (NumPy's "zero-size array to reduction operation
         maximum which has no identity").
     """
-    return reduce(a, "maximum", method=method, backend=backend, blocks=blocks, threads=threads, stream=stream)
+    return reduce(a, "maximum", axis, out=out, keepdims=keepdims, initial=initial, method=method, backend=backend,
+                  blocks=blocks, threads=threads, stream=stream)
 
 
 @on_inputs_gpu

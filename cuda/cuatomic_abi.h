@@ -67,7 +67,8 @@ enum cua_acc { CUA_ACC_INT64 = 0, CUA_ACC_FLOAT32, CUA_ACC_FLOAT64 };
     X(p, WEIGHTED_HISTOGRAM, weighted_histogram, cua_whist_row) \
     X(p, AT, at, cua_scatter_row)                    \
     X(p, ARGMIN, argmin, cua_arg_row)                \
-    X(p, HISTOGRAMDD, histogramdd, cua_histdd_row)
+    X(p, HISTOGRAMDD, histogramdd, cua_histdd_row)   \
+    X(p, SEGMENTED, segmented, cua_segmented_row)
 
 #define CUA_OP_ENUM_(p, id, name, row) CUA_OP_##id,
 enum cua_op { CUA_OPS(CUA_OP_ENUM_, ~) CUA_NOPS };
@@ -293,6 +294,16 @@ typedef int (*cua_counter_fn)(int64_t *result, cua_launch *cfg);
 typedef int (*cua_reduce_fn)(const void *x, int64_t n, int dtype, int op, void *result /* 8 bytes, host */,
                              cua_launch *cfg);
 
+/* segmented (reductions along axes: sum, prod, min, max, reduce, mean with
+ * axis=): x seen as (outer, m, inner) in C order; output k = o * inner + i
+ * folds the m elements x[(o * m + j) * inner + i] with `op` into out[k], 8
+ * bytes of cua_reduce_kind(dtype, op) each (device memory on CUDA). Float
+ * add is compensated on the deterministic rungs. m == 0 gives the op's
+ * identity (the Python layer refuses minimum and maximum of an empty axis
+ * without `initial`, as NumPy). The launcher waits for its work. */
+typedef int (*cua_segmented_fn)(const void *x, int64_t outer, int64_t m, int64_t inner, int dtype, int op,
+                                void *out, cua_launch *cfg);
+
 /* argmin/argmax: the index of the first smallest (max != 0: largest)
  * element of x, the first NaN before every number (np.argmin/np.argmax of
  * the flattened array), into *index (host); n >= 1 (the glue refuses an
@@ -389,6 +400,7 @@ typedef struct { cua_rung rung; cua_reduce_fn run; } cua_reduce_row;
 typedef struct { cua_rung rung; cua_scatter_fn run; cua_scatter_fits_fn fits; } cua_scatter_row;
 typedef struct { cua_rung rung; cua_arg_fn run; cua_arg_fits_fn fits; } cua_arg_row;
 typedef struct { cua_rung rung; cua_histdd_fn run; cua_histdd_fits_fn fits; } cua_histdd_row;
+typedef struct { cua_rung rung; cua_segmented_fn run; } cua_segmented_row;
 
 /* One op's ladder as csrc/ indexes it: `rows` points at an array of the
  * op's row type (the cua_rung comes first in each), `stride` is that

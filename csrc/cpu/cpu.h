@@ -194,6 +194,11 @@ int cua_cpu_exact_fast(const void *a, const void *b, int64_t n, int dtype, void 
  * wins, -0.0 < +0.0), its identity (for minimum/maximum, the extreme every
  * value is at most/at least), and element i widened to its kind. */
 cua_acc_t cua_cpu_red_combine(int kind, int op, cua_acc_t a, cua_acc_t b);
+/* reduce.c: a value combined into a shared 64-bit cell holding the kind's
+ * bits: with the atomic C11 has for the op (integer add, and, or, xor),
+ * else (and for every op in the _cas form) a compare-exchange loop. */
+void cua_cpu_cell_atomic(int kind, int op, _Atomic uint64_t *cell, cua_acc_t v);
+void cua_cpu_cell_cas(int kind, int op, _Atomic uint64_t *cell, cua_acc_t v);
 cua_acc_t cua_cpu_red_identity(int kind, int op);
 cua_acc_t cua_cpu_red_load(const void *x, int dtype, int64_t i);
 /* x[lo:hi] folded with op in CUA_CPU_FOLD_LANES SIMD lanes (float add and

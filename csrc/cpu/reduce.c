@@ -49,7 +49,7 @@
  * floats, so a NaN cannot make the loop spin forever. A combined value
  * equal to the cell's needs no exchange: applying the op there would
  * change nothing (min, max, and, or stop writing once the cell settles). */
-static void cell_cas(int kind, int op, _Atomic uint64_t *cell, cua_acc_t v)
+void cua_cpu_cell_cas(int kind, int op, _Atomic uint64_t *cell, cua_acc_t v)
 {
     uint64_t old = atomic_load_explicit(cell, memory_order_relaxed), next;
     do {
@@ -60,7 +60,7 @@ static void cell_cas(int kind, int op, _Atomic uint64_t *cell, cua_acc_t v)
 }
 
 /* The atomics C11 has: integer add, and, or, xor; the rest as cell_cas. */
-static void cell_atomic(int kind, int op, _Atomic uint64_t *cell, cua_acc_t v)
+void cua_cpu_cell_atomic(int kind, int op, _Atomic uint64_t *cell, cua_acc_t v)
 {
     switch (op) {
     case CUA_REDUCE_ADD:
@@ -72,7 +72,7 @@ static void cell_atomic(int kind, int op, _Atomic uint64_t *cell, cua_acc_t v)
     case CUA_REDUCE_BITWISE_XOR: atomic_fetch_xor_explicit(cell, v.i, memory_order_relaxed); return;
     default: break;
     }
-    cell_cas(kind, op, cell, v); /* no such atomic on a CPU */
+    cua_cpu_cell_cas(kind, op, cell, v); /* no such atomic on a CPU */
 }
 
 typedef void (*cell_fn)(int kind, int op, _Atomic uint64_t *cell, cua_acc_t v);
@@ -138,12 +138,12 @@ static cua_acc_t block_value(const void *x, int64_t n, int dtype, int op, int ki
 
 static int reduce_atomic(const void *x, int64_t n, int dtype, int op, void *result, cua_launch *cfg)
 {
-    return per_element(cell_atomic, x, n, dtype, op, result, cfg);
+    return per_element(cua_cpu_cell_atomic, x, n, dtype, op, result, cfg);
 }
 
 static int reduce_cas(const void *x, int64_t n, int dtype, int op, void *result, cua_launch *cfg)
 {
-    return per_element(cell_cas, x, n, dtype, op, result, cfg);
+    return per_element(cua_cpu_cell_cas, x, n, dtype, op, result, cfg);
 }
 
 static int reduce_block_tree(const void *x, int64_t n, int dtype, int op, void *result, cua_launch *cfg)
@@ -154,7 +154,7 @@ static int reduce_block_tree(const void *x, int64_t n, int dtype, int op, void *
     _Atomic uint64_t cell = cua_cpu_red_identity(kind, op).i;
 #pragma omp parallel for schedule(static) num_threads(g.team)
     for (int64_t k = 0; k < g.busy_blocks; k++)
-        if (!cua_cpu_stop(cfg)) cell_atomic(kind, op, &cell, block_value(x, n, dtype, op, kind, cfg, k));
+        if (!cua_cpu_stop(cfg)) cua_cpu_cell_atomic(kind, op, &cell, block_value(x, n, dtype, op, kind, cfg, k));
     const uint64_t bits = atomic_load(&cell);
     memcpy(result, &bits, sizeof bits);
     return CUA_CPU_DONE(cfg);

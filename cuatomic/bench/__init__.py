@@ -11,6 +11,7 @@ imports each library only when a benchmark asks for it.
     python -m cuatomic bench argmin           the argmin/argmax table against the peers
     python -m cuatomic bench nonzero          the nonzero table against the peers
     python -m cuatomic bench histogramdd      the histogram2d/histogramdd table against the peers
+    python -m cuatomic bench axis             the sum/min/max along an axis table against the peers
 
 See ``suite`` (the ladder benchmark and the command), ``targets`` (the
 target table), ``toolkit`` and ``small`` (the other tables), ``measure``
@@ -35,6 +36,9 @@ def main(argv=None):
     if argv[:1] == ["argmin"]:
         from . import argmin
         return argmin.main(argv[1:])
+    if argv[:1] == ["axis"]:
+        from . import axis
+        return axis.main(argv[1:])
     if argv[:1] == ["histogramdd"]:
         from . import histogramdd
         return histogramdd.main(argv[1:])

@@ -1,0 +1,465 @@
+// segmented.cu -- reductions along axes (sum, prod, min, max, reduce, mean
+// with axis=): segmented reductions. The input is (outer, m, inner) in C
+// order; output k = o * inner + i folds the m elements x[(o * m + j) *
+// inner + i], j = 0 .. m-1, with one of reduce's ops, into 8 bytes of
+// cua_reduce_kind (integers in 64 bits, floats in double).
+//
+//  1. atomic   the tutorial's rung applied per segment: one thread per
+//              element, one atomic into its output's cell (atomicAdd for
+//              add, atomicMin/Max for integer min/max, atomicAnd/Or/Xor;
+//              multiply and float min/max from an atomicCAS loop). Float
+//              sums come out in the order the atomics ran.
+//  2. warp     one warp per output: its lanes walk the axis (lane j takes
+//              elements j, j + 32, ...), then shuffles combine the lanes in
+//              a fixed order. Deterministic; float add in compensated
+//              double. Coalesced when the axis is contiguous (inner == 1);
+//              a strided axis costs a 32-byte sector per element.
+//  3. columns  one thread per output, threads side by side along the
+//              output: a warp's 32 neighbouring outputs read 32
+//              neighbouring elements of each row, coalesced when the axis
+//              is strided (inner >= 32). Deterministic, compensated float
+//              add; a long axis with few outputs leaves the GPU mostly
+//              idle (the split over blocks is the next rung's).
+//  4. tiled    a block takes a tile of BX neighbouring outputs and BY
+//              threads along the axis for each (BX x BY = 256): BX = 32
+//              along a strided axis (coalesced rows), 1 along a long
+//              contiguous one (the block walks the row), 32 rows at a time
+//              for short contiguous rows. When the tiles alone would leave
+//              the GPU idle (few outputs, a long axis: 16 x 2^20, or 2^20 x
+//              16 along axis 0), a second grid dimension cuts the axis into
+//              chunks; each block folds its part in registers, its BY
+//              threads combine in shared memory in a fixed order, and the
+//              chunks' partials are folded in chunk order by a second
+//              kernel. No atomics: deterministic, compensated float add.
+//
+// The ops act on the kind at run time (one kernel per element type and
+// rung: 30 kernels, not 210 with the op compiled in).
+#include "common.cuh"
+#include "ops.cuh"
+
+namespace {
+
+using namespace cua_ops;
+
+// An element as its kind's 8 bytes: integers sign- or zero-extended,
+// floats as double.
+template <class T>
+__device__ __forceinline__ u64 load_kind(const T *x, int64_t e)
+{
+    const T v = x[e];
+    if constexpr (is_float<T>) return (u64)__double_as_longlong((double)v);
+    else if constexpr (std::is_signed<T>::value) return (u64)(int64_t)v;
+    else return (u64)v;
+}
+
+__device__ __forceinline__ double as_d(u64 b) { return __longlong_as_double((long long)b); }
+__device__ __forceinline__ u64 as_b(double d) { return (u64)__double_as_longlong(d); }
+
+// a op b on kind bits (kind: CUA_FLOAT64, CUA_INT64 or CUA_UINT64).
+__device__ __forceinline__ u64 combine(int kind, int op, u64 a, u64 b)
+{
+    const bool f = kind == CUA_FLOAT64, s = kind == CUA_INT64;
+    switch (op) {
+    case ADD: return f ? as_b(as_d(a) + as_d(b)) : a + b;
+    case MUL: return f ? as_b(as_d(a) * as_d(b)) : a * b;
+    case MIN: return f ? as_b(float_pick(MIN, as_d(a), as_d(b))) : (s ? (int64_t)b < (int64_t)a : b < a) ? b : a;
+    case MAX: return f ? as_b(float_pick(MAX, as_d(a), as_d(b))) : (s ? (int64_t)a < (int64_t)b : a < b) ? b : a;
+    case AND: return a & b;
+    case OR: return a | b;
+    default: return a ^ b;
+    }
+}
+
+__host__ __device__ __forceinline__ u64 identity(int kind, int op)
+{
+    const bool f = kind == CUA_FLOAT64, s = kind == CUA_INT64;
+    switch (op) {
+    case MUL: return f ? 0x3FF0000000000000ull : 1;
+    case AND: return ~0ull;
+    case MIN: return f ? 0x7FF0000000000000ull : s ? (u64)INT64_MAX : ~0ull;
+    case MAX: return f ? 0xFFF0000000000000ull : s ? (u64)INT64_MIN : 0;
+    default: return 0;
+    }
+}
+
+// Compensated double addition (Knuth's two-sum): s + c carries the sum
+// and the rounding errors of its additions.
+struct Pair {
+    double s = 0.0, c = 0.0;
+    __device__ __forceinline__ void add(double v)
+    {
+        const double t = s + v, bp = t - s;
+        c += (s - (t - bp)) + (v - bp);
+        s = t;
+    }
+    __device__ __forceinline__ void add(Pair o)
+    {
+        add(o.s);
+        c += o.c;
+    }
+    __device__ __forceinline__ double value() const { return s - s == 0 ? s + c : s; }
+};
+
+// ------------------------------------------------------------ 1. atomic
+
+__device__ void atomic_combine(int kind, int op, u64 *cell, u64 v)
+{
+    const bool f = kind == CUA_FLOAT64, s = kind == CUA_INT64;
+    if (op == ADD) {
+        if (f) atomicAdd(reinterpret_cast<double *>(cell), as_d(v));
+        else atomicAdd(cell, v);
+        return;
+    }
+    if (op == AND) { atomicAnd(cell, v); return; }
+    if (op == OR) { atomicOr(cell, v); return; }
+    if (op == XOR) { atomicXor(cell, v); return; }
+    if (!f && (op == MIN || op == MAX)) {
+        if (s) {
+            long long *c = reinterpret_cast<long long *>(cell);
+            op == MIN ? atomicMin(c, (long long)v) : atomicMax(c, (long long)v);
+        } else {
+            op == MIN ? atomicMin(cell, v) : atomicMax(cell, v);
+        }
+        return;
+    }
+    // multiply, float min/max: a CAS loop on the bits (never comparing
+    // floats, so a NaN cannot make it spin); a value that would not change
+    // the cell skips the swap.
+    u64 old = *reinterpret_cast<volatile u64 *>(cell);
+    while (true) {
+        const u64 next = combine(kind, op, old, v);
+        if (next == old) return;
+        const u64 seen = atomicCAS(cell, old, next);
+        if (seen == old) return;
+        old = seen;
+    }
+}
+
+__global__ void fill_kernel(u64 *out, int64_t n, u64 value)
+{
+    for (int64_t k = cua_global_id(); k < n; k += cua_grid_stride()) out[k] = value;
+}
+
+template <class T>
+__global__ void seg_atomic_kernel(const T *__restrict__ x, int64_t m, int64_t inner, int64_t n, int kind, int op,
+                                  u64 *cells)
+{
+    for (int64_t e = cua_global_id(); e < n; e += cua_grid_stride()) {
+        const int64_t i = e % inner, o = e / inner / m;  // element e belongs to output o * inner + i
+        atomic_combine(kind, op, &cells[o * inner + i], load_kind(x, e));
+    }
+}
+
+// -------------------------------------------------------------- 2. warp
+
+template <class T>
+__global__ void seg_warp_kernel(const T *__restrict__ x, int64_t m, int64_t inner, int64_t outs, int kind, int op,
+                                u64 *out)
+{
+    const unsigned lane = threadIdx.x & 31;
+    const int64_t warps = ((int64_t)gridDim.x * blockDim.x) >> 5;
+    const bool fadd = kind == CUA_FLOAT64 && op == ADD;
+    for (int64_t k = cua_global_id() >> 5; k < outs; k += warps) {
+        const int64_t base = (k / inner) * m * inner + k % inner;
+        if (fadd) {
+            Pair p;
+            for (int64_t j = lane; j < m; j += 32) p.add(as_d(load_kind(x, base + j * inner)));
+            for (int o = 16; o; o >>= 1) {
+                Pair q;
+                q.s = __shfl_xor_sync(0xffffffffu, p.s, o);
+                q.c = __shfl_xor_sync(0xffffffffu, p.c, o);
+                // lanes combine as the lower lane's pair plus the higher's: one order for every run
+                if (lane & o) { Pair t = q; t.add(p); p = t; } else { p.add(q); }
+            }
+            if (lane == 0) out[k] = as_b(p.value());
+        } else {
+            u64 acc = identity(kind, op);
+            for (int64_t j = lane; j < m; j += 32) acc = combine(kind, op, acc, load_kind(x, base + j * inner));
+            for (int o = 16; o; o >>= 1) {
+                const u64 other = __shfl_xor_sync(0xffffffffu, acc, o);
+                acc = (lane & o) ? combine(kind, op, other, acc) : combine(kind, op, acc, other);
+            }
+            if (lane == 0) out[k] = acc;
+        }
+    }
+}
+
+// ----------------------------------------------------------- 3. columns
+
+template <class T>
+__global__ void seg_columns_kernel(const T *__restrict__ x, int64_t m, int64_t inner, int64_t outs, int kind, int op,
+                                   u64 *out)
+{
+    const bool fadd = kind == CUA_FLOAT64 && op == ADD;
+    for (int64_t k = cua_global_id(); k < outs; k += cua_grid_stride()) {
+        const int64_t base = (k / inner) * m * inner + k % inner;
+        if (fadd) {
+            Pair p;
+            for (int64_t j = 0; j < m; j++) p.add(as_d(load_kind(x, base + j * inner)));
+            out[k] = as_b(p.value());
+        } else {
+            u64 acc = identity(kind, op);
+            for (int64_t j = 0; j < m; j++) acc = combine(kind, op, acc, load_kind(x, base + j * inner));
+            out[k] = acc;
+        }
+    }
+}
+
+// ------------------------------------------------------------- 4. tiled
+
+constexpr int TILE_THREADS = 256;
+
+// A partial of one output: the kind's bits, or a compensated pair for a
+// float add.
+struct Partial {
+    u64 v;
+    double c;
+};
+
+template <class T>
+__global__ __launch_bounds__(TILE_THREADS) void seg_tiled_kernel(const T *__restrict__ x, int64_t m, int64_t inner,
+                                                                 int64_t outs, int kind, int op, int bx,
+                                                                 int64_t rows, Partial *part)
+{
+    __shared__ Partial cache[TILE_THREADS];
+    const int by = TILE_THREADS / bx, tx = threadIdx.x % bx, ty = threadIdx.x / bx;
+    const int64_t k = (int64_t)blockIdx.x * bx + tx;
+    const int64_t j0 = (int64_t)blockIdx.y * rows, j1 = j0 + rows < m ? j0 + rows : m;
+    const bool fadd = kind == CUA_FLOAT64 && op == ADD;
+    Pair p;
+    u64 acc = identity(kind, op);
+    if (k < outs) {
+        const int64_t base = (k / inner) * m * inner + k % inner;
+        if (fadd)
+            for (int64_t j = j0 + ty; j < j1; j += by) p.add(as_d(load_kind(x, base + j * inner)));
+        else
+            for (int64_t j = j0 + ty; j < j1; j += by) acc = combine(kind, op, acc, load_kind(x, base + j * inner));
+    }
+    cache[threadIdx.x] = fadd ? Partial{as_b(p.s), p.c} : Partial{acc, 0.0};
+    __syncthreads();
+    // The by partials of each output (stride bx in cache) folded in a
+    // fixed order: a tree over ty.
+    for (int half = by / 2; half > 0; half >>= 1) {
+        if (ty < half) {
+            Partial a = cache[threadIdx.x], b = cache[threadIdx.x + half * bx];
+            if (fadd) {
+                Pair q;
+                q.s = as_d(a.v);
+                q.c = a.c;
+                Pair r;
+                r.s = as_d(b.v);
+                r.c = b.c;
+                q.add(r);
+                a = Partial{as_b(q.s), q.c};
+            } else {
+                a.v = combine(kind, op, a.v, b.v);
+            }
+            cache[threadIdx.x] = a;
+        }
+        __syncthreads();
+    }
+    if (ty == 0 && k < outs) part[(int64_t)blockIdx.y * outs + k] = cache[tx];
+}
+
+// The chunks' partials of every output folded in chunk order into its
+// kind's 8 bytes.
+__global__ void seg_chunks_kernel(const Partial *part, int64_t chunks, int64_t outs, int kind, int op, u64 *out)
+{
+    const bool fadd = kind == CUA_FLOAT64 && op == ADD;
+    for (int64_t k = cua_global_id(); k < outs; k += cua_grid_stride()) {
+        if (fadd) {
+            Pair p;
+            for (int64_t c = 0; c < chunks; c++) {
+                Pair q;
+                q.s = as_d(part[c * outs + k].v);
+                q.c = part[c * outs + k].c;
+                p.add(q);
+            }
+            out[k] = as_b(p.value());
+        } else {
+            u64 acc = identity(kind, op);
+            for (int64_t c = 0; c < chunks; c++) acc = combine(kind, op, acc, part[c * outs + k].v);
+            out[k] = acc;
+        }
+    }
+}
+
+// ------------------------------------------------------------ launchers
+
+static int finish(cua_launch *cfg)
+{
+    CUA_CHECK_LAUNCH();
+    CUA_CHECK(cudaStreamSynchronize(cua_stream(cfg)));
+    return 0;
+}
+
+template <class T>
+static int seg_atomic(const T *x, int64_t outer, int64_t m, int64_t inner, int kind, int op, u64 *out,
+                      cua_launch *cfg)
+{
+    const int64_t outs = outer * inner, n = outs * m;
+    int st = cua_default_config(cfg, n > outs ? n : outs, CUA_DEFAULT_THREADS);
+    if (st) return st;
+    cudaStream_t s = cua_stream(cfg);
+    if (outs > 0) fill_kernel<<<(unsigned)cfg->blocks, cfg->threads, 0, s>>>(out, outs, identity(kind, op));
+    if (n > 0) seg_atomic_kernel<T><<<(unsigned)cfg->blocks, cfg->threads, 0, s>>>(x, m, inner, n, kind, op, out);
+    return finish(cfg);
+}
+
+template <class T>
+static int seg_warp(const T *x, int64_t outer, int64_t m, int64_t inner, int kind, int op, u64 *out,
+                    cua_launch *cfg)
+{
+    const int64_t outs = outer * inner;
+    int st = cua_default_config(cfg, outs * 32, CUA_DEFAULT_THREADS);
+    if (st) return st;
+    if (cfg->threads % 32) return cua_refuse(cfg, "method 'warp' runs whole warps: threads=%d is not a multiple of 32",
+                                             cfg->threads);
+    if (outs > 0)
+        seg_warp_kernel<T><<<(unsigned)cfg->blocks, cfg->threads, 0, cua_stream(cfg)>>>(x, m, inner, outs, kind, op,
+                                                                                         out);
+    return finish(cfg);
+}
+
+template <class T>
+static int seg_columns(const T *x, int64_t outer, int64_t m, int64_t inner, int kind, int op, u64 *out,
+                       cua_launch *cfg)
+{
+    const int64_t outs = outer * inner;
+    int st = cua_default_config(cfg, outs, CUA_DEFAULT_THREADS);
+    if (st) return st;
+    if (outs > 0)
+        seg_columns_kernel<T><<<(unsigned)cfg->blocks, cfg->threads, 0, cua_stream(cfg)>>>(x, m, inner, outs, kind,
+                                                                                            op, out);
+    return finish(cfg);
+}
+
+// tiled's plan: outputs per block (bx) and threads along the axis (256 /
+// bx), then chunks of the axis until the grid fills the GPU (at least
+// 8 * by rows a chunk, so a chunk is worth its partial).
+template <class T>
+static int seg_tiled(const T *x, int64_t outer, int64_t m, int64_t inner, int kind, int op, u64 *out,
+                     cua_launch *cfg)
+{
+    const int64_t outs = outer * inner;
+    cudaStream_t s = cua_stream(cfg);
+    if (cfg->threads > 0 && cfg->threads != TILE_THREADS)
+        return cua_refuse(cfg, "method 'tiled' runs blocks of %d threads (got threads=%d)", TILE_THREADS,
+                          cfg->threads);
+    int bx = 32;
+    if (inner > 1 && inner < 32) {
+        bx = 1;
+        while (bx < inner) bx *= 2;
+    } else if (inner == 1 && m >= TILE_THREADS) {
+        bx = 1;
+    }
+    const int by = TILE_THREADS / bx;
+    const int64_t tiles = cua_ceil_div(outs > 0 ? outs : 1, bx);
+    int sms;
+    int st = cua_sm_count(&sms);
+    if (st) return st;
+    const int64_t want = cfg->blocks > 0 ? cfg->blocks : (int64_t)8 * sms;
+    int64_t chunks = tiles >= want ? 1 : cua_ceil_div(want, tiles);
+    const int64_t most = cua_ceil_div(m > 0 ? m : 1, (int64_t)8 * by);
+    if (chunks > most) chunks = most;
+    if (chunks > 65535) chunks = 65535;
+    if (tiles > INT32_MAX) return cua_refuse(cfg, "method 'tiled': %lld outputs are too many tiles", (long long)outs);
+    const int64_t rows = cua_ceil_div(m > 0 ? m : 1, chunks);
+    cfg->threads = TILE_THREADS;
+    cfg->used_threads = TILE_THREADS;
+    cfg->used_blocks = tiles * chunks;
+    if (outs == 0) return 0;
+    cua_scratch scratch;
+    CUA_CHECK(scratch.get((size_t)chunks * outs * sizeof(Partial), s));
+    Partial *part = (Partial *)scratch.ptr;
+    seg_tiled_kernel<T><<<dim3((unsigned)tiles, (unsigned)chunks), TILE_THREADS, 0, s>>>(x, m, inner, outs, kind, op,
+                                                                                       bx, rows, part);
+    CUA_CHECK_LAUNCH();
+    const int64_t fb = cua_ceil_div(outs, CUA_DEFAULT_THREADS), fmost = (int64_t)CUA_DEFAULT_BLOCKS_PER_SM * sms;
+    seg_chunks_kernel<<<(unsigned)(fb < fmost ? fb : fmost), CUA_DEFAULT_THREADS, 0, s>>>(part, chunks, outs, kind, op,
+                                                                                        out);
+    return finish(cfg);
+}
+
+}  // namespace
+
+// ----------------------------------------------------------- variant table
+
+#define SEG_ENTRY(RUNG, launcher)                                                                          \
+    static int seg_##RUNG(const void *x, int64_t outer, int64_t m, int64_t inner, int dtype, int op, void *out, \
+                          cua_launch *cfg)                                                                  \
+    {                                                                                                      \
+        const int kind = cua_reduce_kind(dtype, op);                                                       \
+        if (kind < 0 || outer < 0 || m < 0 || inner < 0) return CUA_EINTERNAL;                            \
+        return cua_dispatch(dtype, [&](auto t) -> int {                                                    \
+            using T = decltype(t);                                                                         \
+            return launcher<T>((const T *)x, outer, m, inner, kind, op, (u64 *)out, cfg);                  \
+        });                                                                                                \
+    }
+SEG_ENTRY(ATOMIC, seg_atomic)
+SEG_ENTRY(WARP, seg_warp)
+SEG_ENTRY(COLUMNS, seg_columns)
+SEG_ENTRY(TILED, seg_tiled)
+
+static const cua_segmented_row segmented_rows[] = {
+    {{"atomic", 1, "one atomic per element into its output's cell: the tutorial's atomicAdd, per segment", 0},
+     seg_ATOMIC},
+    {{"warp", 2, "a warp per output, lanes along the axis, shuffles in a fixed order; compensated float add",
+      CUA_F_DETERMINISTIC},
+     seg_WARP},
+    {{"columns", 3, "a thread per output, threads side by side along the outputs: coalesced on a strided axis",
+      CUA_F_DETERMINISTIC},
+     seg_COLUMNS},
+    {{"tiled", 4, "a tile of outputs x 256/tile threads along the axis, the axis cut in chunks when outputs are few; "
+      "partials folded in chunk order", CUA_F_DETERMINISTIC},
+     seg_TILED},
+};
+extern "C" const cua_ladder cua_cuda_segmented_ladder = CUA_LADDER(segmented_rows);
+
+// ------------------------------------------------------------- finishing
+
+// The outputs' kind values as NumPy's result, on the device: `initial`
+// folded in first when there is one, the mean's division by `divisor`
+// (0: none), then the cast to the result's type (integers keep their low
+// bits, as NumPy's casts; bool is value != 0).
+template <class Out>
+__global__ void finish_kernel(const u64 *src, int64_t n, int kind, int op, int has_init, u64 init, double divisor,
+                              bool to_bool, Out *dst)
+{
+    for (int64_t k = cua_global_id(); k < n; k += cua_grid_stride()) {
+        u64 v = src[k];
+        if (has_init) v = combine(kind, op, init, v);
+        if (divisor != 0.0 || std::is_floating_point<Out>::value) {
+            double d = kind == CUA_FLOAT64 ? as_d(v) : kind == CUA_INT64 ? (double)(int64_t)v : (double)v;
+            if (divisor != 0.0) d /= divisor;
+            dst[k] = to_bool ? (Out)(d != 0.0) : (Out)d;
+        } else if (to_bool) {
+            dst[k] = (Out)(kind == CUA_FLOAT64 ? as_d(v) != 0.0 : v != 0);
+        } else {
+            dst[k] = kind == CUA_FLOAT64 ? (Out)(int64_t)as_d(v) : (Out)v;
+        }
+    }
+}
+
+extern "C" int cua_cuda_segmented_finish(const void *src, int64_t n, int kind, int op, const uint64_t *initial,
+                                         double divisor, int out_dtype, void *dst, void *stream)
+{
+    if (n == 0) return 0;
+    cudaStream_t s = (cudaStream_t)stream;
+    int sms;
+    int st = cua_sm_count(&sms);
+    if (st) return st;
+    const int64_t want = cua_ceil_div(n, CUA_DEFAULT_THREADS), most = (int64_t)CUA_DEFAULT_BLOCKS_PER_SM * sms;
+    const unsigned blocks = (unsigned)(want < most ? want : most);
+    st = cua_dispatch(out_dtype, [&](auto t) -> int {
+        using Out = decltype(t);
+        finish_kernel<Out><<<blocks, CUA_DEFAULT_THREADS, 0, s>>>((const u64 *)src, n, kind, op, initial != nullptr,
+                                                                   initial ? *initial : 0, divisor,
+                                                                   out_dtype == CUA_BOOL, (Out *)dst);
+        return 0;
+    });
+    if (st) return st;
+    CUA_CHECK_LAUNCH();
+    CUA_CHECK(cudaStreamSynchronize(s));
+    return 0;
+}

@@ -1,0 +1,214 @@
+"""Reductions along axes against NumPy: sum, prod, min, max, reduce and mean
+with axis (int, negative, tuple, adjacent or not), keepdims, dtype, out and
+initial, on every backend x rung of the segmented ladder x dtype, C,
+Fortran and strided layouts and empty axes. Float sums are checked against
+the exact sums (math.fsum) and NumPy's own error on the same data, so a
+rung that drops a chunk, folds an output's elements from the wrong stride,
+or loses the compensation fails."""
+import math
+
+import numpy as np
+import pytest
+from conftest import BACKENDS, CUDA, host
+
+import cuatomic
+
+NUMPY2 = int(np.__version__.split(".")[0]) >= 2
+AxisError = np.exceptions.AxisError if NUMPY2 else np.AxisError
+DTYPES = [np.bool_, np.int8, np.uint8, np.int16, np.int32, np.uint32, np.int64, np.uint64, np.float32, np.float64]
+SHAPES = [(6,), (3, 4), (5, 1, 7), (2, 3, 4, 5), (33, 257), (257, 33), (4, 0, 3), (2, 3000), (3000, 2)]
+
+
+def rungs():
+    out = []
+    for be in BACKENDS:
+        for name, _, _ in cuatomic.methods("segmented", be):
+            for where in (["host", "device"] if be == "cuda" else ["host"]):
+                out.append(pytest.param(be, name, where, id=f"{be}-{name}-{where}"))
+        for where in (["host", "device"] if be == "cuda" else ["host"]):
+            out.append(pytest.param(be, "auto", where, id=f"{be}-auto-{where}"))
+    return out
+
+
+def data(dtype, shape, seed, op="add"):
+    rng = np.random.default_rng(seed)
+    dt = np.dtype(dtype)
+    if dt.kind == "b":
+        return rng.random(shape) < 0.5
+    if dt.kind == "f":
+        if op == "multiply":  # products that stay far from overflow in the data's own type
+            return rng.uniform(0.9, 1.1, shape).astype(dt)
+        x = rng.standard_normal(shape).astype(dt) * 100
+        if x.size > 3:
+            x.flat[2] = -0.0
+        return x
+    info = np.iinfo(dt)
+    lo, hi = (info.min, info.max) if op != "multiply" else (0 if dt.kind == "u" else -3, 3)
+    return rng.integers(lo, hi, shape, dtype=dt, endpoint=True)
+
+
+def axes_of(shape):
+    nd = len(shape)
+    forms = [0, -1, None]
+    if nd >= 2:
+        forms += [1, (0, 1), (-1, 0)]
+    if nd >= 3:
+        forms += [(0, 2), (1, 2), (0, 1, 2)]
+    return forms
+
+
+def placed(a, backend, where):
+    return cuatomic.to_device(np.ascontiguousarray(a), backend=backend) if where == "device" else a
+
+
+def same(got, want):
+    got = host(got) if isinstance(got, cuatomic.DeviceArray) else np.asarray(got)
+    want = np.asarray(want)
+    assert got.shape == want.shape, (got.shape, want.shape)
+    assert got.dtype == want.dtype, (got.dtype, want.dtype)
+    if want.dtype.kind == "f":
+        np.testing.assert_allclose(got, want, rtol=2e-6 if want.dtype.itemsize == 4 else 1e-12, atol=1e-30,
+                                   equal_nan=True)
+    else:
+        assert np.array_equal(got, want)
+
+
+def near_exact(got, want, x, op, axis, keepdims, naive=False):
+    """A float sum within 2 ulps of its value in long double (the rungs fold
+    in float64, float add compensated; a product within the m roundings of
+    a float64 product): NumPy's own float32 result may be further off, so
+    the comparison is with the exact one.
+    `naive`: the atomic rung's plain float64 adds, in the atomics' order,
+    within the bound of naive summation in float64 (m * 2^-53 of the sum
+    of magnitudes along the axis) plus the final rounding."""
+    got = host(got) if isinstance(got, cuatomic.DeviceArray) else np.asarray(got)
+    assert got.shape == np.shape(want) and got.dtype == np.asarray(want).dtype
+    wide = x.astype(np.longdouble)
+    ref = getattr(np, op).reduce(wide, axis=axis, keepdims=keepdims)
+    ulp = np.spacing(np.abs(ref).astype(got.dtype)).astype(np.longdouble)
+    bound = 2 * ulp
+    m = x.size // max(ref.size, 1)
+    if naive and op == "add":
+        bound = bound + m * 2.0**-53 * np.add.reduce(np.abs(wide), axis=axis, keepdims=keepdims)
+    if op == "multiply":  # products are not compensated: m roundings in float64, as NumPy's float64 product
+        bound = bound + m * 2.0**-53 * np.abs(ref)
+    assert np.all(np.abs(got.astype(np.longdouble) - ref) <= bound), np.max(np.abs(got - ref) / ulp)
+
+
+@pytest.mark.parametrize("backend,method,where", rungs())
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_ufuncs_match_numpy(backend, method, where, dtype):
+    dt = np.dtype(dtype)
+    ops = ["add", "multiply", "minimum", "maximum"] + (["bitwise_xor", "bitwise_and"] if dt.kind != "f" else [])
+    for k, shape in enumerate(SHAPES):
+        for op in ops:
+            x = data(dtype, shape, k, op)
+            d = placed(x, backend, where)
+            for axis in axes_of(shape):
+                for keepdims in (False, True):
+                    if axis is None and not keepdims:
+                        continue  # the flat reduce's own ladder (test_reduce)
+                    try:
+                        want = getattr(np, op).reduce(x, axis=axis, keepdims=keepdims)
+                    except ValueError as e:  # minimum/maximum of an empty axis
+                        with pytest.raises(ValueError, match="identity"):
+                            cuatomic.reduce(d, op, axis, keepdims=keepdims, method=method, backend=backend)
+                        assert "identity" in str(e)
+                        continue
+                    got = cuatomic.reduce(d, op, axis, keepdims=keepdims, method=method, backend=backend)
+                    assert isinstance(got, cuatomic.DeviceArray) == (where == "device")
+                    if dt.kind == "f" and op in ("add", "multiply"):
+                        near_exact(got, want, x, op, axis, keepdims, naive=method == "atomic")
+                    else:
+                        same(got, want)
+
+
+@pytest.mark.parametrize("backend,method,where", rungs())
+def test_functions_and_options(backend, method, where):
+    x = data(np.float64, (4, 5, 6), 1)
+    xi = data(np.int32, (4, 5, 6), 2)
+    kw = dict(method=method, backend=backend)
+    d, di = placed(x, backend, where), placed(xi, backend, where)
+    same(cuatomic.sum(d, axis=1, **kw), np.sum(x, axis=1))
+    same(cuatomic.sum(di, axis=(0, 2), **kw), np.sum(xi, axis=(0, 2)))
+    same(cuatomic.sum(di, axis=0, dtype=np.int8, **kw), np.sum(xi, axis=0, dtype=np.int8))
+    same(cuatomic.sum(di, axis=2, dtype=np.float32, **kw), np.sum(xi, axis=2, dtype=np.float32))
+    same(cuatomic.prod(placed(data(np.float64, (4, 5), 3, "multiply"), backend, where), axis=0, **kw),
+         np.prod(data(np.float64, (4, 5), 3, "multiply"), axis=0))
+    same(cuatomic.min(di, axis=-1, **kw), np.min(xi, axis=-1))
+    same(cuatomic.max(d, axis=(1, 2), keepdims=True, **kw), np.max(x, axis=(1, 2), keepdims=True))
+    same(cuatomic.min(di, axis=0, initial=-5, **kw), np.min(xi, axis=0, initial=-5))
+    same(cuatomic.sum(di, axis=1, initial=10, **kw), np.sum(xi, axis=1, initial=10))
+    same(cuatomic.max(placed(np.zeros((3, 0)), backend, where), axis=1, initial=2.5, **kw),
+         np.max(np.zeros((3, 0)), axis=1, initial=2.5))
+    same(cuatomic.sum(placed(np.zeros((3, 0)), backend, where), axis=1, **kw), np.sum(np.zeros((3, 0)), axis=1))
+    for a in (x, xi, data(np.uint8, (4, 5, 6), 4), data(np.float32, (4, 5, 6), 5)):
+        for axis in (0, (1, 2), -1, None):
+            same(cuatomic.mean(placed(a, backend, where), axis=axis, **kw), np.mean(a, axis=axis))
+    same(cuatomic.mean(di, axis=1, dtype=np.float32, keepdims=True, **kw),
+         np.mean(xi, axis=1, dtype=np.float32, keepdims=True))
+    same(cuatomic.sum(d, keepdims=True, **kw), np.sum(x, keepdims=True))
+    # out=: written in place, in out's dtype
+    if where == "host":
+        o = np.empty((4, 6), np.float32)
+        assert cuatomic.sum(x, axis=1, out=o, **kw) is o
+        same(o, np.sum(x, axis=1, out=np.empty((4, 6), np.float32)))
+    else:
+        o = cuatomic.DeviceArray.empty((4, 6), np.float64)
+        assert cuatomic.sum(d, axis=1, out=o, **kw) is o
+        same(o, np.sum(x, axis=1))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_layouts(backend):
+    x = data(np.float64, (40, 30, 20), 7)
+    for a in (np.asfortranarray(x), x[::2, :, 1::3], x[:, ::-1], x.astype(x.dtype.newbyteorder())):
+        for axis in (0, 1, 2, (0, 2)):
+            same(cuatomic.sum(a, axis=axis, backend=backend), np.sum(a, axis=axis))
+            same(cuatomic.max(a, axis=axis, backend=backend), np.max(a, axis=axis))
+
+
+@pytest.mark.parametrize("backend,method,where", [p for p in rungs() if p.values[1] != "atomic"])
+def test_float_sums_accurate_and_deterministic(backend, method, where):
+    """Each output within NumPy's own error of the exact sum (or 2 ulps), and
+    the same bits on a second call."""
+    rng = np.random.default_rng(11)
+    for dt in (np.float32, np.float64):
+        x = (rng.standard_normal((64, 3001)) * np.exp(rng.uniform(-8, 8, (64, 3001)))).astype(dt)
+        for axis in (0, 1):
+            got = host(cuatomic.sum(placed(x, backend, where), axis=axis, method=method, backend=backend))
+            again = host(cuatomic.sum(placed(x, backend, where), axis=axis, method=method, backend=backend))
+            assert np.array_equal(got, again)
+            ref = np.sum(x, axis=axis)
+            cols = x.T if axis == 0 else x
+            exact = np.array([math.fsum(map(float, c)) for c in cols])
+            ulp = np.spacing(np.abs(exact).astype(dt)).astype(np.float64)
+            err, np_err = np.abs(got - exact), np.abs(ref.astype(np.float64) - exact)
+            assert np.all(err <= np.maximum(np_err, 2 * ulp)), (dt, axis, (err / ulp).max(), (np_err / ulp).max())
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_errors(backend):
+    x = np.ones((3, 4))
+    with pytest.raises(AxisError):
+        cuatomic.sum(x, axis=2, backend=backend)
+    with pytest.raises(ValueError, match="duplicate|repeated"):
+        cuatomic.sum(x, axis=(0, 0), backend=backend)
+    with pytest.raises(TypeError):
+        cuatomic.reduce(x, "bitwise_or", axis=0, backend=backend)
+    with pytest.raises(ValueError, match="identity"):
+        cuatomic.min(np.zeros((0, 3)), axis=0, backend=backend)
+    with pytest.raises(ValueError, match="shape"):
+        cuatomic.sum(x, axis=0, out=np.empty(3), backend=backend)
+    with pytest.raises(ValueError, match="method"):
+        cuatomic.sum(x, axis=0, method="vector", backend=backend)  # the flat sum's rung, not the axis ladder's
+    with pytest.raises(TypeError):
+        cuatomic.sum(np.ma.masked_array(x), axis=0, backend=backend)
+
+
+def test_backends_agree():
+    if not CUDA:
+        pytest.skip("one backend")
+    x = data(np.float32, (300, 500), 9)
+    for axis in (0, 1):
+        assert np.array_equal(cuatomic.sum(x, axis=axis, backend="cpu"), cuatomic.sum(x, axis=axis, backend="cuda"))
