@@ -110,8 +110,8 @@ def reduce_axis(name, a, axis, dtype=None, out=None, keepdims=False, initial=Non
         raise ValueError(f"zero-size array to reduction operation {name} which has no identity")
     x = inp.x
     if perm is not None:
-        x = _permuted(inp, shape, perm, s)
-        x = x.ptr if isinstance(x, DeviceArray) else x
+        permuted = _permuted(inp, shape, perm, s)  # (held until the kernels have read it)
+        x = permuted.ptr if isinstance(permuted, DeviceArray) else permuted
     if rung is None:
         rung = auto_rung("segmented", be, inp.n, inp.dtype,
                          require=_C.F_DETERMINISTIC if inp.dtype.kind == "f" and fold_name in ("add", "multiply")

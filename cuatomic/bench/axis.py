@@ -8,8 +8,9 @@ NumPy arrays (cpu).
 Peers on a GPU: CuPy (``cupy.sum``/``min``/``max`` with ``axis=``; CUB's
 segmented reduction where CuPy takes it) and PyTorch (``torch.sum``,
 ``torch.amin``, ``torch.amax`` with ``dim=``); on the cpu backend NumPy.
-Every row is validated before it is timed (min/max exactly, sums against
-the float64 sums within NumPy's float32 error); times are the median of 20
+Every row is validated before it is timed (min/max exactly; cuatomic's
+sums against the float64 sums within NumPy's float32 error, the peers'
+float32 sums within 1e-4); times are the median of 20
 whole calls (3 for a row whose first call takes over 0.5 s), device
 synchronized.
 """
@@ -58,9 +59,14 @@ def _systems(x, backend, op, axis):
     return systems
 
 
-def _ok(op, got, x, axis, want):
+def _ok(op, got, x, axis, want, peer):
+    """min/max exactly; cuatomic's sums within NumPy's own error of the
+    float64 sums (or 2 ulps), a peer's (float32 accumulation) within 1e-4
+    of the largest sum's magnitude."""
     if op != "sum":
         return got.shape == want.shape and np.array_equal(got, want)
+    if peer:
+        return got.shape == want.shape and np.allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
     exact = np.sum(x.astype(np.float64), axis=axis)
     err, np_err = np.abs(got.astype(np.float64) - exact), np.abs(want.astype(np.float64) - exact)
     ulp = np.spacing(np.abs(exact).astype(np.float32)).astype(np.float64)
@@ -82,7 +88,7 @@ def run(backend="cuda", quick=False, out=None):
                     t0 = time.perf_counter()
                     got = np.asarray(peer_host(call()))
                     first = time.perf_counter() - t0
-                    if not _ok(op, got, x, axis, want):
+                    if not _ok(op, got, x, axis, want, not system.startswith("cuatomic")):
                         raise AssertionError(f"{system} {case}: differs from NumPy beyond NumPy's own error")
                     ms = call_times(call, 3 if first > 0.5 else 20)
                     med = statistics.median(ms)
