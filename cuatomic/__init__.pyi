@@ -43,6 +43,7 @@ __all__ = [
     "histogramdd",
     "last_launch",
     "max",
+    "mean",
     "memory_info",
     "methods",
     "min",
@@ -59,11 +60,12 @@ __all__ = [
 # Names for the stubs only (not at runtime: private, so stubtest passes them over).
 _Backend = Literal["cuda", "cpu"]
 _Op = Literal["sum", "dot", "histogram", "filter", "mutex_add_one", "add_one", "prod", "reduce", "weighted_histogram",
-              "at", "argmin", "argmax", "nonzero", "flatnonzero", "argwhere", "compress", "histogramdd", "histogram2d"]
+              "at", "argmin", "argmax", "nonzero", "flatnonzero", "argwhere", "compress", "histogramdd", "histogram2d", "segmented"]
 _ExplainOp = _Op | Literal["bincount"]
 _ReduceOp = Literal["add", "multiply", "minimum", "maximum", "bitwise_and", "bitwise_or", "bitwise_xor"]
 _ScatterOp = Literal["add", "subtract", "multiply", "minimum", "maximum", "bitwise_and", "bitwise_or", "bitwise_xor"]
 _CompareOp = Literal["<", "<=", ">", ">=", "==", "!="] | np.ufunc
+_Axis = SupportsIndex | Sequence[SupportsIndex] | None
 
 class CudaError(RuntimeError):
     code: int
@@ -156,14 +158,18 @@ def free_memory(device: int | None = None) -> None: ...
 def to_device(a: _ArrayIn, backend: _Backend | None = None, device: int | None = None) -> DeviceArray | np.ndarray: ...
 def sum(
     a: _ArrayIn,
+    axis: _Axis = None,
     *,
     dtype: npt.DTypeLike | None = None,
+    out: Any = None,
+    keepdims: bool = False,
+    initial: Any = None,
     method: str = "auto",
     backend: _Backend | None = None,
     blocks: int | None = None,
     threads: int | None = None,
     stream: Any = None,
-) -> np.generic: ...
+) -> Any: ...
 def dot(
     a: _ArrayIn,
     b: _ArrayIn,
@@ -218,14 +224,18 @@ def add_one(
 ) -> int: ...
 def prod(
     a: _ArrayIn,
+    axis: _Axis = None,
     *,
     dtype: npt.DTypeLike | None = None,
+    out: Any = None,
+    keepdims: bool = False,
+    initial: Any = None,
     method: str = "auto",
     backend: _Backend | None = None,
     blocks: int | None = None,
     threads: int | None = None,
     stream: Any = None,
-) -> np.generic: ...
+) -> Any: ...
 def argmin(
     a: _ArrayIn,
     axis: None = None,
@@ -317,14 +327,18 @@ def histogram2d(
 def reduce(
     a: _ArrayIn,
     op: _ReduceOp | np.ufunc,
+    axis: _Axis = None,
     *,
     dtype: npt.DTypeLike | None = None,
+    out: Any = None,
+    keepdims: bool = False,
+    initial: Any = None,
     method: str = "auto",
     backend: _Backend | None = None,
     blocks: int | None = None,
     threads: int | None = None,
     stream: Any = None,
-) -> np.generic: ...
+) -> Any: ...
 def at(
     a: Any,
     indices: Any,
@@ -361,22 +375,43 @@ def reduceat(
 ) -> np.ndarray: ...
 def min(
     a: _ArrayIn,
+    axis: _Axis = None,
     *,
+    out: Any = None,
+    keepdims: bool = False,
+    initial: Any = None,
     method: str = "auto",
     backend: _Backend | None = None,
     blocks: int | None = None,
     threads: int | None = None,
     stream: Any = None,
-) -> np.generic: ...
+) -> Any: ...
 def max(
     a: _ArrayIn,
+    axis: _Axis = None,
+    *,
+    out: Any = None,
+    keepdims: bool = False,
+    initial: Any = None,
+    method: str = "auto",
+    backend: _Backend | None = None,
+    blocks: int | None = None,
+    threads: int | None = None,
+    stream: Any = None,
+) -> Any: ...
+def mean(
+    a: _ArrayIn,
+    axis: _Axis = None,
+    dtype: npt.DTypeLike | None = None,
+    out: Any = None,
+    keepdims: bool = False,
     *,
     method: str = "auto",
     backend: _Backend | None = None,
     blocks: int | None = None,
     threads: int | None = None,
     stream: Any = None,
-) -> np.generic: ...
+) -> Any: ...
 
 class Timer:
     backend: str

@@ -170,6 +170,14 @@ def main(argv=None):
         run(f"histogramdd float32 {bins[0]}x{bins[1]} (x, y)", m,
             lambda bins=bins: cuatomic.histogram2d(d_floats, d_other, bins, xy_range, method=m, backend=be)[0],
             lambda bins=bins: np.histogram2d(floats, other, bins, xy_range)[0], np.array_equal)
+    # reductions along an axis: the segmented ladder on the floats as (rows, 16)
+    rows16 = floats[: n - n % 16].reshape(-1, 16)
+    d_rows16 = cuatomic.to_device(rows16, backend=be)
+    for m, _, _ in cuatomic.methods("segmented", be):
+        for axis in (0, 1):
+            run(f"segmented max float32 {rows16.shape[0]}x16 axis={axis}", m,
+                lambda axis=axis: cuatomic.max(d_rows16, axis=axis, method=m, backend=be),
+                lambda axis=axis: np.max(rows16, axis=axis), np.array_equal)
     weights = rng.random(n)
     d_weights = cuatomic.to_device(weights, backend=be)
     for m, _, _ in cuatomic.methods("weighted_histogram", be):

@@ -21,6 +21,23 @@ def sum(a, axis=None, *, dtype=None, out=None, keepdims=False, initial=None, met
         PyTorch, Numba) are read in place on the cuda backend.
     dtype : data-type, optional
         Type of the result and of the accumulation, as NumPy's ``dtype``.
+    axis : None, int or tuple of ints, optional
+        Reduce along these axes (negative counts from the last), as NumPy's
+        ``axis``; None: every element (the flat ladder, ``methods("sum")``).
+        With an axis -- or ``out``, ``keepdims`` or ``initial`` -- the call
+        runs a rung of the segmented ladder (``methods("segmented")``:
+        ``atomic``, ``warp``, ``columns``, ``tiled``; ``method`` names one of
+        those) and returns an array: NumPy's dtype, shape and empty-axis
+        rules; float sums in compensated float64 on the deterministic rungs,
+        at least as accurate as NumPy's; a DeviceArray for device input.
+    out : ndarray or device array, optional
+        Written in place (the result's shape; a C-contiguous device array
+        for device input) in its own dtype, and returned.
+    keepdims : bool, optional
+        Keep the reduced axes, of length one.
+    initial : scalar, optional
+        Folded in with the elements, as NumPy's ``initial`` (what lets
+        ``min``/``max`` take an empty axis).
     method : str, optional
         A rung of the sum ladder (see ``methods("sum")``). ``"auto"`` runs
         the rung measured fastest for calls like this one (dtype and size:
@@ -79,6 +96,23 @@ def prod(a, axis=None, *, dtype=None, out=None, keepdims=False, initial=None, me
     a : array_like or DeviceArray
     dtype : data-type, optional
         As NumPy's ``dtype``.
+    axis : None, int or tuple of ints, optional
+        Reduce along these axes (negative counts from the last), as NumPy's
+        ``axis``; None: every element (the flat ladder, ``methods("prod")``).
+        With an axis -- or ``out``, ``keepdims`` or ``initial`` -- the call
+        runs a rung of the segmented ladder (``methods("segmented")``:
+        ``atomic``, ``warp``, ``columns``, ``tiled``; ``method`` names one of
+        those) and returns an array: NumPy's dtype, shape and empty-axis
+        rules; float sums in compensated float64 on the deterministic rungs,
+        at least as accurate as NumPy's; a DeviceArray for device input.
+    out : ndarray or device array, optional
+        Written in place (the result's shape; a C-contiguous device array
+        for device input) in its own dtype, and returned.
+    keepdims : bool, optional
+        Keep the reduced axes, of length one.
+    initial : scalar, optional
+        Folded in with the elements, as NumPy's ``initial`` (what lets
+        ``min``/``max`` take an empty axis).
     method : {"cas", "auto"}, optional
         ``cas``: each thread multiplies its share in a register, then
         multiplies it into the total with an atomicCAS loop (no GPU has an

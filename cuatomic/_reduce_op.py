@@ -34,6 +34,23 @@ def reduce(a, op, axis=None, *, dtype=None, out=None, keepdims=False, initial=No
         float32, ``minimum`` of int8 as uint8, any op to bool), a host
         array is converted the same way and a device array raises
         TypeError (convert it before ``to_device``).
+    axis : None, int or tuple of ints, optional
+        Reduce along these axes (negative counts from the last), as NumPy's
+        ``axis``; None: every element (the flat ladder, ``methods("reduce")``).
+        With an axis -- or ``out``, ``keepdims`` or ``initial`` -- the call
+        runs a rung of the segmented ladder (``methods("segmented")``:
+        ``atomic``, ``warp``, ``columns``, ``tiled``; ``method`` names one of
+        those) and returns an array: NumPy's dtype, shape and empty-axis
+        rules; float sums in compensated float64 on the deterministic rungs,
+        at least as accurate as NumPy's; a DeviceArray for device input.
+    out : ndarray or device array, optional
+        Written in place (the result's shape; a C-contiguous device array
+        for device input) in its own dtype, and returned.
+    keepdims : bool, optional
+        Keep the reduced axes, of length one.
+    initial : scalar, optional
+        Folded in with the elements, as NumPy's ``initial`` (what lets
+        ``min``/``max`` take an empty axis).
     method : str, optional
         A rung of the reduce ladder (see ``methods("reduce")``). ``"auto"``
         runs the rung measured fastest for calls like this one; for a float
@@ -101,6 +118,23 @@ def min(a, axis=None, *, out=None, keepdims=False, initial=None, method="auto", 
     Parameters
     ----------
     a : array_like, DeviceArray, or a device array of another library
+    axis : None, int or tuple of ints, optional
+        Reduce along these axes (negative counts from the last), as NumPy's
+        ``axis``; None: every element (the flat ladder, ``methods("reduce")``).
+        With an axis -- or ``out``, ``keepdims`` or ``initial`` -- the call
+        runs a rung of the segmented ladder (``methods("segmented")``:
+        ``atomic``, ``warp``, ``columns``, ``tiled``; ``method`` names one of
+        those) and returns an array: NumPy's dtype, shape and empty-axis
+        rules; float sums in compensated float64 on the deterministic rungs,
+        at least as accurate as NumPy's; a DeviceArray for device input.
+    out : ndarray or device array, optional
+        Written in place (the result's shape; a C-contiguous device array
+        for device input) in its own dtype, and returned.
+    keepdims : bool, optional
+        Keep the reduced axes, of length one.
+    initial : scalar, optional
+        Folded in with the elements, as NumPy's ``initial`` (what lets
+        ``min``/``max`` take an empty axis).
     method, backend, blocks, threads, stream
         As for :func:`reduce`.
 
@@ -127,6 +161,23 @@ def max(a, axis=None, *, out=None, keepdims=False, initial=None, method="auto", 
     Parameters
     ----------
     a : array_like, DeviceArray, or a device array of another library
+    axis : None, int or tuple of ints, optional
+        Reduce along these axes (negative counts from the last), as NumPy's
+        ``axis``; None: every element (the flat ladder, ``methods("reduce")``).
+        With an axis -- or ``out``, ``keepdims`` or ``initial`` -- the call
+        runs a rung of the segmented ladder (``methods("segmented")``:
+        ``atomic``, ``warp``, ``columns``, ``tiled``; ``method`` names one of
+        those) and returns an array: NumPy's dtype, shape and empty-axis
+        rules; float sums in compensated float64 on the deterministic rungs,
+        at least as accurate as NumPy's; a DeviceArray for device input.
+    out : ndarray or device array, optional
+        Written in place (the result's shape; a C-contiguous device array
+        for device input) in its own dtype, and returned.
+    keepdims : bool, optional
+        Keep the reduced axes, of length one.
+    initial : scalar, optional
+        Folded in with the elements, as NumPy's ``initial`` (what lets
+        ``min``/``max`` take an empty axis).
     method, backend, blocks, threads, stream
         As for :func:`reduce`.
 

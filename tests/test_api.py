@@ -138,6 +138,7 @@ LESSONS = {
     "at": ["atomic", "cas", "warp_aggregated", "shared", "exact"],
     "argmin": ["cas", "packed", "block_tree", "vector"],
     "histogramdd": ["global", "shared", "tiled", "cluster"],
+    "segmented": ["atomic", "warp", "columns", "tiled"],
 }
 
 

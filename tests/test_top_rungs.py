@@ -190,6 +190,7 @@ def _auto_call(op, backend):
         "at": ((data, x % 7, x), lambda: cuatomic.at(data, x % 7, x, method="auto", backend=backend)),
         "argmin": ((data,), lambda: cuatomic.argmin(data, method="auto", backend=backend)),
         "histogramdd": ((data, 16), lambda: cuatomic.histogramdd(data, 16, method="auto", backend=backend)),
+        "segmented": ((data,), lambda: cuatomic.sum(data, axis=0, method="auto", backend=backend)),
     }
     return calls[op]
 

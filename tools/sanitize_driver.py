@@ -133,6 +133,19 @@ def main():
                     cond = cuatomic.to_device(z[:, 0] != 0, backend="cuda")
                     got = cuatomic.compress(cond, dz, axis=0, method=m, backend="cuda").copy_to_host()
                     check(f"compress {m} {dt.__name__}", np.array_equal(got, np.compress(z[:, 0] != 0, z, 0)))
+    # reductions along axes: every segmented rung, strided and contiguous axes, the chunked tiled case
+    mats = [rng.standard_normal((37, 300)).astype(np.float32), rng.integers(-9, 9, (3, 5000)).astype(np.int32)]
+    for mat in mats:
+        dm = cuatomic.to_device(mat, backend="cuda")
+        for m, _, _ in cuatomic.methods("segmented", "cuda"):
+            for axis in (0, 1):
+                got = cuatomic.max(dm, axis=axis, method=m, backend="cuda").copy_to_host()
+                check(f"segmented max {m} {mat.dtype} axis={axis}", np.array_equal(got, np.max(mat, axis=axis)))
+                got = cuatomic.sum(dm, axis=axis, keepdims=True, method=m, backend="cuda").copy_to_host()
+                check(f"segmented sum {m} {mat.dtype} axis={axis}",
+                      np.allclose(got, np.sum(mat.astype(np.float64), axis=axis, keepdims=True), rtol=1e-5))
+    got = cuatomic.mean(cuatomic.to_device(mats[1], backend="cuda"), axis=1, backend="cuda").copy_to_host()
+    check("segmented mean", np.allclose(got, np.mean(mats[1], axis=1)))
     # histogramdd: every rung on few cells, cells past one block (tiled's tiles, cluster), and the weighted cells
     pts = rng.random((3000, 2)).astype(np.float32)
     dp = cuatomic.to_device(pts, backend="cuda")

@@ -168,6 +168,9 @@ typedef struct {
 } cua_dd;
 /* a + b, the rounding error of adding the values kept in c. */
 cua_dd cua_dd_add(cua_dd a, cua_dd b);
+/* vector.c: float32/float64 x[lo:hi] summed in compensated float64 SIMD
+ * lanes (sum's vector rung's chunk). */
+cua_dd cua_cpu_float_sum_dd(const void *x, int dtype, int64_t lo, int64_t hi);
 /* The value, rounded once. Once s is infinite or NaN the error terms are
  * NaN (inf - inf) and mean nothing: s alone is the answer, as in NumPy. */
 static inline double cua_dd_value(cua_dd d) { return d.s - d.s == 0 ? d.s + d.c : d.s; }

@@ -12,7 +12,9 @@
  *  2. warp     one output at a time per thread (the GPU gives each a warp):
  *              its m elements folded in order, float add compensated (a
  *              double-double), so the result is deterministic and at least
- *              as accurate as NumPy's pairwise sum. Strided reads when
+ *              as accurate as NumPy's pairwise sum. A contiguous row
+ *              (inner == 1) is folded by the flat reduce's SIMD lanes, as
+ *              the GPU's warp folds it in 32 lanes; strided reads when
  *              inner > 1.
  *  3. columns  a thread takes a run of outputs side by side (consecutive
  *              i) and walks the axis row by row, folding each row's run of
@@ -93,6 +95,15 @@ static int seg_warp(const void *x, int64_t outer, int64_t m, int64_t inner, int 
     for (int64_t k = 0; k < outs; k++) {
         if ((k & 1023) == 0 && cua_cpu_stop(cfg)) continue;
         const int64_t o = k / inner, i = k % inner, base = o * m * inner + i;
+        if (inner == 1) { /* a contiguous row: the flat reduce's SIMD folds */
+            if (is_float_add(kind, op)) {
+                const double v = cua_dd_value(cua_cpu_float_sum_dd(x, dtype, base, base + m));
+                memcpy(&res[k], &v, 8);
+            } else {
+                res[k] = cua_cpu_red_fold(x, dtype, op, base, base + m).i;
+            }
+            continue;
+        }
         if (is_float_add(kind, op)) {
             cua_dd s = {0.0, 0.0};
             for (int64_t j = 0; j < m; j++) s = cua_dd_add(s, (cua_dd){cua_cpu_red_load(x, dtype, base + j * inner).d, 0.0});

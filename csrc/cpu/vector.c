@@ -170,6 +170,9 @@ static cua_acc_t chunk_wide(const void *a, const void *b, int dtype, int acc, in
     return r;
 }
 
+/* The compensated float64 sum of float x[lo:hi] (segmented.c's rows). */
+cua_dd cua_cpu_float_sum_dd(const void *x, int dtype, int64_t lo, int64_t hi) { return wide_dd(x, NULL, dtype, lo, hi); }
+
 static cua_dd chunk_dd(const void *a, const void *b, int dtype, int64_t lo, int64_t hi)
 {
     if (dtype == CUA_FLOAT32 || dtype == CUA_FLOAT64) return wide_dd(a, b, dtype, lo, hi);
