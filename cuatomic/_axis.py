@@ -15,7 +15,7 @@ from . import _C, _backend
 from ._common import auto_rung, launch_config, named_rung, prepare, stream_of
 from ._device import DeviceArray, refuse_masked
 from ._interop import on_inputs_gpu
-from ._reduce_op import _OP_IDS, _folds_unconverted, result_dtype
+from ._ufunc import _OP_IDS, _folds_unconverted, result_dtype
 
 try:  # NumPy 2
     from numpy.lib.array_utils import normalize_axis_tuple

@@ -7,6 +7,7 @@ import numpy as np
 from . import _C, _backend, _xacc
 from ._common import (_acc_of, _check_result_dtype, auto_rung, cached_call, direct_input, launch_config, named_rung,
                       prepare, read_as_is, stream_of)
+from ._axis import reduce_axis
 from ._interop import on_inputs_gpu
 
 def sum(a, axis=None, *, dtype=None, out=None, keepdims=False, initial=None, method="auto", backend=None, blocks=None,
@@ -80,7 +81,6 @@ def sum(a, axis=None, *, dtype=None, out=None, keepdims=False, initial=None, met
         A CUDA failure, with the CUDA error's name.
     """
     if axis is not None or out is not None or keepdims or initial is not None:
-        from ._axis import reduce_axis
         return reduce_axis("add", a, axis, dtype, out, keepdims, initial, method=method, backend=backend,
                            blocks=blocks, threads=threads, stream=stream)
     return _reduce("sum", a, dtype, method, backend, blocks, threads, stream)
@@ -129,7 +129,6 @@ def prod(a, axis=None, *, dtype=None, out=None, keepdims=False, initial=None, me
         twice NumPy's error or two ulps of the exact product.
     """
     if axis is not None or out is not None or keepdims or initial is not None:
-        from ._axis import reduce_axis
         return reduce_axis("multiply", a, axis, dtype, out, keepdims, initial, method=method, backend=backend,
                            blocks=blocks, threads=threads, stream=stream)
     return _reduce("prod", a, dtype, method, backend, blocks, threads, stream)

@@ -1,18 +1,13 @@
 """reduce, min and max: an array folded with one of NumPy's ufuncs, as
 ``np.<op>.reduce(a.ravel())``: NumPy's result type, the input converted
 where NumPy converts it first, then one call into the core."""
-import functools
-
-import numpy as np
-
 from . import _C, _auto, _backend
-from ._common import _check_result_dtype, auto_rung, cached_call, launch_config, named_rung, prepare, stream_of
+from ._axis import reduce_axis
+from ._common import auto_rung, launch_config, named_rung, prepare, stream_of
 from ._interop import on_inputs_gpu
 
-OPS = _C.REDUCE_OPS  # the ufuncs reduce folds with, in ABI id order
-_OP_IDS = {name: i for i, name in enumerate(OPS)}
-_ROUNDING = ("add", "multiply")  # the ops whose float results are rounded
-_NO_IDENTITY = ("minimum", "maximum")
+# OPS and result_dtype stay importable from here (cuatomic.dask, the tests)
+from ._ufunc import _NO_IDENTITY, _OP_IDS, _ROUNDING, OPS, _folds_unconverted, _op_name, result_dtype  # noqa: F401
 
 
 @on_inputs_gpu
@@ -97,7 +92,6 @@ def reduce(a, op, axis=None, *, dtype=None, out=None, keepdims=False, initial=No
     """
     name = _op_name(op)
     if axis is not None or out is not None or keepdims or initial is not None:
-        from ._axis import reduce_axis
         return reduce_axis(name, a, axis, dtype, out, keepdims, initial, method=method, backend=backend,
                            blocks=blocks, threads=threads, stream=stream)
     be = _backend.resolve(backend)
@@ -210,15 +204,6 @@ def explain(backend, a, op="add", dtype=None, stream=0):
     return _auto.choose("reduce", backend, facts, require=require)
 
 
-def _op_name(op):
-    """The ufunc's name, from a name or a NumPy ufunc; ValueError naming the
-    valid ones."""
-    name = op.__name__ if isinstance(op, np.ufunc) else op
-    if not isinstance(name, str) or name not in _OP_IDS:
-        raise ValueError(f"unknown reduce op {op!r}: expected one of {', '.join(OPS)}")
-    return name
-
-
 def _prepared(a, name, dtype, backend, stream):
     """(the input as the kernels read it, NumPy's result dtype); every
     TypeError and ValueError NumPy would raise, raised before anything
@@ -230,43 +215,6 @@ def _prepared(a, name, dtype, backend, stream):
     if inp.n == 0 and name in _NO_IDENTITY:
         raise ValueError(f"zero-size array to reduction operation {name} which has no identity")
     return inp, out_dt
-
-
-def result_dtype(name, in_dt, dtype):
-    """NumPy's result dtype of ``<name>.reduce`` of `in_dt` elements with
-    ``dtype=``, refused (TypeError) when NumPy has none or cuatomic cannot
-    compute in it: the in-memory call's check, and cuatomic.dask's."""
-    out_dt = cached_call(_result_dtype, name, in_dt, dtype)
-    _check_result_dtype(out_dt, f"{name}.reduce")
-    return out_dt
-
-
-@functools.lru_cache(maxsize=512)
-def _result_dtype(name, in_dt, dtype):
-    """NumPy's result dtype of the reduce (NumPy's own TypeError for a loop
-    it does not have, such as a bitwise op on floats)."""
-    try:
-        # keepdims: an array even for dtype=object (whose scalar result is a Python object)
-        return getattr(np, name).reduce(np.zeros(1, in_dt), dtype=dtype, keepdims=True).dtype
-    except TypeError as e:
-        raise TypeError(f"cannot {name}.reduce {in_dt}" + ("" if dtype is None else f" with dtype={dtype!r}")
-                        + f": {e}") from None
-
-
-def _folds_unconverted(name, dt, out):
-    """Whether the kernels, folding `dt` data in their own type
-    (cua_reduce_kind: 64-bit integers, double) and narrowing to `out` at
-    the end, give what NumPy gives by converting every element to `out`
-    first. Otherwise the input is converted first, as NumPy does."""
-    if dt == out:
-        return True
-    ints = dt.kind in "biu" and out.kind in "iu"
-    widening = dt.kind == out.kind == "f" and out.itemsize >= dt.itemsize
-    if name in _ROUNDING:  # sums and products wrap modulo 2^64: their low bits are any integer type's
-        return ints or widening
-    if name in _NO_IDENTITY:  # a value-preserving conversion keeps the order
-        return widening or (ints and np.can_cast(dt, out, "safe"))
-    return ints  # bitwise: the bits of the extended (truncated) value are those of the op's result
 
 
 def _required(name, out_dt):
