@@ -159,8 +159,8 @@ static PyMethodDef methods[] = {
      "values (8 bytes each) of the outer * inner outputs, each folding the m elements of x seen as (outer, m, inner) "
      "with reduce op id op"},
     {"segmented_finish", cua_segmented_finish, METH_VARARGS,
-     "segmented_finish(src, n, kind, op, initial, divisor, out_dtype, dst, stream): kind values as the result type, "
-     "on the device"},
+     "segmented_finish(src, n, kind, divisor, out_dtype, dst, stream): kind values as the result type, on the "
+     "device (divided by divisor when it is >= 0)"},
     {"histogramdd", KWFN(cua_op_histogramdd), KW,
      "histogramdd(backend, rung, cols, strides, n, dtype, bins, blocks, threads, device_out, stream) -> float64 "
      "counts of every cell (C order)\n\n"

@@ -24,8 +24,10 @@ PyObject *cua_op_segmented(PyObject *self, PyObject *args, PyObject *kw)
         return NULL;
     const cua_segmented_row *r = (const cua_segmented_row *)cua_find_rung(backend, CUA_OP_SEGMENTED, rung);
     if (!r) return NULL;
-    if (outer < 0 || m < 0 || inner < 0 || (inner && m && outer > INT64_MAX / inner / m) ||
-        cua_reduce_kind(dtype, op) < 0) {
+    /* outer * inner outputs of 8 bytes, each of m elements: each product within int64 (and the outputs' bytes
+     * within Py_ssize_t) before any is formed */
+    if (outer < 0 || m < 0 || inner < 0 || (inner && outer > INT64_MAX / 8 / inner) ||
+        (m && outer * inner > INT64_MAX / m) || cua_reduce_kind(dtype, op) < 0) {
         PyErr_SetString(PyExc_SystemError, "cuatomic: bad segmented shape, dtype or op");
         return NULL;
     }
@@ -69,30 +71,19 @@ PyObject *cua_op_segmented(PyObject *self, PyObject *args, PyObject *kw)
     return out;
 }
 
-/* segmented_finish(src, n, kind, op, initial, divisor, out_dtype, dst,
- * stream): the kind values at device address src as the result type at
- * dst (cuda only); initial: 8 bytes of the kind, or None. */
+/* segmented_finish(src, n, kind, divisor, out_dtype, dst, stream): the
+ * kind values at device address src as the result type at dst (cuda
+ * only); divisor < 0: no division. */
 PyObject *cua_segmented_finish(PyObject *self, PyObject *args)
 {
     (void)self;
-    PyObject *srco, *inito, *dsto, *so;
+    PyObject *srco, *dsto, *so;
     long long n;
-    int kind, op, out_dtype;
+    int kind, out_dtype;
     double divisor;
-    if (!PyArg_ParseTuple(args, "OLiiOdiOO", &srco, &n, &kind, &op, &inito, &divisor, &out_dtype, &dsto, &so))
-        return NULL;
+    if (!PyArg_ParseTuple(args, "OLidiOO", &srco, &n, &kind, &divisor, &out_dtype, &dsto, &so)) return NULL;
     void *src, *dst, *stream;
     if (cua_as_ptr(srco, &src) < 0 || cua_as_ptr(dsto, &dst) < 0 || cua_as_ptr(so, &stream) < 0) return NULL;
-    uint64_t init = 0;
-    const uint64_t *initial = NULL;
-    if (inito != Py_None) {
-        if (!PyBytes_Check(inito) || PyBytes_GET_SIZE(inito) != 8) {
-            PyErr_SetString(PyExc_SystemError, "cuatomic: initial must be 8 bytes");
-            return NULL;
-        }
-        memcpy(&init, PyBytes_AS_STRING(inito), 8);
-        initial = &init;
-    }
     if (n < 0 || cua_dtype_size(out_dtype) == 0 || (kind != CUA_FLOAT64 && kind != CUA_INT64 && kind != CUA_UINT64)) {
         PyErr_SetString(PyExc_SystemError, "cuatomic: bad segmented_finish arguments");
         return NULL;
@@ -100,12 +91,12 @@ PyObject *cua_segmented_finish(PyObject *self, PyObject *args)
 #ifdef CUATOMIC_WITH_CUDA
     int st;
     Py_BEGIN_ALLOW_THREADS
-    st = cua_cuda_segmented_finish(src, n, kind, op, initial, divisor, out_dtype, dst, stream);
+    st = cua_cuda_segmented_finish(src, n, kind, divisor, out_dtype, dst, stream);
     Py_END_ALLOW_THREADS
     if (st) return cua_raise(st, NULL);
     Py_RETURN_NONE;
 #else
-    (void)src, (void)dst, (void)stream, (void)initial, (void)n, (void)kind, (void)op, (void)divisor, (void)out_dtype;
+    (void)src, (void)dst, (void)stream, (void)divisor;
     return cua_no_cuda();
 #endif
 }

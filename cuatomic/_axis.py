@@ -22,9 +22,6 @@ try:  # NumPy 2
 except ImportError:  # NumPy 1.26
     from numpy.core.numeric import normalize_axis_tuple
 
-_KIND = {"f": np.float64}
-
-
 def _shape_of(a):
     shape = getattr(a, "shape", None)
     return tuple(int(s) for s in (np.shape(a) if shape is None else shape))
@@ -73,41 +70,88 @@ def _permuted(inp, shape, perm, s):
     return out
 
 
+def wants_axis(axis, out, keepdims, initial):
+    """Whether a call of sum, prod, min, max or reduce is a reduction along
+    axes (the segmented ladder) rather than the flat one."""
+    return axis is not None or out is not None or bool(keepdims) or initial is not None
+
+
+def _check_out(out, res_shape, device, name):
+    """out's refusals, before anything runs: its kind (a NumPy array for
+    host input, a device array for device input) and its shape."""
+    if out is None:
+        return
+    if device:
+        if getattr(out, "__cuda_array_interface__", None) is None:
+            raise TypeError(f"out must be a device array for device input (a DeviceArray, CuPy, PyTorch or Numba "
+                            f"array; got {type(out).__name__})")
+    elif not isinstance(out, np.ndarray):
+        raise TypeError(f"out must be a NumPy array for host input (got {type(out).__name__})")
+    if tuple(int(v) for v in out.shape) != res_shape:
+        raise ValueError(f"output parameter for reduction operation {name} has the wrong number of dimensions or "
+                         f"shape: expected {res_shape}, got {tuple(out.shape)}")
+
+
+def _initial(initial, out_dt):
+    """`initial` as a 0-d array of the result type, with NumPy's errors (an
+    integer out of the type's range, NaN for an integer, a complex or a
+    sequence)."""
+    if initial is None:
+        return None
+    if np.ndim(initial) != 0:
+        raise ValueError(f"initial must be a scalar (got shape {np.shape(initial)})")
+    if isinstance(initial, (complex, np.complexfloating)) and out_dt.kind != "c":
+        raise TypeError(f"initial {initial!r} cannot be cast to {out_dt}")
+    with np.errstate(invalid="raise"):
+        try:
+            return np.array(initial, dtype=out_dt)
+        except FloatingPointError as e:
+            raise ValueError(f"initial {initial!r} cannot be cast to {out_dt}: {e}") from None
+
+
 @on_inputs_gpu
 def reduce_axis(name, a, axis, dtype=None, out=None, keepdims=False, initial=None, mean=False, *, method="auto",
                 backend=None, blocks=None, threads=None, stream=None):
     """``np.<name>.reduce(a, axis, dtype, out, keepdims, initial)`` -- or with
     `mean`, ``np.mean(a, axis, dtype, out, keepdims)`` -- on the segmented
-    ladder."""
+    ladder. The fold runs in NumPy's result type of the input (and
+    `dtype`); `out` receives it cast (as NumPy's); `initial` is folded in
+    after the cast, in the result type."""
     refuse_masked(a)
     be = _backend.resolve(backend)
     rung = named_rung("segmented", be, method)
     nb, nt = launch_config(blocks, threads)
     s = stream_of(stream)
     shape = _shape_of(a)
+    zero_d = len(shape) == 0
+    if zero_d and not mean and axis in (0, -1, (0,), (-1,)):
+        axis = None  # NumPy's legacy: a 0-d array reduces along "axis 0" to itself
     axes = normalize_axis_tuple(range(len(shape)) if axis is None else axis, len(shape))
     inp = prepare(a, be, stream=s)
-    if out is not None and dtype is None:
-        dtype = out.dtype  # the reduction runs in out's type, as NumPy's with out=
+    fold_name = "add" if mean else name
     if mean:
-        fold_name = "add"
         if dtype is None:
             dtype = np.float64 if inp.dtype.kind in "biu" else inp.dtype
         out_dt = np.dtype(dtype)
+        if out_dt.kind not in "biuf":
+            raise TypeError(f"mean(dtype={dtype!r}): cuatomic averages into bool, integers and floats")
+        if out_dt.kind != "f" and inp.dtype != out_dt:  # NumPy converts every element to an integer dtype first
+            inp = inp.cast(out_dt, f"mean(dtype={out_dt})")
     else:
-        fold_name = name
         out_dt = result_dtype(name, inp.dtype, dtype)
-    if not mean and not _folds_unconverted(fold_name, inp.dtype, out_dt):
-        inp = inp.cast(out_dt, f"{name}.reduce(dtype={out_dt})")
-    if mean and inp.dtype.kind in "iu" and inp.dtype.itemsize == 8 and not inp.device:
+        if not _folds_unconverted(fold_name, inp.dtype, out_dt):
+            inp = inp.cast(out_dt, f"{name}.reduce(dtype={out_dt})")
+    if mean and inp.dtype.kind in "iu" and inp.dtype.itemsize == 8 and out_dt.kind == "f" and not inp.device:
         inp = inp.cast(np.float64, "mean")  # NumPy sums 64-bit integers as float64: never wraps
-    # (TODO: a device array of 64-bit integers is summed exactly modulo 2^64 -- a mean whose sum passes 2^63
-    # differs from NumPy's float64 one)
+    # (a device array of 64-bit integers is summed exactly modulo 2^64: a mean whose sum passes 2^63 differs from
+    # NumPy's float64 one)
+    init = _initial(initial, out_dt) if not mean else None
     outer, m, inner, perm = _layout(shape, axes)
-    res_shape = tuple(1 if d in axes else n for d, n in enumerate(shape)) if keepdims else \
+    res_shape = () if zero_d else tuple(1 if d in axes else n for d, n in enumerate(shape)) if keepdims else \
         tuple(n for d, n in enumerate(shape) if d not in axes)
-    if m == 0 and outer * inner > 0 and not mean and name in ("minimum", "maximum") and initial is None:
+    if m == 0 and not mean and name in ("minimum", "maximum") and init is None:
         raise ValueError(f"zero-size array to reduction operation {name} which has no identity")
+    _check_out(out, res_shape, inp.device, name)
     x = inp.x
     if perm is not None:
         permuted = _permuted(inp, shape, perm, s)  # (held until the kernels have read it)
@@ -121,49 +165,60 @@ def reduce_axis(name, a, axis, dtype=None, out=None, keepdims=False, initial=Non
     kind = _kind_dtype(fold_name, inp.dtype)
     if mean and inp.dtype.kind == "i":  # the wrapping sum's bits, read as the signed sum they are
         kind = np.dtype(np.int64)
-    if out is not None and tuple(out.shape) != res_shape:
-        raise ValueError(f"output parameter for reduction operation {name} has the wrong number of dimensions or "
-                         f"shape: expected {res_shape}, got {tuple(out.shape)}")
-    if inp.device:
-        return _finish_on_device(raw, outer * inner, kind, fold_name, initial, m if mean else 0, out_dt, res_shape,
-                                 out, s)
-    vals = raw.view(kind)
-    if initial is not None and not mean:
-        vals = getattr(np, fold_name)(vals, np.array(initial).astype(vals.dtype))
-    with np.errstate(all="ignore"):
-        if mean:
-            result = (vals.astype(np.float64) / m).astype(out_dt)
-        else:
-            result = vals.astype(out_dt)
-    result = result.reshape(res_shape)
+    if inp.device and init is None and not (mean and out_dt.kind != "f"):
+        return _finish_on_device(raw, outer * inner, kind, m if mean else -1, out_dt, res_shape, out, s)
+    if inp.device:  # initial, or an integer mean: finished on the host (the outputs only), then back
+        host_raw = np.empty(outer * inner, np.uint64)
+        if host_raw.size:
+            raw.copy_to_host(host_raw, 0, host_raw.nbytes)
+        result = _finish(host_raw.view(kind), fold_name, init, mean, m, out_dt).reshape(res_shape)
+        if out is None:
+            return DeviceArray.from_host(result)
+        host_out = DeviceArray.from_host(np.ascontiguousarray(result, np.dtype(out.__cuda_array_interface__["typestr"])))
+        ptr = out.__cuda_array_interface__["data"][0]
+        if host_out.nbytes:
+            _C.gather(host_out.ptr, ptr, host_out.size, host_out.dtype.itemsize, (host_out.size,),
+                      (host_out.dtype.itemsize,), s)
+        return out
+    result = _finish(raw.view(kind), fold_name, init, mean, m, out_dt).reshape(res_shape)
     if out is not None:
-        if isinstance(out, np.ndarray):
-            np.copyto(out, result, casting="unsafe")
-            return out
-        raise TypeError("out must be a NumPy array for host input (a device array for device input)")
+        np.copyto(out, result, casting="unsafe")
+        return out
     return result[()] if result.ndim == 0 else result
 
 
-def _finish_on_device(raw, n, kind, name, initial, divisor, out_dt, res_shape, out, s):
-    """The kind values in the DeviceBuffer `raw` as NumPy's result: a new
-    DeviceArray of out_dt, or written into `out` (a C-contiguous device
-    array of the result's shape, in its own dtype)."""
+def _finish(vals, name, init, mean, m, out_dt):
+    """The outputs' kind values as NumPy's result on the host: cast to the
+    result type (an integer mean's sum wraps in its type first, as NumPy
+    sums in it), divided by the count for a mean, `initial` folded in."""
+    with np.errstate(all="ignore"):
+        if mean:
+            total = vals.astype(out_dt).astype(np.float64) if out_dt.kind != "f" else vals.astype(np.float64)
+            return (total / m).astype(out_dt)
+        result = vals.astype(out_dt)
+        if init is not None:
+            result = getattr(np, name)(result, init).astype(out_dt)
+        return result
+
+
+def _finish_on_device(raw, n, kind, divisor, out_dt, res_shape, out, s):
+    """The kind values in the DeviceBuffer `raw` as NumPy's result, on the
+    device: a new DeviceArray of out_dt, or written into `out` (a
+    C-contiguous device array of the result's shape) in out's dtype. A
+    mean divides by `divisor` (-1: no division; 0: an empty axis, NaN)."""
     from ._common import dtype_id
-    init = None if initial is None else np.array(initial).astype(kind).tobytes()
     if out is None:
         target = DeviceArray.empty(res_shape, out_dt)
         ptr, dt = target.ptr, out_dt
     else:
-        cai = getattr(out, "__cuda_array_interface__", None)
-        if cai is None:
-            raise TypeError("out must be a device array for device input (a DeviceArray, CuPy, PyTorch or Numba)")
+        cai = out.__cuda_array_interface__
         dt = np.dtype(cai["typestr"])
-        if cai.get("strides") not in (None, ()) and cai["strides"] != tuple(
+        if cai.get("strides") not in (None, ()) and tuple(cai["strides"]) != tuple(
                 int(np.prod(res_shape[d + 1:], dtype=np.int64)) * dt.itemsize for d in range(len(res_shape))):
             raise ValueError("out must be C-contiguous")
         target, ptr = out, cai["data"][0]
     if n:
-        _C.segmented_finish(raw.ptr, n, dtype_id(kind), _OP_IDS[name], init, float(divisor), dtype_id(dt), ptr, s)
+        _C.segmented_finish(raw.ptr, n, dtype_id(kind), float(divisor), dtype_id(dt), ptr, s)
     return target
 
 

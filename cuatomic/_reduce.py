@@ -7,12 +7,12 @@ import numpy as np
 from . import _C, _backend, _xacc
 from ._common import (_acc_of, _check_result_dtype, auto_rung, cached_call, direct_input, launch_config, named_rung,
                       prepare, read_as_is, stream_of)
-from ._axis import reduce_axis
+from ._axis import reduce_axis, wants_axis
 from ._interop import on_inputs_gpu
 
 def sum(a, axis=None, *, dtype=None, out=None, keepdims=False, initial=None, method="auto", backend=None, blocks=None,
         threads=None, stream=None):
-    """Sum of all elements, as ``np.sum(a, dtype=dtype)``.
+    """Sum of the elements, as ``np.sum(a, axis, dtype=dtype, out=out, keepdims=keepdims, initial=initial)``.
 
     Parameters
     ----------
@@ -57,7 +57,10 @@ def sum(a, axis=None, *, dtype=None, out=None, keepdims=False, initial=None, met
 
     Returns
     -------
-    numpy scalar
+    numpy scalar, numpy.ndarray or DeviceArray
+        A scalar without ``axis``/``keepdims``/``out``; else an array of the
+        kept axes (``out`` itself when given), a DeviceArray for device
+        input. The values:
         Of NumPy's result dtype (int32 -> int64, uint8 -> uint64, bool ->
         int64, ...). Integers are exact (accumulated in 64 bits). Floats:
         ``vector`` (auto) accumulates in float64 with compensation and errs
@@ -69,6 +72,9 @@ def sum(a, axis=None, *, dtype=None, out=None, keepdims=False, initial=None, met
 
     Raises
     ------
+    numpy.exceptions.AxisError
+        An axis out of range (with ``axis``; NumPy's "repeated axis" is a
+        ValueError).
     TypeError
         Unsupported dtype (complex, object, strings, float16), a masked
         array (``numpy.ma``: its mask would be ignored; pass
@@ -80,7 +86,7 @@ def sum(a, axis=None, *, dtype=None, out=None, keepdims=False, initial=None, met
     CudaError
         A CUDA failure, with the CUDA error's name.
     """
-    if axis is not None or out is not None or keepdims or initial is not None:
+    if wants_axis(axis, out, keepdims, initial):
         return reduce_axis("add", a, axis, dtype, out, keepdims, initial, method=method, backend=backend,
                            blocks=blocks, threads=threads, stream=stream)
     return _reduce("sum", a, dtype, method, backend, blocks, threads, stream)
@@ -88,7 +94,7 @@ def sum(a, axis=None, *, dtype=None, out=None, keepdims=False, initial=None, met
 
 def prod(a, axis=None, *, dtype=None, out=None, keepdims=False, initial=None, method="auto", backend=None, blocks=None,
          threads=None, stream=None):
-    """Product of all elements, as ``np.prod(a, dtype=dtype)``: an atomic
+    """Product of the elements, as ``np.prod(a, axis, dtype=dtype, ...)``: an atomic
     multiply built from compare-and-swap.
 
     Parameters
@@ -103,8 +109,8 @@ def prod(a, axis=None, *, dtype=None, out=None, keepdims=False, initial=None, me
         runs a rung of the segmented ladder (``methods("segmented")``:
         ``atomic``, ``warp``, ``columns``, ``tiled``; ``method`` names one of
         those) and returns an array: NumPy's dtype, shape and empty-axis
-        rules; float sums in compensated float64 on the deterministic rungs,
-        at least as accurate as NumPy's; a DeviceArray for device input.
+        rules (the fold in NumPy's result type, then cast into ``out``); a
+        DeviceArray for device input.
     out : ndarray or device array, optional
         Written in place (the result's shape; a C-contiguous device array
         for device input) in its own dtype, and returned.
@@ -122,13 +128,16 @@ def prod(a, axis=None, *, dtype=None, out=None, keepdims=False, initial=None, me
 
     Returns
     -------
-    numpy scalar
+    numpy scalar, numpy.ndarray or DeviceArray
+        A scalar without ``axis``/``keepdims``/``out``; else an array of the
+        kept axes (``out`` itself when given), a DeviceArray for device
+        input. The values:
         Of NumPy's result dtype; integers wrap exactly as NumPy's do. Floats
         are multiplied in float64 and corrected by the summed relative
         rounding errors of every multiplication (an FMA gives each): at most
         twice NumPy's error or two ulps of the exact product.
     """
-    if axis is not None or out is not None or keepdims or initial is not None:
+    if wants_axis(axis, out, keepdims, initial):
         return reduce_axis("multiply", a, axis, dtype, out, keepdims, initial, method=method, backend=backend,
                            blocks=blocks, threads=threads, stream=stream)
     return _reduce("prod", a, dtype, method, backend, blocks, threads, stream)
@@ -300,6 +309,9 @@ def dot(a, b, *, method="auto", backend=None, blocks=None, threads=None, stream=
 
     Raises
     ------
+    numpy.exceptions.AxisError
+        An axis out of range (with ``axis``; NumPy's "repeated axis" is a
+        ValueError).
     ValueError
         Inputs that are not 1-D, or of different lengths.
     TypeError

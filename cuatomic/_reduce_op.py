@@ -2,7 +2,7 @@
 ``np.<op>.reduce(a.ravel())``: NumPy's result type, the input converted
 where NumPy converts it first, then one call into the core."""
 from . import _C, _auto, _backend
-from ._axis import reduce_axis
+from ._axis import reduce_axis, wants_axis
 from ._common import auto_rung, launch_config, named_rung, prepare, stream_of
 from ._interop import on_inputs_gpu
 
@@ -13,7 +13,8 @@ from ._ufunc import _NO_IDENTITY, _OP_IDS, _ROUNDING, OPS, _folds_unconverted, _
 @on_inputs_gpu
 def reduce(a, op, axis=None, *, dtype=None, out=None, keepdims=False, initial=None, method="auto", backend=None,
            blocks=None, threads=None, stream=None):
-    """All elements folded with a ufunc, as ``getattr(np, op).reduce(np.asarray(a).ravel(), dtype=dtype)``.
+    """Elements folded with a ufunc, as ``getattr(np, op).reduce(a, axis, dtype, out, keepdims, initial)``
+    (``axis=None``: every element, ``.reduce(np.asarray(a).ravel())``).
 
     Parameters
     ----------
@@ -36,8 +37,8 @@ def reduce(a, op, axis=None, *, dtype=None, out=None, keepdims=False, initial=No
         runs a rung of the segmented ladder (``methods("segmented")``:
         ``atomic``, ``warp``, ``columns``, ``tiled``; ``method`` names one of
         those) and returns an array: NumPy's dtype, shape and empty-axis
-        rules; float sums in compensated float64 on the deterministic rungs,
-        at least as accurate as NumPy's; a DeviceArray for device input.
+        rules (the fold in NumPy's result type, then cast into ``out``); a
+        DeviceArray for device input.
     out : ndarray or device array, optional
         Written in place (the result's shape; a C-contiguous device array
         for device input) in its own dtype, and returned.
@@ -57,7 +58,10 @@ def reduce(a, op, axis=None, *, dtype=None, out=None, keepdims=False, initial=No
 
     Returns
     -------
-    numpy scalar
+    numpy scalar, numpy.ndarray or DeviceArray
+        A scalar without ``axis``/``keepdims``/``out``; else an array of the
+        kept axes (``out`` itself when given), a DeviceArray for device
+        input. The values:
         Of NumPy's result type (``add`` and ``multiply`` of bool and
         integers narrower than 64 bits give int64 or uint64, the other ops
         keep the input's type). Integer ``add`` and ``multiply`` wrap
@@ -70,6 +74,9 @@ def reduce(a, op, axis=None, *, dtype=None, out=None, keepdims=False, initial=No
 
     Raises
     ------
+    numpy.exceptions.AxisError
+        An axis out of range (with ``axis``; NumPy's "repeated axis" is a
+        ValueError).
     ValueError
         An unknown op (the message lists the valid ones); ``minimum`` or
         ``maximum`` of an empty array (no identity, as in NumPy); an
@@ -91,7 +98,7 @@ def reduce(a, op, axis=None, *, dtype=None, out=None, keepdims=False, initial=No
     np.int64(9)
     """
     name = _op_name(op)
-    if axis is not None or out is not None or keepdims or initial is not None:
+    if wants_axis(axis, out, keepdims, initial):
         return reduce_axis(name, a, axis, dtype, out, keepdims, initial, method=method, backend=backend,
                            blocks=blocks, threads=threads, stream=stream)
     be = _backend.resolve(backend)
@@ -107,7 +114,7 @@ def reduce(a, op, axis=None, *, dtype=None, out=None, keepdims=False, initial=No
 
 def min(a, axis=None, *, out=None, keepdims=False, initial=None, method="auto", backend=None, blocks=None,
         threads=None, stream=None):
-    """The smallest element, as ``np.min(a)``: :func:`reduce` with ``"minimum"``.
+    """The smallest element (along axes), as ``np.min(a, axis, ...)``: :func:`reduce` with ``"minimum"``.
 
     Parameters
     ----------
@@ -119,8 +126,8 @@ def min(a, axis=None, *, out=None, keepdims=False, initial=None, method="auto", 
         runs a rung of the segmented ladder (``methods("segmented")``:
         ``atomic``, ``warp``, ``columns``, ``tiled``; ``method`` names one of
         those) and returns an array: NumPy's dtype, shape and empty-axis
-        rules; float sums in compensated float64 on the deterministic rungs,
-        at least as accurate as NumPy's; a DeviceArray for device input.
+        rules (the fold in NumPy's result type, then cast into ``out``); a
+        DeviceArray for device input.
     out : ndarray or device array, optional
         Written in place (the result's shape; a C-contiguous device array
         for device input) in its own dtype, and returned.
@@ -134,12 +141,18 @@ def min(a, axis=None, *, out=None, keepdims=False, initial=None, method="auto", 
 
     Returns
     -------
-    numpy scalar
+    numpy scalar, numpy.ndarray or DeviceArray
+        A scalar without ``axis``/``keepdims``/``out``; else an array of the
+        kept axes (``out`` itself when given), a DeviceArray for device
+        input. The values:
         Of the input's type, exact. A NaN anywhere gives NaN; -0.0 counts
         below +0.0.
 
     Raises
     ------
+    numpy.exceptions.AxisError
+        An axis out of range (with ``axis``; NumPy's "repeated axis" is a
+        ValueError).
     ValueError
         An empty array (NumPy's "zero-size array to reduction operation
         minimum which has no identity").
@@ -150,7 +163,7 @@ def min(a, axis=None, *, out=None, keepdims=False, initial=None, method="auto", 
 
 def max(a, axis=None, *, out=None, keepdims=False, initial=None, method="auto", backend=None, blocks=None,
         threads=None, stream=None):
-    """The largest element, as ``np.max(a)``: :func:`reduce` with ``"maximum"``.
+    """The largest element (along axes), as ``np.max(a, axis, ...)``: :func:`reduce` with ``"maximum"``.
 
     Parameters
     ----------
@@ -162,8 +175,8 @@ def max(a, axis=None, *, out=None, keepdims=False, initial=None, method="auto", 
         runs a rung of the segmented ladder (``methods("segmented")``:
         ``atomic``, ``warp``, ``columns``, ``tiled``; ``method`` names one of
         those) and returns an array: NumPy's dtype, shape and empty-axis
-        rules; float sums in compensated float64 on the deterministic rungs,
-        at least as accurate as NumPy's; a DeviceArray for device input.
+        rules (the fold in NumPy's result type, then cast into ``out``); a
+        DeviceArray for device input.
     out : ndarray or device array, optional
         Written in place (the result's shape; a C-contiguous device array
         for device input) in its own dtype, and returned.
@@ -177,12 +190,18 @@ def max(a, axis=None, *, out=None, keepdims=False, initial=None, method="auto", 
 
     Returns
     -------
-    numpy scalar
+    numpy scalar, numpy.ndarray or DeviceArray
+        A scalar without ``axis``/``keepdims``/``out``; else an array of the
+        kept axes (``out`` itself when given), a DeviceArray for device
+        input. The values:
         Of the input's type, exact. A NaN anywhere gives NaN; +0.0 counts
         above -0.0.
 
     Raises
     ------
+    numpy.exceptions.AxisError
+        An axis out of range (with ``axis``; NumPy's "repeated axis" is a
+        ValueError).
     ValueError
         An empty array (NumPy's "zero-size array to reduction operation
         maximum which has no identity").

@@ -120,11 +120,10 @@ int cua_cuda_gather(const void *src, void *dst, int64_t n, int itemsize, int ndi
                     const int64_t *strides, void *stream);
 /* segmented_finish: n kind values (8 bytes each, cua_reduce_kind `kind`)
  * at src as NumPy's result of dtype out_dtype at dst (both device memory):
- * `initial` (8 bytes of the kind, or NULL) folded in with op first, then
- * divided by `divisor` when it is not 0 (mean), then cast. Waits
- * (segmented.cu). */
-int cua_cuda_segmented_finish(const void *src, int64_t n, int kind, int op, const uint64_t *initial, double divisor,
-                              int out_dtype, void *dst, void *stream);
+ * divided by `divisor` when it is >= 0 (a mean; 0 gives NaN), then cast.
+ * Waits (segmented.cu). */
+int cua_cuda_segmented_finish(const void *src, int64_t n, int kind, double divisor, int out_dtype, void *dst,
+                              void *stream);
 /* histdd_cells: every point of the sample's cell into out (n int64, device
  * memory; the number of cells for a point that is dropped), waited for
  * (histogramdd.cu). */

@@ -418,20 +418,19 @@ extern "C" const cua_ladder cua_cuda_segmented_ladder = CUA_LADDER(segmented_row
 
 // ------------------------------------------------------------- finishing
 
-// The outputs' kind values as NumPy's result, on the device: `initial`
-// folded in first when there is one, the mean's division by `divisor`
-// (0: none), then the cast to the result's type (integers keep their low
-// bits, as NumPy's casts; bool is value != 0).
+// The outputs' kind values as NumPy's result, on the device: a mean's
+// division by `divisor` (< 0: none; 0, an empty axis: NaN, as NumPy's),
+// then the cast to the result's type (integers keep their low bits, as
+// NumPy's casts; bool is value != 0). `initial` and an integer mean's
+// wrapping sum are the host's (cuatomic/_axis.py).
 template <class Out>
-__global__ void finish_kernel(const u64 *src, int64_t n, int kind, int op, int has_init, u64 init, double divisor,
-                              bool to_bool, Out *dst)
+__global__ void finish_kernel(const u64 *src, int64_t n, int kind, double divisor, bool to_bool, Out *dst)
 {
     for (int64_t k = cua_global_id(); k < n; k += cua_grid_stride()) {
-        u64 v = src[k];
-        if (has_init) v = combine(kind, op, init, v);
-        if (divisor != 0.0 || std::is_floating_point<Out>::value) {
+        const u64 v = src[k];
+        if (divisor >= 0.0 || std::is_floating_point<Out>::value) {
             double d = kind == CUA_FLOAT64 ? as_d(v) : kind == CUA_INT64 ? (double)(int64_t)v : (double)v;
-            if (divisor != 0.0) d /= divisor;
+            if (divisor >= 0.0) d /= divisor;
             dst[k] = to_bool ? (Out)(d != 0.0) : (Out)d;
         } else if (to_bool) {
             dst[k] = (Out)(kind == CUA_FLOAT64 ? as_d(v) != 0.0 : v != 0);
@@ -441,8 +440,8 @@ __global__ void finish_kernel(const u64 *src, int64_t n, int kind, int op, int h
     }
 }
 
-extern "C" int cua_cuda_segmented_finish(const void *src, int64_t n, int kind, int op, const uint64_t *initial,
-                                         double divisor, int out_dtype, void *dst, void *stream)
+extern "C" int cua_cuda_segmented_finish(const void *src, int64_t n, int kind, double divisor, int out_dtype,
+                                         void *dst, void *stream)
 {
     if (n == 0) return 0;
     cudaStream_t s = (cudaStream_t)stream;
@@ -453,8 +452,7 @@ extern "C" int cua_cuda_segmented_finish(const void *src, int64_t n, int kind, i
     const unsigned blocks = (unsigned)(want < most ? want : most);
     st = cua_dispatch(out_dtype, [&](auto t) -> int {
         using Out = decltype(t);
-        finish_kernel<Out><<<blocks, CUA_DEFAULT_THREADS, 0, s>>>((const u64 *)src, n, kind, op, initial != nullptr,
-                                                                   initial ? *initial : 0, divisor,
+        finish_kernel<Out><<<blocks, CUA_DEFAULT_THREADS, 0, s>>>((const u64 *)src, n, kind, divisor,
                                                                    out_dtype == CUA_BOOL, (Out *)dst);
         return 0;
     });

@@ -216,3 +216,50 @@ def test_backends_agree():
     x = data(np.float32, (300, 500), 9)
     for axis in (0, 1):
         assert np.array_equal(cuatomic.sum(x, axis=axis, backend="cpu"), cuatomic.sum(x, axis=axis, backend="cuda"))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_review_semantics(backend):
+    """Found by a cold review: out= receives the fold of NumPy's result type,
+    cast (not a fold in out's type); initial is the result type's value,
+    folded in after the cast, with NumPy's refusals; mean(dtype=int)
+    converts every element first and sums in that type; min/max of an empty
+    axis raise even with no outputs; a 0-d array takes axis=0."""
+    kw = dict(backend=backend)
+    o = np.zeros((), np.int8)
+    cuatomic.min(np.array([1, 255], np.uint8), axis=0, out=o, **kw)
+    assert o == np.min(np.array([1, 255], np.uint8), axis=0, out=np.zeros((), np.int8)) == 1
+    o = np.zeros((), np.int64)
+    cuatomic.sum(np.array([1.5, 2.5]), axis=0, out=o, **kw)
+    assert o == 4
+    o = np.zeros((), np.float32)
+    cuatomic.sum(np.array([1e8 + 1, -1e8]), axis=0, out=o, **kw)
+    assert o == 1.0
+    same(cuatomic.reduce(np.array([3, 200], np.uint8), "minimum", 0, dtype=np.int16, initial=-1, **kw),
+         np.minimum.reduce(np.array([3, 200], np.uint8), 0, dtype=np.int16, initial=-1))
+    same(cuatomic.max(np.array([False]), axis=0, initial=0.5, **kw), np.max(np.array([False]), axis=0, initial=0.5))
+    with pytest.raises(OverflowError):
+        cuatomic.max(np.array([1, 2], np.uint8), axis=0, initial=-5, **kw)
+    with pytest.raises(ValueError):
+        cuatomic.min(np.array([1, 2]), axis=0, initial=np.nan, **kw)
+    with pytest.raises(ValueError):
+        cuatomic.min(np.array([1, 2]), axis=0, initial=[1, 2], **kw)
+    same(cuatomic.mean(np.array([0.5, 1.5]), dtype=np.int64, **kw), np.mean(np.array([0.5, 1.5]), dtype=np.int64))
+    same(cuatomic.mean(np.array([100, 100], np.int8), axis=0, dtype=np.int8, **kw),
+         np.mean(np.array([100, 100], np.int8), axis=0, dtype=np.int8))
+    with pytest.raises(TypeError):
+        cuatomic.mean(np.ones(3), dtype="U5", **kw)
+    with pytest.raises(ValueError, match="identity"):
+        cuatomic.min(np.zeros((0, 0)), axis=0, **kw)
+    same(cuatomic.sum(np.array(3.0), axis=0, **kw), np.sum(np.array(3.0), axis=0))
+    with pytest.raises(TypeError):
+        cuatomic.sum(np.ones((2, 2)), axis=0, out=[0, 0], **kw)
+    if backend == "cuda":
+        got = cuatomic.mean(cuatomic.to_device(np.zeros((3, 0), np.float32)), axis=1)
+        assert np.all(np.isnan(got.copy_to_host())) and got.dtype == np.float32
+        d = cuatomic.to_device(np.array([[3, 200], [7, 9]], np.uint8))
+        same(cuatomic.reduce(d, "minimum", 1, dtype=np.int16, initial=-1),
+             np.minimum.reduce(np.array([[3, 200], [7, 9]], np.uint8), 1, dtype=np.int16, initial=-1))
+        out = cuatomic.DeviceArray.empty((2,), np.int8)
+        cuatomic.min(d, axis=1, initial=5, out=out)
+        assert np.array_equal(out.copy_to_host(), np.min(np.array([[3, 200], [7, 9]], np.uint8), axis=1, initial=5))
