@@ -10,7 +10,7 @@ import warnings
 import numpy as np
 
 from . import _backend, _C, _interop
-from ._common import auto_rung, flag, launch_config, named_rung, prepare, stream_of
+from ._common import auto_rung, flag, launch_config, named_rung, prepare, shape_of, stream_of
 from ._device import DeviceArray, refuse_masked
 from ._filter import predicate, rung_fits
 from ._interop import on_inputs_gpu
@@ -53,11 +53,6 @@ _RAISES = """TypeError
         A CUDA failure, with the CUDA error's name."""
 
 
-def _shape_of(a):
-    shape = getattr(a, "shape", None)
-    return tuple(int(s) for s in (np.shape(a) if shape is None else shape))
-
-
 # A device buffer for every element to pass is 8 bytes per element: for data
 # of 1 or 2 bytes past this size (a bool mask of 2^31 elements: 16 GiB) the
 # elements are counted first instead, one read more.
@@ -86,7 +81,7 @@ def _flat(a, method, ordered, backend, blocks, threads, stream, exact=False, wha
                          f"method that keeps order ({keep})")
     nb, nt = launch_config(blocks, threads)
     s = stream_of(stream)
-    shape = _shape_of(a)
+    shape = shape_of(a)
     inp = prepare(a, be, stream=s)
     negate, lo, hi = predicate(inp.dtype, "!=", 0)
     if rung is None:
@@ -160,7 +155,7 @@ def nonzero(a, *, ordered=True, method="auto", backend=None, blocks=None, thread
     >>> cuatomic.nonzero(np.array([[0, 3], [4, 0]]))
     (array([0, 1]), array([1, 0]))
     """
-    if len(_shape_of(a)) == 0:
+    if len(shape_of(a)) == 0:
         _zero_d()  # NumPy 2 raises; 1.26 warns and goes on with a 1-D array
     flat, shape, s = _flat(a, method, ordered, backend, blocks, threads, stream, exact=True)
     if len(shape) <= 1:
@@ -275,7 +270,7 @@ def compress(condition, a, axis=None, *, method="auto", backend=None, blocks=Non
     array([[2, 3],
            [5, 6]])
     """
-    if len(_shape_of(condition)) != 1:
+    if len(shape_of(condition)) != 1:
         raise ValueError("condition must be a 1-d array")
     refuse_masked(a, "a")  # (np.take would drop the mask)
     if isinstance(a, DeviceArray) or _interop.on_cuda(a):
@@ -292,7 +287,7 @@ def _compress_on_device(condition, a, axis, method, backend, blocks, threads, st
     there, or on the host and copied), checked against the axis through
     the last of them (they ascend), then one take kernel."""
     s = stream_of(stream)
-    shape = _shape_of(a) or (1,)  # (a 0-d array is compressed as 1-D, as NumPy does)
+    shape = shape_of(a) or (1,)  # (a 0-d array is compressed as 1-D, as NumPy does)
     inp = prepare(a, "cuda", stream=s)  # first: the call runs on a's GPU
     if axis is None:
         where, outer, m, inner = 0, 1, inp.n, 1
@@ -321,5 +316,6 @@ def _last(idx):
 
 
 for _fn in (nonzero, flatnonzero, argwhere):
-    _fn.__doc__ = _fn.__doc__.format(params=_PARAMS, raises=_RAISES)
+    if _fn.__doc__:  # (None under python -OO)
+        _fn.__doc__ = _fn.__doc__.format(params=_PARAMS, raises=_RAISES)
 del _fn
