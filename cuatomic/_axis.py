@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from . import _C, _backend
-from ._common import auto_rung, launch_config, named_rung, prepare, stream_of
+from ._common import auto_rung, launch_config, named_rung, prepare, shape_of, stream_of
 from ._device import DeviceArray, refuse_masked
 from ._interop import on_inputs_gpu
 from ._ufunc import _OP_IDS, _folds_unconverted, result_dtype
@@ -21,11 +21,6 @@ try:  # NumPy 2
     from numpy.lib.array_utils import normalize_axis_tuple
 except ImportError:  # NumPy 1.26
     from numpy.core.numeric import normalize_axis_tuple
-
-def _shape_of(a):
-    shape = getattr(a, "shape", None)
-    return tuple(int(s) for s in (np.shape(a) if shape is None else shape))
-
 
 def _kind_dtype(name, dt):
     """cua_reduce_kind as a NumPy dtype: float64 for floats, uint64 for
@@ -68,6 +63,40 @@ def _permuted(inp, shape, perm, s):
     if inp.n:
         _C.gather(inp.x, out.ptr, inp.n, dt.itemsize, tuple(shape[d] for d in perm), tuple(strides[d] for d in perm), s)
     return out
+
+
+AXIS_PARAMETERS = "    <axis, out, keepdims, initial>\n"
+
+
+def axis_documented(flat, note=""):
+    """A decorator: the function's docstring gets the entries of ``axis``,
+    ``out``, ``keepdims`` and ``initial`` where it holds AXIS_PARAMETERS --
+    one text for sum, prod, reduce, min and max, whose flat ladder is
+    `flat`; `note` adds what the segmented rungs promise of this op."""
+    text = f"""    axis : None, int or tuple of ints, optional
+        Reduce along these axes (negative counts from the last), as NumPy's
+        ``axis``; None: every element (the flat ladder, ``methods("{flat}")``).
+        With an axis -- or ``out``, ``keepdims`` or ``initial`` -- the call
+        runs a rung of the segmented ladder (``methods("segmented")``:
+        ``atomic``, ``warp``, ``columns``, ``tiled``; ``method`` names one of
+        those) and returns an array: NumPy's dtype, shape and empty-axis
+        rules (the fold in NumPy's result type, then cast into ``out``){note};
+        a DeviceArray for device input.
+    out : ndarray or device array, optional
+        Written in place (the result's shape; a C-contiguous device array
+        for device input) in its own dtype, and returned.
+    keepdims : bool, optional
+        Keep the reduced axes, of length one.
+    initial : scalar, optional
+        Folded in with the elements, as NumPy's ``initial`` (what lets
+        ``min``/``max`` take an empty axis).
+"""
+
+    def document(fn):
+        if fn.__doc__:  # (None under python -OO)
+            fn.__doc__ = fn.__doc__.replace(AXIS_PARAMETERS, text)
+        return fn
+    return document
 
 
 def wants_axis(axis, out, keepdims, initial):
@@ -122,7 +151,7 @@ def reduce_axis(name, a, axis, dtype=None, out=None, keepdims=False, initial=Non
     rung = named_rung("segmented", be, method)
     nb, nt = launch_config(blocks, threads)
     s = stream_of(stream)
-    shape = _shape_of(a)
+    shape = shape_of(a)
     zero_d = len(shape) == 0
     if zero_d and not mean and axis in (0, -1, (0,), (-1,)):
         axis = None  # NumPy's legacy: a 0-d array reduces along "axis 0" to itself

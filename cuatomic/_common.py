@@ -59,6 +59,14 @@ def cached_call(fn, *args):
     return fn(*args)
 
 
+def shape_of(a):
+    """The shape of an array argument of any kind -- NumPy's, a device
+    array's (CuPy, PyTorch, Numba, DeviceArray), or NumPy's reading of a
+    list -- as a tuple of ints, without converting or copying it."""
+    shape = getattr(a, "shape", None)
+    return tuple(int(s) for s in (np.shape(a) if shape is None else shape))
+
+
 def flag(name, value):
     """A true/false argument as NumPy reads one (``if density:``): any
     value's truth, with the error of one that has none (an array of several

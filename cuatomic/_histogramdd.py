@@ -11,7 +11,7 @@ import numpy as np
 
 from . import _auto, _backend, _C, _interop
 from ._bins import kernel_bins
-from ._common import auto_rung, dtype_id, launch_config, named_rung, stream_of
+from ._common import auto_rung, dtype_id, launch_config, named_rung, shape_of, stream_of
 from ._device import DeviceArray, host_array, refuse_masked
 from ._interop import on_inputs_gpu
 
@@ -247,8 +247,7 @@ def _histogramdd(sample, bins, range, density, weights, method, backend, blocks,
         raise ValueError(f"cuatomic's histogramdd takes at most 16 dimensions (got {smp.ndim})")
     if weighted:
         refuse_masked(weights, "weights")
-        wshape = getattr(weights, "shape", None)
-        wshape = tuple(int(v) for v in (np.shape(weights) if wshape is None else wshape))
+        wshape = shape_of(weights)
         if wshape != (smp.n,):
             raise ValueError(f"weights should be a 1-D array of the sample's {smp.n} points (got shape {wshape})")
     edges = _numpy_edges(smp, bins, range, s)

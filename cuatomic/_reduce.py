@@ -7,9 +7,11 @@ import numpy as np
 from . import _C, _backend, _xacc
 from ._common import (_acc_of, _check_result_dtype, auto_rung, cached_call, direct_input, launch_config, named_rung,
                       prepare, read_as_is, stream_of)
-from ._axis import reduce_axis, wants_axis
+from ._axis import axis_documented, reduce_axis, wants_axis
 from ._interop import on_inputs_gpu
 
+@axis_documented("sum", ";\n        float sums in compensated float64 on the deterministic rungs, at\n"
+                        "        least as accurate as NumPy's")
 def sum(a, axis=None, *, dtype=None, out=None, keepdims=False, initial=None, method="auto", backend=None, blocks=None,
         threads=None, stream=None):
     """Sum of the elements, as ``np.sum(a, axis, dtype=dtype, out=out, keepdims=keepdims, initial=initial)``.
@@ -22,23 +24,7 @@ def sum(a, axis=None, *, dtype=None, out=None, keepdims=False, initial=None, met
         PyTorch, Numba) are read in place on the cuda backend.
     dtype : data-type, optional
         Type of the result and of the accumulation, as NumPy's ``dtype``.
-    axis : None, int or tuple of ints, optional
-        Reduce along these axes (negative counts from the last), as NumPy's
-        ``axis``; None: every element (the flat ladder, ``methods("sum")``).
-        With an axis -- or ``out``, ``keepdims`` or ``initial`` -- the call
-        runs a rung of the segmented ladder (``methods("segmented")``:
-        ``atomic``, ``warp``, ``columns``, ``tiled``; ``method`` names one of
-        those) and returns an array: NumPy's dtype, shape and empty-axis
-        rules; float sums in compensated float64 on the deterministic rungs,
-        at least as accurate as NumPy's; a DeviceArray for device input.
-    out : ndarray or device array, optional
-        Written in place (the result's shape; a C-contiguous device array
-        for device input) in its own dtype, and returned.
-    keepdims : bool, optional
-        Keep the reduced axes, of length one.
-    initial : scalar, optional
-        Folded in with the elements, as NumPy's ``initial`` (what lets
-        ``min``/``max`` take an empty axis).
+    <axis, out, keepdims, initial>
     method : str, optional
         A rung of the sum ladder (see ``methods("sum")``). ``"auto"`` runs
         the rung measured fastest for calls like this one (dtype and size:
@@ -92,6 +78,7 @@ def sum(a, axis=None, *, dtype=None, out=None, keepdims=False, initial=None, met
     return _reduce("sum", a, dtype, method, backend, blocks, threads, stream)
 
 
+@axis_documented("prod")
 def prod(a, axis=None, *, dtype=None, out=None, keepdims=False, initial=None, method="auto", backend=None, blocks=None,
          threads=None, stream=None):
     """Product of the elements, as ``np.prod(a, axis, dtype=dtype, ...)``: an atomic
@@ -102,23 +89,7 @@ def prod(a, axis=None, *, dtype=None, out=None, keepdims=False, initial=None, me
     a : array_like or DeviceArray
     dtype : data-type, optional
         As NumPy's ``dtype``.
-    axis : None, int or tuple of ints, optional
-        Reduce along these axes (negative counts from the last), as NumPy's
-        ``axis``; None: every element (the flat ladder, ``methods("prod")``).
-        With an axis -- or ``out``, ``keepdims`` or ``initial`` -- the call
-        runs a rung of the segmented ladder (``methods("segmented")``:
-        ``atomic``, ``warp``, ``columns``, ``tiled``; ``method`` names one of
-        those) and returns an array: NumPy's dtype, shape and empty-axis
-        rules (the fold in NumPy's result type, then cast into ``out``); a
-        DeviceArray for device input.
-    out : ndarray or device array, optional
-        Written in place (the result's shape; a C-contiguous device array
-        for device input) in its own dtype, and returned.
-    keepdims : bool, optional
-        Keep the reduced axes, of length one.
-    initial : scalar, optional
-        Folded in with the elements, as NumPy's ``initial`` (what lets
-        ``min``/``max`` take an empty axis).
+    <axis, out, keepdims, initial>
     method : {"cas", "auto"}, optional
         ``cas``: each thread multiplies its share in a register, then
         multiplies it into the total with an atomicCAS loop (no GPU has an

@@ -2,7 +2,7 @@
 ``np.<op>.reduce(a.ravel())``: NumPy's result type, the input converted
 where NumPy converts it first, then one call into the core."""
 from . import _C, _auto, _backend
-from ._axis import reduce_axis, wants_axis
+from ._axis import axis_documented, reduce_axis, wants_axis
 from ._common import auto_rung, launch_config, named_rung, prepare, stream_of
 from ._interop import on_inputs_gpu
 
@@ -10,6 +10,7 @@ from ._interop import on_inputs_gpu
 from ._ufunc import _NO_IDENTITY, _OP_IDS, _ROUNDING, OPS, _folds_unconverted, _op_name, result_dtype  # noqa: F401
 
 
+@axis_documented("reduce")
 @on_inputs_gpu
 def reduce(a, op, axis=None, *, dtype=None, out=None, keepdims=False, initial=None, method="auto", backend=None,
            blocks=None, threads=None, stream=None):
@@ -30,23 +31,7 @@ def reduce(a, op, axis=None, *, dtype=None, out=None, keepdims=False, initial=No
         float32, ``minimum`` of int8 as uint8, any op to bool), a host
         array is converted the same way and a device array raises
         TypeError (convert it before ``to_device``).
-    axis : None, int or tuple of ints, optional
-        Reduce along these axes (negative counts from the last), as NumPy's
-        ``axis``; None: every element (the flat ladder, ``methods("reduce")``).
-        With an axis -- or ``out``, ``keepdims`` or ``initial`` -- the call
-        runs a rung of the segmented ladder (``methods("segmented")``:
-        ``atomic``, ``warp``, ``columns``, ``tiled``; ``method`` names one of
-        those) and returns an array: NumPy's dtype, shape and empty-axis
-        rules (the fold in NumPy's result type, then cast into ``out``); a
-        DeviceArray for device input.
-    out : ndarray or device array, optional
-        Written in place (the result's shape; a C-contiguous device array
-        for device input) in its own dtype, and returned.
-    keepdims : bool, optional
-        Keep the reduced axes, of length one.
-    initial : scalar, optional
-        Folded in with the elements, as NumPy's ``initial`` (what lets
-        ``min``/``max`` take an empty axis).
+    <axis, out, keepdims, initial>
     method : str, optional
         A rung of the reduce ladder (see ``methods("reduce")``). ``"auto"``
         runs the rung measured fastest for calls like this one; for a float
@@ -112,6 +97,7 @@ def reduce(a, op, axis=None, *, dtype=None, out=None, keepdims=False, initial=No
                      op=_OP_IDS[name], blocks=b, threads=t, stream=s, out_type=out_dt.num)
 
 
+@axis_documented("reduce")
 def min(a, axis=None, *, out=None, keepdims=False, initial=None, method="auto", backend=None, blocks=None,
         threads=None, stream=None):
     """The smallest element (along axes), as ``np.min(a, axis, ...)``: :func:`reduce` with ``"minimum"``.
@@ -119,23 +105,7 @@ def min(a, axis=None, *, out=None, keepdims=False, initial=None, method="auto", 
     Parameters
     ----------
     a : array_like, DeviceArray, or a device array of another library
-    axis : None, int or tuple of ints, optional
-        Reduce along these axes (negative counts from the last), as NumPy's
-        ``axis``; None: every element (the flat ladder, ``methods("reduce")``).
-        With an axis -- or ``out``, ``keepdims`` or ``initial`` -- the call
-        runs a rung of the segmented ladder (``methods("segmented")``:
-        ``atomic``, ``warp``, ``columns``, ``tiled``; ``method`` names one of
-        those) and returns an array: NumPy's dtype, shape and empty-axis
-        rules (the fold in NumPy's result type, then cast into ``out``); a
-        DeviceArray for device input.
-    out : ndarray or device array, optional
-        Written in place (the result's shape; a C-contiguous device array
-        for device input) in its own dtype, and returned.
-    keepdims : bool, optional
-        Keep the reduced axes, of length one.
-    initial : scalar, optional
-        Folded in with the elements, as NumPy's ``initial`` (what lets
-        ``min``/``max`` take an empty axis).
+    <axis, out, keepdims, initial>
     method, backend, blocks, threads, stream
         As for :func:`reduce`.
 
@@ -161,6 +131,7 @@ def min(a, axis=None, *, out=None, keepdims=False, initial=None, method="auto", 
                   blocks=blocks, threads=threads, stream=stream)
 
 
+@axis_documented("reduce")
 def max(a, axis=None, *, out=None, keepdims=False, initial=None, method="auto", backend=None, blocks=None,
         threads=None, stream=None):
     """The largest element (along axes), as ``np.max(a, axis, ...)``: :func:`reduce` with ``"maximum"``.
@@ -168,23 +139,7 @@ def max(a, axis=None, *, out=None, keepdims=False, initial=None, method="auto", 
     Parameters
     ----------
     a : array_like, DeviceArray, or a device array of another library
-    axis : None, int or tuple of ints, optional
-        Reduce along these axes (negative counts from the last), as NumPy's
-        ``axis``; None: every element (the flat ladder, ``methods("reduce")``).
-        With an axis -- or ``out``, ``keepdims`` or ``initial`` -- the call
-        runs a rung of the segmented ladder (``methods("segmented")``:
-        ``atomic``, ``warp``, ``columns``, ``tiled``; ``method`` names one of
-        those) and returns an array: NumPy's dtype, shape and empty-axis
-        rules (the fold in NumPy's result type, then cast into ``out``); a
-        DeviceArray for device input.
-    out : ndarray or device array, optional
-        Written in place (the result's shape; a C-contiguous device array
-        for device input) in its own dtype, and returned.
-    keepdims : bool, optional
-        Keep the reduced axes, of length one.
-    initial : scalar, optional
-        Folded in with the elements, as NumPy's ``initial`` (what lets
-        ``min``/``max`` take an empty axis).
+    <axis, out, keepdims, initial>
     method, backend, blocks, threads, stream
         As for :func:`reduce`.
 

@@ -6,7 +6,7 @@ import numpy as np
 
 from . import _C, _backend, _interop
 from ._bins import bins_for, rung_fits
-from ._common import auto_rung, launch_config, prepare, stream_of
+from ._common import auto_rung, launch_config, prepare, shape_of, stream_of
 from ._device import DeviceArray, refuse_masked
 from ._interop import on_inputs_gpu
 
@@ -40,11 +40,6 @@ class _Weights:
 
     def __init__(self, x, id_, dtype):
         self.x, self.id, self.dtype = x, id_, dtype
-
-
-def _shape_of(obj):
-    shape = getattr(obj, "shape", None)
-    return tuple(shape) if shape is not None else np.shape(obj)
 
 
 def on_device(obj):
@@ -87,7 +82,7 @@ def histogram_weights(weights, a, inp, backend, stream):
         where = ("a is on the GPU and weights are not: pass cuatomic.to_device(weights)" if inp.device else
                  "weights are on the GPU and a is not: pass both on the host or both on the device")
         raise TypeError(where)
-    if _shape_of(weights) != _shape_of(a):
+    if shape_of(weights) != shape_of(a):
         raise ValueError("weights should have the same shape as a.")
     if inp.device:
         return device_weights(prepare(weights, backend, name="weights", stream=stream),
