@@ -99,6 +99,7 @@ int cua_deliver(int backend, const void *dev, size_t nbytes, void *host, cua_lau
 {
     return backend == BACKEND_CUDA ? cua_cuda_deliver(dev, nbytes, host, cfg) : 0;
 }
+int cua_stream_sync(int backend, void *stream) { return backend == BACKEND_CUDA ? cua_cuda_stream_synchronize(stream) : 0; }
 #else
 int cua_stage(cua_input *in) { return in->host ? CUA_EINTERNAL : 0; }
 void cua_unstage(cua_input *in) { (void)in; }
@@ -122,6 +123,11 @@ int cua_copy_on_device(void *dst, const void *src, size_t nbytes, void *stream)
 int cua_deliver(int backend, const void *dev, size_t nbytes, void *host, cua_launch *cfg)
 {
     (void)dev, (void)nbytes, (void)host, (void)cfg;
+    return backend == BACKEND_CUDA ? CUA_EINTERNAL : 0;
+}
+int cua_stream_sync(int backend, void *stream)
+{
+    (void)stream;
     return backend == BACKEND_CUDA ? CUA_EINTERNAL : 0;
 }
 #endif

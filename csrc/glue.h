@@ -77,7 +77,6 @@ PyObject *cua_unravel(PyObject *self, PyObject *args);
 PyObject *cua_op_histogramdd(PyObject *self, PyObject *args, PyObject *kw);
 /* segmented.c */
 PyObject *cua_op_segmented(PyObject *self, PyObject *args, PyObject *kw);
-PyObject *cua_segmented_finish(PyObject *self, PyObject *args);
 PyObject *cua_histogramdd_fits(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *cua_histogramdd_cells(PyObject *self, PyObject *args);
 PyObject *cua_count_kept(PyObject *self, PyObject *args);
@@ -103,6 +102,7 @@ PyObject *cua_cub_reduce_py(PyObject *self, PyObject *args);
 PyObject *cua_cub_histogram_py(PyObject *self, PyObject *args);
 PyObject *cua_cub_select_py(PyObject *self, PyObject *args);
 PyObject *cua_cub_nonzero_py(PyObject *self, PyObject *args);
+PyObject *cua_cub_segmented_py(PyObject *self, PyObject *args);
 
 /* interop.c: streams, pointers, gather, DLPack. */
 PyObject *cua_stream_create(PyObject *self, PyObject *noargs);

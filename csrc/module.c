@@ -155,12 +155,10 @@ static PyMethodDef methods[] = {
      "The index of the first smallest (max: largest) of n elements of dtype id `dtype` at x (an ndarray, or a "
      "device pointer as int), the first NaN before every number; ValueError for n == 0."},
     {"segmented", KWFN(cua_op_segmented), KW,
-     "segmented(backend, rung, x, outer, m, inner, dtype, op, blocks, threads, device_out, stream) -> the kind "
-     "values (8 bytes each) of the outer * inner outputs, each folding the m elements of x seen as (outer, m, inner) "
-     "with reduce op id op"},
-    {"segmented_finish", cua_segmented_finish, METH_VARARGS,
-     "segmented_finish(src, n, kind, divisor, out_dtype, dst, stream): kind values as the result type, on the "
-     "device (divided by divisor when it is >= 0)"},
+     "segmented(backend, rung, x, outer, m, inner, dtype, op, blocks, threads, device_out, stream, finish_dtype=-1, "
+     "finish_kind=-1, divisor=-1.0, dst=None) -> the kind values (8 bytes each) of the outer * inner outputs, each folding the m "
+     "elements of x seen as (outer, m, inner) with reduce op id op; with finish_dtype, None: NumPy's result written "
+     "at device address dst"},
     {"histogramdd", KWFN(cua_op_histogramdd), KW,
      "histogramdd(backend, rung, cols, strides, n, dtype, bins, blocks, threads, device_out, stream) -> float64 "
      "counts of every cell (C order)\n\n"
@@ -224,6 +222,9 @@ static PyMethodDef methods[] = {
      "cub_histogram(ptr, n, dtype, nbins, lo, hi, stream): CUB HistogramEven (benchmark peer)"},
     {"cub_select", cua_cub_select_py, METH_VARARGS,
      "cub_select(ptr, n, dtype, value, out_ptr, stream): CUB DeviceSelect::If x >= value -> count"},
+    {"cub_segmented", cua_cub_segmented_py, METH_VARARGS,
+     "cub_segmented(ptr, rows, m, dtype, op, out_ptr, stream): CUB DeviceSegmentedReduce of float32 rows, op one of "
+     "'+', 'm', 'M' (benchmark peer)"},
     {"cub_nonzero", cua_cub_nonzero_py, METH_VARARGS,
      "cub_nonzero(ptr, n, dtype, out_ptr, stream): CUB DeviceSelect::Flagged of the indices, x the flags -> count"},
     {"_debug_trap", debug_trap, METH_NOARGS, "launch a trapping kernel (kills the CUDA context; tests only)"},

@@ -121,8 +121,28 @@ PyObject *cua_cub_nonzero_py(PyObject *self, PyObject *args)
     if (st) return failed(st, "nonzero");
     return PyLong_FromLongLong(count);
 }
+PyObject *cua_cub_segmented_py(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *ptr, *optr, *sobj;
+    long long rows, m;
+    int dtype, op, st;
+    if (!PyArg_ParseTuple(args, "OLLiCOO", &ptr, &rows, &m, &dtype, &op, &optr, &sobj)) return NULL;
+    void *x = PyLong_AsVoidPtr(ptr), *out = PyLong_AsVoidPtr(optr), *stream;
+    if (PyErr_Occurred() || cua_as_ptr(sobj, &stream) < 0) return NULL;
+    if (rows < 0 || m < 0) {
+        PyErr_SetString(PyExc_ValueError, "cub segmented: rows and m must be >= 0");
+        return NULL;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    st = cua_cub_segmented(x, rows, m, dtype, (char)op, out, stream);
+    Py_END_ALLOW_THREADS
+    if (st) return failed(st, "segmented");
+    Py_RETURN_NONE;
+}
 #else
 PyObject *cua_cub_nonzero_py(PyObject *self, PyObject *args) { (void)self, (void)args; return cua_no_cuda(); }
+PyObject *cua_cub_segmented_py(PyObject *self, PyObject *args) { (void)self, (void)args; return cua_no_cuda(); }
 PyObject *cua_cub_sum_py(PyObject *self, PyObject *args) { (void)self, (void)args; return cua_no_cuda(); }
 PyObject *cua_cub_reduce_py(PyObject *self, PyObject *args) { (void)self, (void)args; return cua_no_cuda(); }
 PyObject *cua_cub_histogram_py(PyObject *self, PyObject *args) { (void)self, (void)args; return cua_no_cuda(); }

@@ -6,21 +6,44 @@
 
 #include "call.h"
 
+/* The finish kernel on the device, then the wait (cuda builds only: the
+ * glue asks for it with the cuda backend alone). */
+static int finish_on_device(const void *src, int64_t n, int kind, double divisor, int out_dtype, void *dst,
+                            void *stream)
+{
+#ifdef CUATOMIC_WITH_CUDA
+    return cua_cuda_segmented_finish(src, n, kind, divisor, out_dtype, dst, stream);
+#else
+    (void)src, (void)n, (void)kind, (void)divisor, (void)out_dtype, (void)dst, (void)stream;
+    return CUA_EINTERNAL;
+#endif
+}
+
 /* segmented(backend, rung, x, outer, m, inner, dtype, op, blocks, threads,
- * device_out, stream) -> the outputs' kind values: an ndarray of outer *
- * inner uint64 (their bits), or a DeviceBuffer when device_out. */
+ * device_out, stream, finish_dtype=-1, finish_kind=-1, divisor=-1.0,
+ * dst=None) -> the outputs' kind values: an ndarray of outer * inner
+ * uint64 (their bits), or with device_out a DeviceBuffer of them -- or,
+ * given finish_dtype (cuda, device_out), None: the values finished on the
+ * device as NumPy's result of that dtype at device address dst (read as
+ * finish_kind when it is given -- a wrapping integer sum as the signed sum
+ * it is -- divided by `divisor` first when it is >= 0, a mean), the kind
+ * values held only in scratch memory. The rung and the finish are queued
+ * on the stream and waited for once. */
 PyObject *cua_op_segmented(PyObject *self, PyObject *args, PyObject *kw)
 {
     (void)self;
-    static char *kwlist[] = {"backend", "rung",   "x",       "outer",      "m",      "inner", "dtype",
-                             "op",      "blocks", "threads", "device_out", "stream", NULL};
-    int backend, rung, dtype, op, threads, device_out;
+    static char *kwlist[] = {"backend", "rung",       "x",      "outer",        "m",       "inner",
+                             "dtype",   "op",         "blocks", "threads",      "device_out", "stream",
+                             "finish_dtype", "finish_kind", "divisor", "dst", NULL};
+    int backend, rung, dtype, op, threads, device_out, finish_dtype = -1, finish_kind = -1;
     long long outer, m, inner, blocks;
-    PyObject *x, *sobj;
-    void *stream;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "iiOLLLiiLipO", kwlist, &backend, &rung, &x, &outer, &m, &inner,
-                                     &dtype, &op, &blocks, &threads, &device_out, &sobj) ||
-        cua_as_ptr(sobj, &stream) < 0)
+    double divisor = -1.0;
+    PyObject *x, *sobj, *dsto = Py_None;
+    void *stream, *fdst = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "iiOLLLiiLipO|iidO", kwlist, &backend, &rung, &x, &outer, &m, &inner,
+                                     &dtype, &op, &blocks, &threads, &device_out, &sobj, &finish_dtype,
+                                     &finish_kind, &divisor, &dsto) ||
+        cua_as_ptr(sobj, &stream) < 0 || (dsto != Py_None && cua_as_ptr(dsto, &fdst) < 0))
         return NULL;
     const cua_segmented_row *r = (const cua_segmented_row *)cua_find_rung(backend, CUA_OP_SEGMENTED, rung);
     if (!r) return NULL;
@@ -31,18 +54,30 @@ PyObject *cua_op_segmented(PyObject *self, PyObject *args, PyObject *kw)
         PyErr_SetString(PyExc_SystemError, "cuatomic: bad segmented shape, dtype or op");
         return NULL;
     }
+    const int finishing = finish_dtype >= 0;
+    if ((device_out || finishing) && backend != BACKEND_CUDA) {
+        PyErr_SetString(PyExc_SystemError, "cuatomic: device output needs the cuda backend");
+        return NULL;
+    }
+    /* the kind the finish reads the values as: the rung's, or the signed reading of a wrapping integer sum */
+    const int kind = finish_kind >= 0 ? finish_kind : cua_reduce_kind(dtype, op);
+    if (finishing && (!device_out || !fdst || cua_dtype_size(finish_dtype) == 0 ||
+                      (kind != CUA_FLOAT64 && kind != CUA_INT64 && kind != CUA_UINT64) ||
+                      (kind == CUA_FLOAT64) != (cua_reduce_kind(dtype, op) == CUA_FLOAT64))) {
+        PyErr_SetString(PyExc_SystemError, "cuatomic: bad segmented finish arguments");
+        return NULL;
+    }
     const int64_t outs = outer * inner, n = outs * m;
     cua_input in;
     cua_launch cfg;
     if (cua_parse_input(backend, x, n, dtype, stream, &in) < 0 || cua_launch_config(blocks, threads, stream, &cfg) < 0)
         return NULL;
-    PyObject *out;
-    void *dst;
-    if (device_out) {
-        if (backend != BACKEND_CUDA) {
-            PyErr_SetString(PyExc_SystemError, "cuatomic: device output needs the cuda backend");
-            return NULL;
-        }
+    PyObject *out = NULL;
+    void *dst = NULL;
+    if (finishing) {
+        out = Py_None;
+        Py_INCREF(out);
+    } else if (device_out) {
         CuaDeviceBuffer *buf = cua_buffer_new_on((Py_ssize_t)(outs * 8), stream, 0);
         if (!buf) return NULL;
         out = (PyObject *)buf;
@@ -57,9 +92,14 @@ PyObject *cua_op_segmented(PyObject *self, PyObject *args, PyObject *kw)
     Py_BEGIN_ALLOW_THREADS
     void *dev = NULL;
     st = cua_stage(&in);
-    if (!st && !device_out) st = cua_device_alloc(backend, &dev, (size_t)outs * 8, stream);
-    if (!st && outs > 0) st = r->run(in.ptr, outer, m, inner, dtype, op, dev ? dev : dst, &cfg); /* (no outputs: no run) */
-    if (!st && dev) st = cua_copy_to_host(dst, dev, (size_t)outs * 8, stream);
+    /* the kind values: on the device in scratch memory (host results, or finished on the device), else in the
+     * DeviceBuffer or host array itself (the CPU backend) */
+    if (!st && (finishing || (!device_out && backend == BACKEND_CUDA)))
+        st = cua_device_alloc(backend, &dev, (size_t)outs * 8, stream);
+    if (!st && outs > 0) st = r->run(in.ptr, outer, m, inner, dtype, op, dev ? dev : dst, &cfg); /* (queued) */
+    if (!st && finishing) st = finish_on_device(dev, outs, kind, divisor, finish_dtype, fdst, stream);
+    else if (!st && dev) st = cua_copy_to_host(dst, dev, (size_t)outs * 8, stream);
+    else if (!st && device_out) st = cua_stream_sync(backend, stream);
     cua_device_free(dev, stream);
     cua_unstage(&in);
     Py_END_ALLOW_THREADS
@@ -69,34 +109,4 @@ PyObject *cua_op_segmented(PyObject *self, PyObject *args, PyObject *kw)
     }
     cua_record_launch(backend, CUA_OP_SEGMENTED, &r->rung, &cfg);
     return out;
-}
-
-/* segmented_finish(src, n, kind, divisor, out_dtype, dst, stream): the
- * kind values at device address src as the result type at dst (cuda
- * only); divisor < 0: no division. */
-PyObject *cua_segmented_finish(PyObject *self, PyObject *args)
-{
-    (void)self;
-    PyObject *srco, *dsto, *so;
-    long long n;
-    int kind, out_dtype;
-    double divisor;
-    if (!PyArg_ParseTuple(args, "OLidiOO", &srco, &n, &kind, &divisor, &out_dtype, &dsto, &so)) return NULL;
-    void *src, *dst, *stream;
-    if (cua_as_ptr(srco, &src) < 0 || cua_as_ptr(dsto, &dst) < 0 || cua_as_ptr(so, &stream) < 0) return NULL;
-    if (n < 0 || cua_dtype_size(out_dtype) == 0 || (kind != CUA_FLOAT64 && kind != CUA_INT64 && kind != CUA_UINT64)) {
-        PyErr_SetString(PyExc_SystemError, "cuatomic: bad segmented_finish arguments");
-        return NULL;
-    }
-#ifdef CUATOMIC_WITH_CUDA
-    int st;
-    Py_BEGIN_ALLOW_THREADS
-    st = cua_cuda_segmented_finish(src, n, kind, divisor, out_dtype, dst, stream);
-    Py_END_ALLOW_THREADS
-    if (st) return cua_raise(st, NULL);
-    Py_RETURN_NONE;
-#else
-    (void)src, (void)dst, (void)stream, (void)divisor;
-    return cua_no_cuda();
-#endif
 }

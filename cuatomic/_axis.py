@@ -5,14 +5,16 @@ run of axes in the middle, by a transposed copy when they are not one
 already -- and each of the outer * inner outputs folds its m elements; the
 result is NumPy's: its dtype, shape, empty-axis rules and errors.
 
-Device results are finished on the device (initial folded in, the mean's
-division, the cast to NumPy's result type) by one more kernel."""
+Device results are finished on the device (the mean's division, the cast
+to NumPy's result type) by one more kernel, queued behind the rung's in the
+same C call and waited for once."""
 import math
 
 import numpy as np
 
 from . import _C, _backend
 from ._common import auto_rung, launch_config, named_rung, prepare, shape_of, stream_of
+from ._dtypes import dtype_id
 from ._device import DeviceArray, refuse_masked
 from ._interop import on_inputs_gpu
 from ._ufunc import _OP_IDS, _folds_unconverted, result_dtype
@@ -189,13 +191,14 @@ def reduce_axis(name, a, axis, dtype=None, out=None, keepdims=False, initial=Non
         rung = auto_rung("segmented", be, inp.n, inp.dtype,
                          require=_C.F_DETERMINISTIC if inp.dtype.kind == "f" and fold_name in ("add", "multiply")
                          else 0)
-    raw = _C.segmented(backend=_backend.backend_id(be), rung=rung.index, x=x, outer=outer, m=m, inner=inner,
-                       dtype=inp.id, op=_OP_IDS[fold_name], blocks=nb, threads=nt, device_out=inp.device, stream=s)
+    call = dict(backend=_backend.backend_id(be), rung=rung.index, x=x, outer=outer, m=m, inner=inner, dtype=inp.id,
+                op=_OP_IDS[fold_name], blocks=nb, threads=nt, device_out=inp.device, stream=s)
     kind = _kind_dtype(fold_name, inp.dtype)
     if mean and inp.dtype.kind == "i":  # the wrapping sum's bits, read as the signed sum they are
         kind = np.dtype(np.int64)
     if inp.device and init is None and not (mean and out_dt.kind != "f"):
-        return _finish_on_device(raw, outer * inner, kind, m if mean else -1, out_dt, res_shape, out, s)
+        return _finish_on_device(call, outer * inner, kind, m if mean else -1, out_dt, res_shape, out)
+    raw = _C.segmented(**call)
     if inp.device:  # initial, or an integer mean: finished on the host (the outputs only), then back
         host_raw = np.empty(outer * inner, np.uint64)
         if host_raw.size:
@@ -230,12 +233,12 @@ def _finish(vals, name, init, mean, m, out_dt):
         return result
 
 
-def _finish_on_device(raw, n, kind, divisor, out_dt, res_shape, out, s):
-    """The kind values in the DeviceBuffer `raw` as NumPy's result, on the
-    device: a new DeviceArray of out_dt, or written into `out` (a
-    C-contiguous device array of the result's shape) in out's dtype. A
-    mean divides by `divisor` (-1: no division; 0: an empty axis, NaN)."""
-    from ._common import dtype_id
+def _finish_on_device(call, n, kind, divisor, out_dt, res_shape, out):
+    """Run the segmented `call` with its outputs' kind values finished on
+    the device as NumPy's result: into a new DeviceArray of out_dt, or
+    into `out` (a C-contiguous device array of the result's shape) in out's
+    dtype. A mean divides by `divisor` (-1: no division; 0: an empty axis,
+    NaN). One C call: the rung and the finish kernel, one wait."""
     if out is None:
         target = DeviceArray.empty(res_shape, out_dt)
         ptr, dt = target.ptr, out_dt
@@ -247,7 +250,7 @@ def _finish_on_device(raw, n, kind, divisor, out_dt, res_shape, out, s):
             raise ValueError("out must be C-contiguous")
         target, ptr = out, cai["data"][0]
     if n:
-        _C.segmented_finish(raw.ptr, n, dtype_id(kind), float(divisor), dtype_id(dt), ptr, s)
+        _C.segmented(**call, finish_dtype=dtype_id(dt), finish_kind=dtype_id(kind), divisor=float(divisor), dst=ptr)
     return target
 
 

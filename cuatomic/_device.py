@@ -97,9 +97,13 @@ class DeviceArray:
     def empty(cls, shape, dtype):
         """An uninitialized device array, on the current GPU."""
         dtype = np.dtype(dtype)
-        shape = (shape,) if np.ndim(shape) == 0 else tuple(shape)
-        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-        return cls(_C.DeviceBuffer(nbytes), shape, dtype)
+        shape = (int(shape),) if np.ndim(shape) == 0 else tuple(int(s) for s in shape)
+        if any(s < 0 for s in shape):
+            raise ValueError(f"negative dimensions are not allowed (got {shape})")
+        size = math.prod(shape)
+        self = cls.__new__(cls)  # the constructor's checks hold by construction
+        self._buffer, self._shape, self._dtype, self._size = _C.DeviceBuffer(size * dtype.itemsize), shape, dtype, size
+        return self
 
     @classmethod
     def _copy_of(cls, ptr, shape, dtype):

@@ -300,7 +300,9 @@ typedef int (*cua_reduce_fn)(const void *x, int64_t n, int dtype, int op, void *
  * bytes of cua_reduce_kind(dtype, op) each (device memory on CUDA). Float
  * add is compensated on the deterministic rungs. m == 0 gives the op's
  * identity (the Python layer refuses minimum and maximum of an empty axis
- * without `initial`, as NumPy). The launcher waits for its work. */
+ * without `initial`, as NumPy). A CUDA launcher returns once its work is
+ * queued on cua_stream(cfg), without waiting (as the histogram's): the glue
+ * waits once, after the finish kernel or with the copy to the host. */
 typedef int (*cua_segmented_fn)(const void *x, int64_t outer, int64_t m, int64_t inner, int dtype, int op,
                                 void *out, cua_launch *cfg);
 

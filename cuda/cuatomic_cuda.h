@@ -121,7 +121,8 @@ int cua_cuda_gather(const void *src, void *dst, int64_t n, int itemsize, int ndi
 /* segmented_finish: n kind values (8 bytes each, cua_reduce_kind `kind`)
  * at src as NumPy's result of dtype out_dtype at dst (both device memory):
  * divided by `divisor` when it is >= 0 (a mean; 0 gives NaN), then cast.
- * Waits (segmented.cu). */
+ * Waits for everything queued on the stream before it and for itself: the
+ * one wait of a reduction along axes (segmented.cu). */
 int cua_cuda_segmented_finish(const void *src, int64_t n, int kind, double divisor, int out_dtype, void *dst,
                               void *stream);
 /* histdd_cells: every point of the sample's cell into out (n int64, device
@@ -166,6 +167,8 @@ int cua_cub_select_at_least(const void *x, int64_t n, int dtype, double value, v
 /* nonzero: the indices of x's nonzero elements into `out` (int64), by
  * DeviceSelect::Flagged (int32). */
 int cua_cub_nonzero(const void *x, int64_t n, int dtype, int64_t *out, int64_t *count, void *stream);
+/* rows x m contiguous float32, each row's sum ('+'), min ('m') or max ('M') into out (device memory), waited for. */
+int cua_cub_segmented(const void *x, int64_t rows, int64_t m, int dtype, char op, void *out, void *stream);
 
 /* cudaGetErrorName / cudaGetErrorString of a positive status (errors.cu). */
 const char *cua_cuda_error_name(int status);

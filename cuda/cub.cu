@@ -11,11 +11,16 @@
 //   filter     DeviceSelect::If with x >= value: int32, float32
 //   nonzero    DeviceSelect::Flagged of the indices 0..n-1 with x as the
 //              flags (PyTorch's nonzero does the same): int32
+//   segmented  DeviceSegmentedReduce::Sum / Min / Max of rows of m
+//              contiguous elements (a reduction along the last axis; CUB
+//              has no strided one): float32, into a device buffer
 // Temporary storage comes from the stream-ordered pool, as cuatomic's does.
 #include <cub/device/device_histogram.cuh>
 #include <cub/device/device_reduce.cuh>
+#include <cub/device/device_segmented_reduce.cuh>
 #include <cub/device/device_select.cuh>
 #include <thrust/iterator/counting_iterator.h>
+#include <thrust/iterator/transform_iterator.h>
 
 #include <type_traits>
 
@@ -220,5 +225,33 @@ extern "C" int cua_cub_nonzero(const void *x, int64_t n, int dtype, int64_t *out
     CUA_CHECK(cudaMemcpyAsync(&host, d_num, sizeof host, cudaMemcpyDeviceToHost, s));
     CUA_CHECK(cudaStreamSynchronize(s));
     *count = host;
+    return 0;
+}
+
+namespace {
+
+// Row r's first element: r * m (the segments' offsets, computed, not stored).
+struct RowStart {
+    int64_t m;
+    __host__ __device__ int64_t operator()(int64_t r) const { return r * m; }
+};
+
+}  // namespace
+
+extern "C" int cua_cub_segmented(const void *x, int64_t rows, int64_t m, int dtype, char op, void *out, void *stream)
+{
+    if (dtype != CUA_FLOAT32 || (op != '+' && op != 'm' && op != 'M')) return CUA_EINVAL;
+    cudaStream_t s = (cudaStream_t)stream;
+    const float *in = (const float *)x;
+    float *o = (float *)out;
+    auto starts = thrust::make_transform_iterator(thrust::counting_iterator<int64_t>(0), RowStart{m});
+    auto ends = starts + 1;
+    int st = with_temp(s, [&](void *t, size_t &b) {
+        if (op == '+') return cub::DeviceSegmentedReduce::Sum(t, b, in, o, rows, starts, ends, s);
+        if (op == 'm') return cub::DeviceSegmentedReduce::Min(t, b, in, o, rows, starts, ends, s);
+        return cub::DeviceSegmentedReduce::Max(t, b, in, o, rows, starts, ends, s);
+    });
+    if (st) return st;
+    CUA_CHECK(cudaStreamSynchronize(s));
     return 0;
 }

@@ -50,59 +50,14 @@
 
 #include "common.cuh"
 #include "ops.cuh"
+#include "lanes.cuh"
 #include "vector.cuh"
 
 namespace {
 
-using namespace cua_ops;  // the op ids, is_float, pick, atomic_int, float_pick (ops.cuh)
+using namespace cua_lanes;  // cells, kinds, the ops, the vector rung's lanes (lanes.cuh)
 
 // ------------------------------------------------------------------ cells
-
-// What a thread folds into and the atomics act on. Bitwise ops act on the
-// bits of the sign- (or zero-) extended value, which are the extension of
-// the op's result.
-template <int OP, class T>
-using cell_t = pick<OP == ADD || OP == MUL, pick<is_float<T>, double, u64>,
-                    pick<is_float<T>, T, pick<OP == MIN || OP == MAX, atomic_int<T>, pick<sizeof(T) == 8, u64, unsigned>>>>;
-
-// The result's type, cua_reduce_kind(dtype, op) as a C type.
-template <int OP, class T>
-using kind_t = pick<is_float<T>, double, pick<OP == ADD || OP == MUL || !std::is_signed<T>::value, u64, long long>>;
-
-// The op on two cells.
-template <int OP, class W>
-__device__ __forceinline__ W combine(W a, W b)
-{
-    if constexpr (OP == ADD) return a + b;
-    else if constexpr (OP == MUL) return a * b;
-    else if constexpr (OP == AND) return a & b;
-    else if constexpr (OP == OR) return a | b;
-    else if constexpr (OP == XOR) return a ^ b;
-    else if constexpr (is_float<W>) return float_pick(OP, a, b);
-    else return (OP == MIN ? b < a : a < b) ? b : a;
-}
-
-// The op's identity as a cell of T data: what an empty share folds to, and
-// the cell's start. Minimum and maximum have none in NumPy; theirs here is
-// T's largest (smallest) value, never seen by a caller (n >= 1).
-template <int OP, class T, class W = cell_t<OP, T>>
-__host__ __device__ __forceinline__ W identity()
-{
-    if constexpr (OP == MUL) return W(1);
-    else if constexpr (OP == AND) return W(~W(0));
-    else if constexpr (OP == MIN) return W(is_float<T> ? cuda::std::numeric_limits<T>::infinity() : cuda::std::numeric_limits<T>::max());
-    else if constexpr (OP == MAX) return W(is_float<T> ? -cuda::std::numeric_limits<T>::infinity() : cuda::std::numeric_limits<T>::lowest());
-    else return W(0);
-}
-
-// A cell as the result's 8 bytes: narrowed back to T first where it is
-// T's value widened (exact), kept as it is for add and multiply.
-template <int OP, class T, class W>
-__host__ __device__ __forceinline__ kind_t<OP, T> to_kind(W w)
-{
-    if constexpr (OP == ADD || OP == MUL) return (kind_t<OP, T>)w;
-    else return (kind_t<OP, T>)(T)w;
-}
 
 // The 8 result bytes of an empty input: the identity, or (minimum,
 // maximum) NumPy's refusal.
@@ -121,15 +76,6 @@ static int empty_fold(void *result, cua_launch *cfg)
 
 template <class W>
 using bits_t = pick<sizeof(W) == 4, unsigned, u64>;
-
-template <class To, class From>
-__device__ __forceinline__ To same_bits(From v)
-{
-    static_assert(sizeof(To) == sizeof(From), "a reinterpretation keeps the size");
-    To r;
-    memcpy(&r, &v, sizeof r);
-    return r;
-}
 
 // The op's atomic made from atomicCAS: read the cell, combine, and swap the
 // result in only if the cell still holds what was read; otherwise retry
@@ -195,165 +141,6 @@ __device__ W block_tree(W v)
     return cache[0];
 }
 
-// ------------------------------------------------- the vector rung's lanes
-
-// How a thread of the vector rung folds: A is what it carries; take()
-// folds one element in, merge() two carries, shfl_down() moves a carry
-// across a warp, reload() reads another block's partial from L2, and
-// finish() writes the result's 8 bytes. By default a thread carries the
-// op's cell.
-template <int OP, class T, class = void>
-struct Lane {
-    using A = cell_t<OP, T>;
-    static __device__ A start() { return identity<OP, T>(); }
-    static __device__ A take(A a, T x) { return combine<OP>(a, (A)x); }
-    static __device__ A merge(A a, A b) { return combine<OP>(a, b); }
-    static __device__ A shfl_down(A a, int offset) { return __shfl_down_sync(0xffffffffu, a, offset); }
-    static __device__ A reload(const A *p) { return __ldcg(p); }
-    static __device__ void finish(A a, kind_t<OP, T> *out) { *out = to_kind<OP, T>(a); }
-};
-
-// Float minimum and maximum as integer min/max: a float's bits as a signed
-// integer, with the magnitude bits flipped when the sign is set, order the
-// values as IEEE 754-2019 does (-inf < ... < -0.0 < +0.0 < ... < +inf),
-// and a NaN is given the key that wins (the smallest for minimum, the
-// largest for maximum) -- both keys are themselves NaN bit patterns, so
-// the winner decodes to a NaN. One integer min per element, no float
-// compare.
-template <int OP, class T>
-struct Lane<OP, T, typename std::enable_if<is_float<T> && (OP == MIN || OP == MAX)>::type> {
-    using A = pick<sizeof(T) == 4, int, long long>;
-    static constexpr A MAG = cuda::std::numeric_limits<A>::max();       // the magnitude bits
-    static constexpr A INF = (A)(sizeof(T) == 4 ? 0x7f800000LL : 0x7ff0000000000000LL);
-    static constexpr A NAN_KEY = OP == MIN ? cuda::std::numeric_limits<A>::min() : MAG;
-    static __device__ A start() { return OP == MIN ? MAG : cuda::std::numeric_limits<A>::min(); }
-    static __device__ A key(T x)
-    {
-        const A s = same_bits<A>(x);
-        return (s & MAG) > INF ? NAN_KEY : s ^ ((s >> (8 * sizeof(A) - 1)) & MAG);
-    }
-    static __device__ A take(A a, T x) { return merge(a, key(x)); }
-    static __device__ A merge(A a, A b) { return (OP == MIN ? b < a : a < b) ? b : a; }
-    static __device__ A shfl_down(A a, int offset) { return __shfl_down_sync(0xffffffffu, a, offset); }
-    static __device__ A reload(const A *p) { return __ldcg(p); }
-    static __device__ void finish(A a, double *out) { *out = (double)same_bits<T>(a ^ ((a >> (8 * sizeof(A) - 1)) & MAG)); }
-};
-
-// A float product as a double-double: hi + lo, where every multiplication's
-// rounding error (exact, from an FMA) is carried in lo, so the product is
-// rounded about once instead of once per element -- as accurate as NumPy's
-// or better. Explicit _rn intrinsics: the compiler may not fuse or reorder
-// them.
-struct Product {
-    double hi, lo;
-};
-
-template <class T>
-struct Lane<MUL, T, typename std::enable_if<is_float<T>>::type> {
-    using A = Product;
-    static __device__ A start() { return Product{1.0, 0.0}; }
-    static __device__ A take(A a, T x)
-    {
-        const double h = __dmul_rn(a.hi, (double)x);
-        return Product{h, __fma_rn(a.lo, (double)x, __fma_rn(a.hi, (double)x, -h))};
-    }
-    static __device__ A merge(A a, A b)
-    {
-        const double h = __dmul_rn(a.hi, b.hi);
-        return Product{h, __fma_rn(a.hi, b.lo, __fma_rn(a.lo, b.hi, __fma_rn(a.hi, b.hi, -h)))};
-    }
-    static __device__ A shfl_down(A a, int offset)
-    {
-        return Product{__shfl_down_sync(0xffffffffu, a.hi, offset), __shfl_down_sync(0xffffffffu, a.lo, offset)};
-    }
-    static __device__ A reload(const A *p) { return Product{__ldcg(&p->hi), __ldcg(&p->lo)}; }
-    // A zero keeps its sign; past the range (inf, NaN) the error terms mean
-    // nothing and hi alone is the answer.
-    static __device__ void finish(A a, double *out) { *out = a.hi == 0 || !isfinite(a.hi) ? a.hi : __dadd_rn(a.hi, a.lo); }
-};
-
-constexpr int UNROLL = 4;
-
-// Fold the lanes of one 16-byte vector.
-template <class L, class T>
-__device__ __forceinline__ typename L::A take_vector(typename L::A a, uint4 w)
-{
-    constexpr int V = 16 / sizeof(T);
-    T e[V];
-    memcpy(e, &w, 16);
-#pragma unroll
-    for (int k = 0; k < V; k++) a = L::take(a, e[k]);
-    return a;
-}
-
-// This thread's grid-stride share of x, 16 bytes a load: a scalar head up
-// to the first 16-byte boundary and a scalar tail, the body in vectors with
-// UNROLL loads issued before any is folded (the bytes in flight, not the
-// thread count, decide how close a streaming kernel gets to the bandwidth).
-// A pointer that is not even aligned to its element runs scalar.
-template <class L, class T>
-__device__ typename L::A thread_fold(const T *__restrict__ x, int64_t n)
-{
-    constexpr int V = 16 / sizeof(T);
-    const int64_t gid = cua_global_id(), stride = cua_grid_stride();
-    const uintptr_t offset = (uintptr_t)x & 15;
-    int64_t head = offset % sizeof(T) == 0 ? (int64_t)(((16 - offset) & 15) / sizeof(T)) : n;
-    head = head < n ? head : n;
-    const int64_t nvec = (n - head) / V, tail = head + nvec * V;
-
-    typename L::A a = L::start();
-    for (int64_t i = gid; i < head; i += stride) a = L::take(a, x[i]);
-    for (int64_t i = tail + gid; i < n; i += stride) a = L::take(a, x[i]);
-
-    const uint4 *xv = reinterpret_cast<const uint4 *>(x + head);
-    int64_t i = gid;
-    for (; i + (UNROLL - 1) * stride < nvec; i += UNROLL * stride) {
-        uint4 w[UNROLL];
-#pragma unroll
-        for (int u = 0; u < UNROLL; u++) w[u] = __ldg(xv + i + u * stride);
-#pragma unroll
-        for (int u = 0; u < UNROLL; u++) a = take_vector<L, T>(a, w[u]);
-    }
-    for (; i < nvec; i += stride) a = take_vector<L, T>(a, __ldg(xv + i));
-    return a;
-}
-
-// The block's fold, valid in thread 0, in the same order every call: warp
-// shuffles, then the first warp folds one carry per warp. A block that is
-// not whole warps folds in the shared-memory tree (blockDim * sizeof(A)
-// bytes of dynamic shared memory).
-template <class L>
-__device__ typename L::A block_fold(typename L::A a)
-{
-    using A = typename L::A;
-    if (blockDim.x % 32 != 0) {  // uniform per block
-        A *cache = reinterpret_cast<A *>(cua_smem);
-        cache[threadIdx.x] = a;
-        __syncthreads();
-        unsigned s = 1;
-        while (s * 2 < blockDim.x) s *= 2;
-        for (; s > 0; s >>= 1) {
-            if (threadIdx.x < s && threadIdx.x + s < blockDim.x)
-                cache[threadIdx.x] = L::merge(cache[threadIdx.x], cache[threadIdx.x + s]);
-            __syncthreads();
-        }
-        a = cache[0];
-        __syncthreads();  // the cache may be refilled by the caller's next call
-        return a;
-    }
-    __shared__ A warps[32];
-    const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    for (int offset = 16; offset > 0; offset >>= 1) a = L::merge(a, L::shfl_down(a, offset));
-    if (lane == 0) warps[warp] = a;
-    __syncthreads();
-    if (warp == 0) {
-        a = lane < blockDim.x / 32 ? warps[lane] : L::start();
-        for (int offset = 16; offset > 0; offset >>= 1) a = L::merge(a, L::shfl_down(a, offset));
-    }
-    __syncthreads();  // warps may be refilled by the caller's next call
-    return a;
-}
-
 // --------------------------------------------------------------- kernels
 
 template <int OP, class T, class W = cell_t<OP, T>>
@@ -387,7 +174,7 @@ __global__ void reduce_vector_kernel(const T *__restrict__ x, int64_t n, typenam
 {
     using A = typename L::A;
     __shared__ bool last;
-    A a = block_fold<L>(thread_fold<L>(x, n));
+    A a = block_fold<L>(fold_span<L>(x, n, cua_global_id(), cua_grid_stride()));
     if (gridDim.x == 1) {
         if (threadIdx.x == 0) L::finish(a, out);
         return;

@@ -31,10 +31,32 @@
 //              threads combine in shared memory in a fixed order, and the
 //              chunks' partials are folded in chunk order by a second
 //              kernel. No atomics: deterministic, compensated float add.
+//  5. vector   tiled at the speed of the memory system. What `tiled` still
+//              costs: one 4-byte load per thread and iteration (one load in
+//              flight), the op chosen by a switch per element, and a second
+//              kernel whose single thread per output walks every chunk's
+//              partial. Here the op and the element type are compiled in
+//              (reduce's vector lanes, lanes.cuh: float min/max as integer
+//              min/max on order-preserving keys, float add in compensated
+//              double, a float product as a double-double), every load is
+//              16 bytes with UNROLL of them issued before any is folded, and
+//              a warp per output folds the chunks' partials. A contiguous
+//              axis gives each row a group of G threads (a power of two up
+//              to a warp, each with at least UNROLL vectors of the row;
+//              shuffles within the group), or -- when the rows alone would
+//              leave the GPU idle -- a block per (row, chunk). A strided
+//              axis gives each thread V = 16 / sizeof(T) neighbouring
+//              outputs (one 16-byte load covers them, when the row length
+//              and the address allow it; else V scalar loads) and tiles of
+//              bx such threads x 256 / bx along the axis, chunked as tiled.
+//              The grid depends on the shape and the GPU only: the same
+//              bits every call.
 //
-// The ops act on the kind at run time (one kernel per element type and
-// rung: 30 kernels, not 210 with the op compiled in).
+// Rungs 1-4 act on the kind at run time (one kernel per element type and
+// rung: 40 kernels, not 280 with the op compiled in); rung 5 compiles the
+// op in (two kernels per element type and op).
 #include "common.cuh"
+#include "lanes.cuh"
 #include "ops.cuh"
 
 namespace {
@@ -286,10 +308,15 @@ __global__ void seg_chunks_kernel(const Partial *part, int64_t chunks, int64_t o
 
 // ------------------------------------------------------------ launchers
 
-static int finish(cua_launch *cfg)
+// Every launcher returns once its kernels are queued on cua_stream(cfg),
+// without waiting (as the histogram's): the glue waits once, after the
+// finish kernel or with the copy of the outputs to the host. Scratch
+// memory is freed in stream order (queued: its free does not settle the
+// pool, which would wait here).
+static int queued(cua_launch *cfg)
 {
+    (void)cfg;
     CUA_CHECK_LAUNCH();
-    CUA_CHECK(cudaStreamSynchronize(cua_stream(cfg)));
     return 0;
 }
 
@@ -303,7 +330,7 @@ static int seg_atomic(const T *x, int64_t outer, int64_t m, int64_t inner, int k
     cudaStream_t s = cua_stream(cfg);
     if (outs > 0) fill_kernel<<<(unsigned)cfg->blocks, cfg->threads, 0, s>>>(out, outs, identity(kind, op));
     if (n > 0) seg_atomic_kernel<T><<<(unsigned)cfg->blocks, cfg->threads, 0, s>>>(x, m, inner, n, kind, op, out);
-    return finish(cfg);
+    return queued(cfg);
 }
 
 template <class T>
@@ -318,7 +345,7 @@ static int seg_warp(const T *x, int64_t outer, int64_t m, int64_t inner, int kin
     if (outs > 0)
         seg_warp_kernel<T><<<(unsigned)cfg->blocks, cfg->threads, 0, cua_stream(cfg)>>>(x, m, inner, outs, kind, op,
                                                                                          out);
-    return finish(cfg);
+    return queued(cfg);
 }
 
 template <class T>
@@ -331,7 +358,7 @@ static int seg_columns(const T *x, int64_t outer, int64_t m, int64_t inner, int 
     if (outs > 0)
         seg_columns_kernel<T><<<(unsigned)cfg->blocks, cfg->threads, 0, cua_stream(cfg)>>>(x, m, inner, outs, kind,
                                                                                             op, out);
-    return finish(cfg);
+    return queued(cfg);
 }
 
 // tiled's plan: outputs per block (bx) and threads along the axis (256 /
@@ -370,6 +397,7 @@ static int seg_tiled(const T *x, int64_t outer, int64_t m, int64_t inner, int ki
     cfg->used_blocks = tiles * chunks;
     if (outs == 0) return 0;
     cua_scratch scratch;
+    scratch.queued = true;
     CUA_CHECK(scratch.get((size_t)chunks * outs * sizeof(Partial), s));
     Partial *part = (Partial *)scratch.ptr;
     seg_tiled_kernel<T><<<dim3((unsigned)tiles, (unsigned)chunks), TILE_THREADS, 0, s>>>(x, m, inner, outs, kind, op,
@@ -378,7 +406,258 @@ static int seg_tiled(const T *x, int64_t outer, int64_t m, int64_t inner, int ki
     const int64_t fb = cua_ceil_div(outs, CUA_DEFAULT_THREADS), fmost = (int64_t)CUA_DEFAULT_BLOCKS_PER_SM * sms;
     seg_chunks_kernel<<<(unsigned)(fb < fmost ? fb : fmost), CUA_DEFAULT_THREADS, 0, s>>>(part, chunks, outs, kind, op,
                                                                                         out);
-    return finish(cfg);
+    return queued(cfg);
+}
+
+
+// ------------------------------------------------------------ 5. vector
+
+namespace ln = cua_lanes;
+
+constexpr int VEC_THREADS = 256;
+
+template <int OP, class T>
+using VLane = ln::Lane<OP, T>;
+template <int OP, class T>
+using VCarry = typename ln::Lane<OP, T>::A;
+template <int OP, class T>
+using VKind = ln::kind_t<OP, T>;
+
+// One output's (or one chunk's) fold: the value itself with one chunk,
+// else the partial at part[k * chunks + chunk].
+template <class L, class K>
+__device__ __forceinline__ void vector_store(typename L::A a, int64_t k, unsigned chunk, unsigned chunks,
+                                             typename L::A *part, K *out)
+{
+    if (chunks == 1) L::finish(a, out + k);
+    else part[k * chunks + chunk] = a;
+}
+
+// V elements of T at p (V consecutive outputs of one row), by one 16-byte
+// load when `packed`, else one load each from its own output's row start
+// (row j of output k + v is at base(k + v) + j * inner).
+template <class T, int V>
+struct Pack {
+    T e[V];
+};
+
+// Blocks of VEC_THREADS an SM must hold: 4 (at most 64 registers a thread:
+// the occupancy that hides the loads' latency behind a float sum's double
+// arithmetic, measured on an H100) for elements of 4 and 8 bytes, 2 for the
+// narrow ones, whose 8 or 16 outputs a thread would spill at 64.
+template <int OP, class T>
+constexpr int vector_min_blocks()
+{
+    return sizeof(T) >= 4 ? 4 : 2;
+}
+
+template <int OP, class T>
+__global__ __launch_bounds__(VEC_THREADS, vector_min_blocks<OP, T>()) void seg_vector_kernel(const T *__restrict__ x, int64_t rows_or_outs,
+                                                                 int64_t m, int64_t inner, int group, bool packed,
+                                                                 int64_t span, VCarry<OP, T> *part,
+                                                                 VKind<OP, T> *out)
+{
+    using L = VLane<OP, T>;
+    using A = typename L::A;
+    constexpr int V = 16 / sizeof(T);
+    const unsigned chunk = blockIdx.y, chunks = gridDim.y;
+    const int64_t j0 = (int64_t)chunk * span, j1 = j0 + span < m ? j0 + span : m;
+    if (inner == 1) {
+        // A contiguous axis: rows_or_outs rows of m elements, `group`
+        // threads a row (group == VEC_THREADS: the block takes one row, its
+        // chunk blockIdx.y of span elements).
+        const int64_t rows = rows_or_outs;
+        if (group == VEC_THREADS) {
+            const int64_t r = blockIdx.x;
+            A a = ln::block_fold<L>(ln::fold_span<L>(x + r * m + j0, j1 - j0, threadIdx.x, VEC_THREADS));
+            if (threadIdx.x == 0) vector_store<L>(a, r, chunk, chunks, part, out);
+            return;
+        }
+        const int lane = threadIdx.x & 31, per_warp = 32 / group, g = lane / group, t = lane % group;
+        const int64_t warps = cua_grid_stride() >> 5;
+        // r0 is the same for the whole warp: every lane reaches the shuffles
+        for (int64_t r0 = (cua_global_id() >> 5) * per_warp; r0 < rows; r0 += warps * per_warp) {
+            const int64_t r = r0 + g;
+            A a = r < rows ? ln::fold_span<L>(x + r * m, m, t, group) : L::start();
+            for (int off = group / 2; off > 0; off >>= 1) a = L::merge(a, L::shfl_down(a, off, group));
+            if (t == 0 && r < rows) vector_store<L>(a, r, 0, 1, part, out);
+        }
+        return;
+    }
+    // A strided axis: thread (tx, ty) of a bx x by tile folds outputs
+    // kv * V .. kv * V + V - 1 over rows j0 + ty, j0 + ty + by, ... < j1.
+    const int64_t outs = rows_or_outs, nvec = cua_ceil_div(outs, (int64_t)V);
+    const int bx = group, by = VEC_THREADS / bx, tx = threadIdx.x % bx, ty = threadIdx.x / bx;
+    const int64_t kv = (int64_t)blockIdx.x * bx + tx, k0 = kv * V;
+    A a[V];
+#pragma unroll
+    for (int v = 0; v < V; v++) a[v] = L::start();
+    if (kv < nvec) {
+        int64_t base[V];
+#pragma unroll
+        for (int v = 0; v < V; v++) {
+            const int64_t k = k0 + v < outs ? k0 + v : outs - 1;  // (a last, partial vector repeats an output: unstored)
+            base[v] = (k / inner) * m * inner + k % inner;
+        }
+        auto load = [&](int64_t j) {
+            Pack<T, V> w;
+            if (packed) {
+                const uint4 u = __ldg(reinterpret_cast<const uint4 *>(x + base[0] + j * inner));
+                memcpy(w.e, &u, 16);
+            } else {
+#pragma unroll
+                for (int v = 0; v < V; v++) w.e[v] = __ldg(x + base[v] + j * inner);
+            }
+            return w;
+        };
+        int64_t j = j0 + ty;
+        for (; j + (ln::UNROLL - 1) * by < j1; j += ln::UNROLL * by) {
+            Pack<T, V> w[ln::UNROLL];
+#pragma unroll
+            for (int u = 0; u < ln::UNROLL; u++) w[u] = load(j + u * by);
+#pragma unroll
+            for (int u = 0; u < ln::UNROLL; u++)
+#pragma unroll
+                for (int v = 0; v < V; v++) a[v] = L::take(a[v], w[u].e[v]);
+        }
+        for (; j < j1; j += by) {
+            const Pack<T, V> w = load(j);
+#pragma unroll
+            for (int v = 0; v < V; v++) a[v] = L::take(a[v], w.e[v]);
+        }
+    }
+    if (by > 1) {  // uniform per block: the by carries of each output folded over ty in a fixed tree
+        __shared__ A cache[V][VEC_THREADS];
+#pragma unroll
+        for (int v = 0; v < V; v++) cache[v][threadIdx.x] = a[v];
+        __syncthreads();
+        for (int half = by / 2; half > 0; half >>= 1) {
+            if (ty < half)
+#pragma unroll
+                for (int v = 0; v < V; v++)
+                    cache[v][threadIdx.x] = L::merge(cache[v][threadIdx.x], cache[v][threadIdx.x + half * bx]);
+            __syncthreads();
+        }
+#pragma unroll
+        for (int v = 0; v < V; v++) a[v] = cache[v][threadIdx.x];
+    }
+    if (ty == 0 && kv < nvec)
+#pragma unroll
+        for (int v = 0; v < V; v++)
+            if (k0 + v < outs) vector_store<L>(a[v], k0 + v, chunk, chunks, part, out);
+}
+
+// The chunks' partials of each output folded in a fixed order: a warp per
+// output, lane l folds chunks l, l + 32, ..., then the lanes' carries by
+// shuffles (where tiled's second kernel walks them with one thread).
+template <int OP, class T>
+__global__ void seg_vector_chunks_kernel(const VCarry<OP, T> *part, int64_t outs, int64_t chunks, VKind<OP, T> *out)
+{
+    using L = VLane<OP, T>;
+    const int lane = threadIdx.x & 31;
+    // k is the same for the whole warp: every lane reaches the shuffles
+    for (int64_t k = cua_global_id() >> 5; k < outs; k += cua_grid_stride() >> 5) {
+        typename L::A a = L::start();
+        for (int64_t c = lane; c < chunks; c += 32) a = L::merge(a, L::reload(part + k * chunks + c));
+        for (int off = 16; off > 0; off >>= 1) a = L::merge(a, L::shfl_down(a, off));
+        if (lane == 0) L::finish(a, out + k);
+    }
+}
+
+// vector's plan. Contiguous axis: the group is the smallest power of two
+// (up to a warp) giving each thread at most UNROLL vectors of its row; if
+// the rows' groups would not fill the resident grid and the rows are long
+// (UNROLL vectors for each of a block's threads), a block per row and
+// chunks of the row up to the resident grid. Strided axis: bx = the
+// smallest power of two covering a row's vectors of outputs (at most 256),
+// then chunks of the axis as tiled (at least UNROLL rows a thread).
+template <int OP, class T>
+static int seg_vector(const T *x, int64_t outer, int64_t m, int64_t inner, int kind, u64 *out_bits,
+                      cua_launch *cfg)
+{
+    using A = VCarry<OP, T>;
+    using K = VKind<OP, T>;
+    static_assert(sizeof(K) == 8, "a kind is 8 bytes");
+    constexpr int V = 16 / sizeof(T);
+    K *out = reinterpret_cast<K *>(out_bits);
+    const int64_t outs = outer * inner;
+    cudaStream_t s = cua_stream(cfg);
+    if (cfg->threads > 0 && cfg->threads != VEC_THREADS)
+        return cua_refuse(cfg, "method 'vector' runs blocks of %d threads (got threads=%d)", VEC_THREADS,
+                          cfg->threads);
+    auto kernel = seg_vector_kernel<OP, T>;
+    int64_t want = cfg->blocks;
+    if (want <= 0) {
+        int st = cua_max_resident_blocks(kernel, VEC_THREADS, 0, &want);
+        if (st) return st;
+    }
+    cfg->threads = cfg->used_threads = VEC_THREADS;
+    cfg->used_blocks = 0;
+    if (outs == 0) return 0;
+    if (m == 0) {  // every output is the op's identity
+        cfg->used_blocks = 1;
+        fill_kernel<<<1, VEC_THREADS, 0, s>>>(out_bits, outs, identity(kind, OP));
+        return queued(cfg);
+    }
+    int group;
+    int64_t blocks, chunks = 1, span = m;
+    bool packed = false;
+    if (inner == 1) {
+        const int64_t nv = cua_ceil_div(m, (int64_t)V);  // a row's 16-byte vectors
+        group = 1;
+        while (group < 32 && (int64_t)group * ln::UNROLL < nv) group *= 2;
+        const int64_t threads = outer * group;
+        if (threads < want * VEC_THREADS && nv >= (int64_t)ln::UNROLL * VEC_THREADS && outer <= 65535) {
+            group = VEC_THREADS;
+            chunks = cua_ceil_div(want, outer);
+            const int64_t most = cua_ceil_div(nv, (int64_t)ln::UNROLL * VEC_THREADS);
+            chunks = chunks < most ? chunks : most;
+            span = cua_ceil_div(cua_ceil_div(m, chunks), (int64_t)V) * V;  // chunks start on a vector of the row
+            chunks = cua_ceil_div(m, span);
+            blocks = outer;
+        } else {
+            const int64_t need = cua_ceil_div(threads, (int64_t)VEC_THREADS);
+            blocks = need < want ? need : want;
+        }
+        if (chunks > 65535) return cua_refuse(cfg, "method 'vector': too many chunks");
+    } else {
+        packed = inner % V == 0 && (uintptr_t)x % 16 == 0;
+        const int64_t row_vecs = cua_ceil_div(inner, (int64_t)V);
+        group = 1;
+        while (group < VEC_THREADS && group < row_vecs) group *= 2;
+        const int by = VEC_THREADS / group;
+        blocks = cua_ceil_div(cua_ceil_div(outs, (int64_t)V), (int64_t)group);
+        if (blocks > INT32_MAX)
+            return cua_refuse(cfg, "method 'vector': %lld outputs are too many tiles", (long long)outs);
+        if (2 * blocks <= want) {  // (a grid within a factor of two of the resident one is left whole)
+            chunks = cua_ceil_div(want, blocks);
+            // a chunk of at least UNROLL rows a thread and 32 in all, so that its partials stay a small
+            // fraction of the bytes it reads
+            const int64_t least = (int64_t)ln::UNROLL * by > 32 ? (int64_t)ln::UNROLL * by : 32;
+            const int64_t most = cua_ceil_div(m, least);
+            chunks = chunks < most ? chunks : most;
+            if (chunks > 65535) chunks = 65535;
+            span = cua_ceil_div(m, chunks);
+            chunks = cua_ceil_div(m, span);
+        }
+    }
+    cfg->used_blocks = blocks * chunks;
+    cua_scratch scratch;
+    scratch.queued = true;
+    A *part = nullptr;
+    if (chunks > 1) {
+        CUA_CHECK(scratch.get((size_t)chunks * outs * sizeof(A), s));
+        part = (A *)scratch.ptr;
+    }
+    kernel<<<dim3((unsigned)blocks, (unsigned)chunks), VEC_THREADS, 0, s>>>(x, inner == 1 ? outer : outs, m, inner,
+                                                                           group, packed, span, part, out);
+    if (chunks > 1) {
+        CUA_CHECK_LAUNCH();
+        const int64_t fb = cua_ceil_div(outs * 32, (int64_t)VEC_THREADS);
+        seg_vector_chunks_kernel<OP, T><<<(unsigned)(fb < want ? fb : want), VEC_THREADS, 0, s>>>(part, outs, chunks,
+                                                                                                   out);
+    }
+    return queued(cfg);
 }
 
 }  // namespace
@@ -401,6 +680,34 @@ SEG_ENTRY(WARP, seg_warp)
 SEG_ENTRY(COLUMNS, seg_columns)
 SEG_ENTRY(TILED, seg_tiled)
 
+// vector compiles the op in: the element type, then the op as a constant
+// (bitwise ops on floats reach no kernel: NumPy has no such loop, and
+// cua_reduce_kind refuses them above).
+static int seg_VECTOR(const void *x, int64_t outer, int64_t m, int64_t inner, int dtype, int op, void *out,
+                      cua_launch *cfg)
+{
+    const int kind = cua_reduce_kind(dtype, op);
+    if (kind < 0 || outer < 0 || m < 0 || inner < 0) return CUA_EINTERNAL;
+    return cua_dispatch(dtype, [&](auto t) -> int {
+        using T = decltype(t);
+        auto run = [&](auto o) -> int {
+            constexpr int OP = decltype(o)::value;
+            if constexpr (is_float<T> && (OP == AND || OP == OR || OP == XOR)) return CUA_EINTERNAL;
+            else return seg_vector<OP, T>((const T *)x, outer, m, inner, kind, (u64 *)out, cfg);
+        };
+        switch (op) {
+        case ADD: return run(std::integral_constant<int, ADD>());
+        case MUL: return run(std::integral_constant<int, MUL>());
+        case MIN: return run(std::integral_constant<int, MIN>());
+        case MAX: return run(std::integral_constant<int, MAX>());
+        case AND: return run(std::integral_constant<int, AND>());
+        case OR: return run(std::integral_constant<int, OR>());
+        case XOR: return run(std::integral_constant<int, XOR>());
+        default: return CUA_EINTERNAL;
+        }
+    });
+}
+
 static const cua_segmented_row segmented_rows[] = {
     {{"atomic", 1, "one atomic per element into its output's cell: the tutorial's atomicAdd, per segment", 0},
      seg_ATOMIC},
@@ -413,6 +720,10 @@ static const cua_segmented_row segmented_rows[] = {
     {{"tiled", 4, "a tile of outputs x 256/tile threads along the axis, the axis cut in chunks when outputs are few; "
       "partials folded in chunk order", CUA_F_DETERMINISTIC},
      seg_TILED},
+    {{"vector", 5, "tiled at the memory system's speed: the op compiled in, 16-byte loads with several in flight, "
+      "a row per thread group or (long rows) per block chunk; chunks folded by a warp per output",
+      CUA_F_DETERMINISTIC},
+     seg_VECTOR},
 };
 extern "C" const cua_ladder cua_cuda_segmented_ladder = CUA_LADDER(segmented_rows);
 

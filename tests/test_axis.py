@@ -163,6 +163,26 @@ def test_functions_and_options(backend, method, where):
         same(o, np.sum(x, axis=1))
 
 
+@pytest.mark.parametrize("backend,method,where", rungs())
+def test_long_axes_cut_in_chunks(backend, method, where):
+    """Shapes whose axis the rungs cut into chunks or spans (few long rows,
+    a long strided axis under few outputs; row lengths that are not a whole
+    number of 16-byte vectors, outputs that are not either): every chunk's
+    partial folded once, each output from its own elements."""
+    shapes = [((3, 70001), 1), ((70001, 3), 0), ((9000, 40), 0), ((40, 9000), 1), ((2, 5000, 9), 1),
+              ((5, 4099), 1), ((4099, 8), 0)]
+    for k, (shape, axis) in enumerate(shapes):
+        for dtype in (np.float32, np.float64, np.int32, np.uint8, np.int16):
+            for op in ("add", "minimum", "maximum"):
+                x = data(dtype, shape, 100 + k, op)
+                got = cuatomic.reduce(placed(x, backend, where), op, axis, method=method, backend=backend)
+                want = getattr(np, op).reduce(x, axis=axis)
+                if np.dtype(dtype).kind == "f" and op == "add":
+                    near_exact(got, want, x, op, axis, False, naive=method == "atomic")
+                else:
+                    same(got, want)
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_layouts(backend):
     x = data(np.float64, (40, 30, 20), 7)
@@ -205,7 +225,7 @@ def test_errors(backend):
     with pytest.raises(ValueError, match="shape"):
         cuatomic.sum(x, axis=0, out=np.empty(3), backend=backend)
     with pytest.raises(ValueError, match="method"):
-        cuatomic.sum(x, axis=0, method="vector", backend=backend)  # the flat sum's rung, not the axis ladder's
+        cuatomic.sum(x, axis=0, method="exact", backend=backend)  # the flat sum's rung, not the axis ladder's
     with pytest.raises(TypeError):
         cuatomic.sum(np.ma.masked_array(x), axis=0, backend=backend)
 

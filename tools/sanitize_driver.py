@@ -133,8 +133,11 @@ def main():
                     cond = cuatomic.to_device(z[:, 0] != 0, backend="cuda")
                     got = cuatomic.compress(cond, dz, axis=0, method=m, backend="cuda").copy_to_host()
                     check(f"compress {m} {dt.__name__}", np.array_equal(got, np.compress(z[:, 0] != 0, z, 0)))
-    # reductions along axes: every segmented rung, strided and contiguous axes, the chunked tiled case
-    mats = [rng.standard_normal((37, 300)).astype(np.float32), rng.integers(-9, 9, (3, 5000)).astype(np.int32)]
+    # reductions along axes: every segmented rung, strided and contiguous axes, the chunked cases (tiled's
+    # and vector's: few long rows, a long strided axis with rows of whole and partial 16-byte vectors)
+    mats = [rng.standard_normal((37, 300)).astype(np.float32), rng.integers(-9, 9, (3, 5000)).astype(np.int32),
+            rng.standard_normal((3, 70001)).astype(np.float32), rng.integers(-9, 9, (20001, 3)).astype(np.int32),
+            rng.standard_normal((9000, 40)).astype(np.float64), rng.integers(0, 255, (5000, 24)).astype(np.uint8)]
     for mat in mats:
         dm = cuatomic.to_device(mat, backend="cuda")
         for m, _, _ in cuatomic.methods("segmented", "cuda"):

@@ -215,6 +215,15 @@ cua_acc_t cua_cpu_red_fold(const void *x, int dtype, int op, int64_t lo, int64_t
 cua_dd cua_cpu_red_product(const void *x, int dtype, int64_t lo, int64_t hi);
 cua_dd cua_cpu_dd_mul(cua_dd a, cua_dd b);
 double cua_cpu_dd_product_value(cua_dd p);
+/* The folds of w <= CUA_CPU_RUN columns over `rows` rows (element (j, c)
+ * at x + j * inner + c * cs elements: cs = 1 for neighbouring columns of a
+ * strided axis, inner = 1 and cs = m for w short contiguous rows side by
+ * side), the columns in SIMD lanes: each column's value into out[c] -- for
+ * a float add its compensated sum, for a float multiply its double-double
+ * product, into dd[c] instead. The segmented ladder's `vector` rung. */
+#define CUA_CPU_RUN 2048
+void cua_cpu_red_columns(const void *x, int dtype, int op, int64_t inner, int64_t cs, int64_t rows, int64_t w,
+                         cua_acc_t *out, cua_dd *dd);
 
 /* ---- bins.c: the bin rule and the histogram counting loops ---- */
 

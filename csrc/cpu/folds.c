@@ -250,3 +250,156 @@ cua_dd cua_cpu_red_product(const void *x, int dtype, int64_t lo, int64_t hi)
         for (int64_t i = lo; i < hi; i++) p = dd_times(p, ((const double *)x)[i]);
     return p;
 }
+
+/* ---------------------------------------------------------------- columns */
+
+/* w columns of `rows` rows -- element (j, c) at p + j * inner + c * cs,
+ * cs = 1 for neighbouring columns (a strided axis: every row's w elements
+ * are read contiguously), cs = m for w short contiguous rows folded side by
+ * side -- folded column by column, the columns as the SIMD lanes: w
+ * independent lanes, so the compiler vectorizes (or at least interleaves)
+ * across the columns with no reassociation. COLS(A, START, TERM, F) folds
+ * into A lane_[w] from START; TERM is element (j, c) at p[r_ + c * cs_],
+ * with the cs == 1 loop written apart so that it is a plain contiguous one. */
+#define COLS(A, START, TERM, F)                                                       \
+    A lane_[CUA_CPU_RUN];                                                             \
+    for (int64_t c = 0; c < w; c++) lane_[c] = (START);                               \
+    if (cs == 1) {                                                                    \
+        const int64_t cs_ = 1;                                                        \
+        for (int64_t j = 0; j < rows; j++) {                                          \
+            const int64_t r_ = j * inner;                                             \
+            for (int64_t c = 0; c < w; c++) lane_[c] = F(lane_[c], (TERM));           \
+        }                                                                             \
+    } else {                                                                          \
+        const int64_t cs_ = cs;                                                       \
+        for (int64_t j = 0; j < rows; j++) {                                          \
+            const int64_t r_ = j * inner;                                             \
+            for (int64_t c = 0; c < w; c++) lane_[c] = F(lane_[c], (TERM));           \
+        }                                                                             \
+    }
+
+#define COLS_OUT(EXPR) \
+    for (int64_t c = 0; c < w; c++) out[c] = (EXPR)
+
+#define INT_COLS(ID, T, WIDE, TMIN, TMAX)                                                                       \
+    WIDE_CLONES static void cols_##ID(const void *x, int op, int64_t inner, int64_t cs, int64_t rows,            \
+                                      int64_t w, cua_acc_t *out)                                                          \
+    {                                                                                                          \
+        const T *p = (const T *)x;                                                                             \
+        switch (op) {                                                                                          \
+        case CUA_REDUCE_ADD: { COLS(uint64_t, 0, (uint64_t)p[r_ + c * cs_], ADD_) COLS_OUT(((cua_acc_t){.i = lane_[c]})); return; } \
+        case CUA_REDUCE_MULTIPLY: { COLS(uint64_t, 1, (uint64_t)p[r_ + c * cs_], MUL_) COLS_OUT(((cua_acc_t){.i = lane_[c]})); return; } \
+        case CUA_REDUCE_MINIMUM: { COLS(T, TMAX, p[r_ + c * cs_], MIN_) COLS_OUT(((cua_acc_t){.i = (uint64_t)(WIDE)lane_[c]})); return; } \
+        case CUA_REDUCE_MAXIMUM: { COLS(T, TMIN, p[r_ + c * cs_], MAX_) COLS_OUT(((cua_acc_t){.i = (uint64_t)(WIDE)lane_[c]})); return; } \
+        case CUA_REDUCE_BITWISE_AND: { COLS(T, (T)~(T)0, p[r_ + c * cs_], AND_) COLS_OUT(((cua_acc_t){.i = (uint64_t)(WIDE)lane_[c]})); return; } \
+        case CUA_REDUCE_BITWISE_OR: { COLS(T, 0, p[r_ + c * cs_], OR_) COLS_OUT(((cua_acc_t){.i = (uint64_t)(WIDE)lane_[c]})); return; } \
+        case CUA_REDUCE_BITWISE_XOR: { COLS(T, 0, p[r_ + c * cs_], XOR_) COLS_OUT(((cua_acc_t){.i = (uint64_t)(WIDE)lane_[c]})); return; } \
+        default: return;                                                                                       \
+        }                                                                                                      \
+    }
+
+INT_COLS(CUA_BOOL, uint8_t, uint64_t, 0, UINT8_MAX)
+INT_COLS(CUA_INT8, int8_t, int64_t, INT8_MIN, INT8_MAX)
+INT_COLS(CUA_UINT8, uint8_t, uint64_t, 0, UINT8_MAX)
+INT_COLS(CUA_INT16, int16_t, int64_t, INT16_MIN, INT16_MAX)
+INT_COLS(CUA_UINT16, uint16_t, uint64_t, 0, UINT16_MAX)
+INT_COLS(CUA_INT32, int32_t, int64_t, INT32_MIN, INT32_MAX)
+INT_COLS(CUA_UINT32, uint32_t, uint64_t, 0, UINT32_MAX)
+INT_COLS(CUA_INT64, int64_t, int64_t, INT64_MIN, INT64_MAX)
+INT_COLS(CUA_UINT64, uint64_t, uint64_t, 0, UINT64_MAX)
+
+/* A float add's lanes: compensated float64 (TwoSum, the rounding error of
+ * each addition carried in its own lane); a product's: double-doubles
+ * (each multiplication's error from an FMA); minimum and maximum: the key
+ * lanes of FLOAT_FOLD, decoded at the end. */
+#define FLOAT_COLS(ID, T, I, ALIAS, MAG, INF)                                                                   \
+    WIDE_CLONES static void cols_##ID(const void *x, int op, int64_t inner, int64_t cs, int64_t rows,            \
+                                      int64_t w, cua_acc_t *out, cua_dd *dd)                                              \
+    {                                                                                                          \
+        const T *p = (const T *)x;                                                                             \
+        const ALIAS *b = (const ALIAS *)x;                                                                     \
+        switch (op) {                                                                                          \
+        case CUA_REDUCE_ADD: {                                                                                 \
+            double s[CUA_CPU_RUN], e[CUA_CPU_RUN];                                                             \
+            for (int64_t c = 0; c < w; c++) s[c] = e[c] = 0.0;                                                 \
+            /* (cs == 1 apart: a contiguous loop the compiler vectorizes) */                                   \
+            for (int64_t j = 0; j < rows; j++) {                                                               \
+                const T *row = p + j * inner;                                                                  \
+                if (cs == 1)                                                                                   \
+                    for (int64_t c = 0; c < w; c++) {                                                          \
+                        const double v = (double)row[c], t = s[c] + v, bp = t - s[c];                          \
+                        e[c] += (s[c] - (t - bp)) + (v - bp);                                                  \
+                        s[c] = t;                                                                              \
+                    }                                                                                          \
+                else                                                                                           \
+                    for (int64_t c = 0; c < w; c++) {                                                          \
+                        const double v = (double)row[c * cs], t = s[c] + v, bp = t - s[c];                     \
+                        e[c] += (s[c] - (t - bp)) + (v - bp);                                                  \
+                        s[c] = t;                                                                              \
+                    }                                                                                          \
+            }                                                                                                  \
+            for (int64_t c = 0; c < w; c++) dd[c] = (cua_dd){s[c], e[c]};                                      \
+            return;                                                                                            \
+        }                                                                                                      \
+        case CUA_REDUCE_MULTIPLY: {                                                                            \
+            double h[CUA_CPU_RUN], l[CUA_CPU_RUN];                                                             \
+            for (int64_t c = 0; c < w; c++) {                                                                  \
+                h[c] = 1.0;                                                                                    \
+                l[c] = 0.0;                                                                                    \
+            }                                                                                                  \
+            for (int64_t j = 0; j < rows; j++) {                                                               \
+                const T *row = p + j * inner;                                                                  \
+                for (int64_t c = 0; c < w; c++) {                                                              \
+                    const double v = (double)row[c * cs], t = h[c] * v; /* (products are rare: one loop) */    \
+                    l[c] = __builtin_fma(l[c], v, __builtin_fma(h[c], v, -t));                                 \
+                    h[c] = t;                                                                                  \
+                }                                                                                              \
+            }                                                                                                  \
+            for (int64_t c = 0; c < w; c++) dd[c] = (cua_dd){h[c], l[c]};                                      \
+            return;                                                                                            \
+        }                                                                                                      \
+        case CUA_REDUCE_MINIMUM: {                                                                             \
+            COLS(I, (INF), KEY(b[r_ + c * cs_], (MAG), (INF), -(MAG)-1), MIN_)                                       \
+            for (int64_t c = 0; c < w; c++) {                                                                  \
+                const I k = lane_[c] ^ ((lane_[c] >> (8 * sizeof(I) - 1)) & (MAG));                           \
+                T f;                                                                                           \
+                memcpy(&f, &k, sizeof f);                                                                      \
+                out[c].d = (double)f;                                                                          \
+            }                                                                                                  \
+            return;                                                                                            \
+        }                                                                                                      \
+        case CUA_REDUCE_MAXIMUM: {                                                                             \
+            COLS(I, ~(INF), KEY(b[r_ + c * cs_], (MAG), (INF), (MAG)), MAX_)                                         \
+            for (int64_t c = 0; c < w; c++) {                                                                  \
+                const I k = lane_[c] ^ ((lane_[c] >> (8 * sizeof(I) - 1)) & (MAG));                           \
+                T f;                                                                                           \
+                memcpy(&f, &k, sizeof f);                                                                      \
+                out[c].d = (double)f;                                                                          \
+            }                                                                                                  \
+            return;                                                                                            \
+        }                                                                                                      \
+        default: return;                                                                                       \
+        }                                                                                                      \
+    }
+
+FLOAT_COLS(CUA_FLOAT32, float, int32_t, alias_i32, INT32_MAX, (int32_t)0x7f800000)
+FLOAT_COLS(CUA_FLOAT64, double, int64_t, alias_i64, INT64_MAX, (int64_t)0x7ff0000000000000LL)
+
+void cua_cpu_red_columns(const void *x, int dtype, int op, int64_t inner, int64_t cs, int64_t rows, int64_t w,
+                         cua_acc_t *out, cua_dd *dd)
+{
+    switch (dtype) {
+    case CUA_BOOL: cols_CUA_BOOL(x, op, inner, cs, rows, w, out); return;
+    case CUA_INT8: cols_CUA_INT8(x, op, inner, cs, rows, w, out); return;
+    case CUA_UINT8: cols_CUA_UINT8(x, op, inner, cs, rows, w, out); return;
+    case CUA_INT16: cols_CUA_INT16(x, op, inner, cs, rows, w, out); return;
+    case CUA_UINT16: cols_CUA_UINT16(x, op, inner, cs, rows, w, out); return;
+    case CUA_INT32: cols_CUA_INT32(x, op, inner, cs, rows, w, out); return;
+    case CUA_UINT32: cols_CUA_UINT32(x, op, inner, cs, rows, w, out); return;
+    case CUA_INT64: cols_CUA_INT64(x, op, inner, cs, rows, w, out); return;
+    case CUA_UINT64: cols_CUA_UINT64(x, op, inner, cs, rows, w, out); return;
+    case CUA_FLOAT32: cols_CUA_FLOAT32(x, op, inner, cs, rows, w, out, dd); return;
+    case CUA_FLOAT64: cols_CUA_FLOAT64(x, op, inner, cs, rows, w, out, dd); return;
+    default: return;
+    }
+}

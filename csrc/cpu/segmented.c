@@ -28,6 +28,16 @@
  *              by the calling thread -- deterministic for a given team, as
  *              the GPU's chunks are folded in chunk order by a second
  *              kernel.
+ *  5. vector   the op and the element type compiled in (folds.c's typed
+ *              loops), where the rungs above combine through a switch per
+ *              element: a contiguous row by the flat reduce's SIMD folds
+ *              (float add compensated, a float product as a
+ *              double-double) -- rows of at most SHORT elements RUN at a
+ *              time side by side, the rows as the lanes -- a strided axis
+ *              RUN columns at a time with the columns as the SIMD lanes. The work is cut by the shape
+ *              alone -- rows longer than SPAN into spans of SPAN, a strided
+ *              axis with few runs of columns into chunks of rows -- and the
+ *              partials folded in order: the same bits whatever the team.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -36,7 +46,7 @@
 
 /* outputs a `columns` thread folds side by side: 4 KiB of cells (with their
  * compensation terms) stay in L1. */
-#define RUN 256
+#define RUN CUA_CPU_RUN
 
 static inline int is_float_add(int kind, int op) { return kind == CUA_FLOAT64 && op == CUA_REDUCE_ADD; }
 
@@ -208,6 +218,135 @@ static int seg_tiled(const void *x, int64_t outer, int64_t m, int64_t inner, int
     return CUA_CPU_DONE(cfg);
 }
 
+/* vector's cut: a row longer than SPAN elements is folded in spans of
+ * SPAN; a strided axis is cut into chunks of rows when it has fewer than
+ * CUT runs of columns (at least CHUNK_ROWS rows a chunk), and into chunks
+ * of at most SPAN rows anyway (a piece between two polls of Ctrl-C stays
+ * short). Constants, not
+ * the team's size: the partials, and so the bits, are the same on any
+ * machine. */
+#define SPAN ((int64_t)1 << 16)
+#define CUT 64
+#define CHUNK_ROWS 1024
+/* Contiguous rows of at most SHORT elements are folded RUN rows side by
+ * side (the rows as the lanes), not one call of a row fold each. */
+#define SHORT 64
+
+/* One piece's fold: a kind value, or the double-double of a float add or
+ * multiply. */
+typedef struct {
+    cua_acc_t v;
+    cua_dd d;
+} partial;
+
+static partial vector_row(const void *x, int dtype, int op, int dd, int64_t lo, int64_t hi)
+{
+    partial r = {{0}, {0.0, 0.0}};
+    if (!dd) r.v = cua_cpu_red_fold(x, dtype, op, lo, hi);
+    else if (op == CUA_REDUCE_ADD) r.d = cua_cpu_float_sum_dd(x, dtype, lo, hi);
+    else r.d = cua_cpu_red_product(x, dtype, lo, hi);
+    return r;
+}
+
+static partial merge(int kind, int op, int dd, partial a, partial b)
+{
+    if (!dd) a.v = cua_cpu_red_combine(kind, op, a.v, b.v);
+    else if (op == CUA_REDUCE_ADD) a.d = cua_dd_add(a.d, b.d);
+    else a.d = cua_cpu_dd_mul(a.d, b.d);
+    return a;
+}
+
+static uint64_t value_bits(int op, int dd, partial p)
+{
+    if (!dd) return p.v.i;
+    const double v = op == CUA_REDUCE_ADD ? cua_dd_value(p.d) : cua_cpu_dd_product_value(p.d);
+    uint64_t b;
+    memcpy(&b, &v, 8);
+    return b;
+}
+
+static int seg_vector(const void *x, int64_t outer, int64_t m, int64_t inner, int dtype, int op, void *out,
+                      cua_launch *cfg)
+{
+    const int kind = cua_reduce_kind(dtype, op);
+    const int dd = kind == CUA_FLOAT64 && (op == CUA_REDUCE_ADD || op == CUA_REDUCE_MULTIPLY);
+    const int64_t outs = outer * inner;
+    const size_t es = cua_dtype_size(dtype);
+    uint64_t *res = (uint64_t *)out;
+    if (outs == 0) return CUA_OK;
+    if (m == 0) {
+        const uint64_t id = cua_cpu_red_identity(kind, op).i;
+        for (int64_t k = 0; k < outs; k++) res[k] = id;
+        return CUA_OK;
+    }
+    /* pieces: (output run, chunk) pairs; runs of RUN columns on a strided axis, single rows on a contiguous one
+     * (runs of RUN short rows) */
+    const int side = inner == 1 && m <= SHORT;
+    const int64_t runs_per_row = inner == 1 ? 1 : (inner + RUN - 1) / RUN;
+    const int64_t runs = side ? (outer + RUN - 1) / RUN : outer * runs_per_row;
+    int64_t chunks = 1;
+    if (inner == 1) chunks = (m + SPAN - 1) / SPAN;
+    else if (runs < CUT) {
+        chunks = (CUT + runs - 1) / runs;
+        const int64_t most = (m + CHUNK_ROWS - 1) / CHUNK_ROWS;
+        chunks = chunks < most ? chunks : most;
+        chunks = chunks > 0 ? chunks : 1;
+    }
+    if (inner > 1 && chunks < (m + SPAN - 1) / SPAN) chunks = (m + SPAN - 1) / SPAN; /* a piece stays interruptible */
+    const int64_t rows = inner == 1 ? SPAN : (m + chunks - 1) / chunks;
+    partial *part = NULL;
+    if (chunks > 1 && !(part = malloc((size_t)chunks * (size_t)outs * sizeof *part))) return CUA_ENOMEM;
+    const int team = cua_cpu_team(cfg, outs * m, chunks * runs);
+    cfg->used_blocks = chunks * runs;
+    cfg->used_threads = 1;
+#pragma omp parallel for schedule(static) num_threads(team)
+    for (int64_t t = 0; t < chunks * runs; t++) {
+        if (cua_cpu_stop(cfg)) continue;
+        const int64_t r = t / chunks, c = t % chunks, j0 = c * rows, j1 = j0 + rows < m ? j0 + rows : m;
+        cua_acc_t v[RUN];
+        cua_dd d[RUN];
+        if (side) { /* rows r * RUN ... side by side, whole (chunks == 1) */
+            const int64_t r0 = r * RUN, w = outer - r0 < RUN ? outer - r0 : RUN;
+            cua_cpu_red_columns((const char *)x + (size_t)(r0 * m) * es, dtype, op, 1, m, m, w, v, d);
+            for (int64_t q = 0; q < w; q++) {
+                partial p;
+                if (dd) p.d = d[q];
+                else p.v = v[q];
+                res[r0 + q] = value_bits(op, dd, p);
+            }
+            continue;
+        }
+        if (inner == 1) { /* row r, span c */
+            const partial p = vector_row(x, dtype, op, dd, r * m + j0, r * m + j1);
+            if (part) part[r * chunks + c] = p;
+            else res[r] = value_bits(op, dd, p);
+            continue;
+        }
+        const int64_t o = r / runs_per_row, i0 = (r % runs_per_row) * RUN, w = inner - i0 < RUN ? inner - i0 : RUN;
+        cua_cpu_red_columns((const char *)x + (size_t)((o * m + j0) * inner + i0) * es, dtype, op, inner, 1, j1 - j0,
+                            w, v, d);
+        for (int64_t q = 0; q < w; q++) {
+            const int64_t k = o * inner + i0 + q;
+            partial p;
+            if (dd) p.d = d[q];
+            else p.v = v[q];
+            if (part) part[k * chunks + c] = p;
+            else res[k] = value_bits(op, dd, p);
+        }
+    }
+    if (part) {
+#pragma omp parallel for schedule(static) num_threads(team)
+        for (int64_t k = 0; k < outs; k++) {
+            if (cfg->interrupted) continue;
+            partial p = part[k * chunks];
+            for (int64_t c = 1; c < chunks; c++) p = merge(kind, op, dd, p, part[k * chunks + c]);
+            res[k] = value_bits(op, dd, p);
+        }
+        free(part);
+    }
+    return CUA_CPU_DONE(cfg);
+}
+
 static const cua_segmented_row segmented_rows[] = {
     {{"atomic", 1, "every element combined into its output's cell atomically (fetch_add, CAS): per-segment atomics", 0},
      seg_atomic},
@@ -219,5 +358,8 @@ static const cua_segmented_row segmented_rows[] = {
     {{"tiled", 4, "columns with the axis cut in chunks when outputs are few; partials folded in chunk order",
       CUA_F_DETERMINISTIC},
      seg_tiled},
+    {{"vector", 5, "the op and type compiled in: rows by the flat reduce's SIMD folds, a strided axis with the "
+      "columns as SIMD lanes; cut by the shape alone, partials folded in order", CUA_F_DETERMINISTIC},
+     seg_vector},
 };
 const cua_ladder cua_cpu_segmented_ladder = CUA_LADDER(segmented_rows);

@@ -6,11 +6,13 @@ NumPy arrays (cpu).
     python -m cuatomic bench axis [--backend cpu|cuda] [--quick] [--out FILE.json]
 
 Peers on a GPU: CuPy (``cupy.sum``/``min``/``max`` with ``axis=``; CUB's
-segmented reduction where CuPy takes it) and PyTorch (``torch.sum``,
-``torch.amin``, ``torch.amax`` with ``dim=``); on the cpu backend NumPy.
+segmented reduction where CuPy takes it), PyTorch (``torch.sum``,
+``torch.amin``, ``torch.amax`` with ``dim=``) and, along the last axis, raw
+CUB (``DeviceSegmentedReduce`` over rows, float32 sums); on the cpu backend
+NumPy.
 Every row is validated before it is timed (min/max exactly; cuatomic's
 sums against the float64 sums within NumPy's float32 error, the peers'
-float32 sums within 1e-4); times are the median of 20
+and CUB's float32 sums within 1e-4); times are the median of 20
 whole calls (3 for a row whose first call takes over 0.5 s), device
 synchronized.
 """
@@ -20,7 +22,8 @@ import time
 
 import numpy as np
 
-from .. import _backend, max as cmax, min as cmin, sum as csum
+from .. import _C, _backend, max as cmax, min as cmin, sum as csum
+from .._dtypes import dtype_id
 from .._device import DeviceArray
 from .measure import call_times, environment, peer_host, table_cli, write_table
 
@@ -37,6 +40,14 @@ def _systems(x, backend, op, axis):
         for r in _backend.table("segmented", "cuda"):
             systems[f"cuatomic {r.name}"] = lambda m=r.name: ours(d, axis=axis, method=m)
         systems["cuatomic auto"] = lambda: ours(d, axis=axis)
+        if axis == x.ndim - 1:  # rows of contiguous elements: CUB's segmented reduction (it has no strided one)
+            rows, m = x.size // x.shape[-1], x.shape[-1]
+            out = DeviceArray.empty((rows,), np.float32)
+
+            def cub(op_char={"sum": "+", "min": "m", "max": "M"}[op]):
+                _C.cub_segmented(d.ptr, rows, m, dtype_id(np.float32), op_char, out.ptr, 0)
+                return out
+            systems["raw CUB DeviceSegmentedReduce"] = cub
         try:
             import cupy as cp
             c = cp.asarray(x)

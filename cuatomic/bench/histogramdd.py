@@ -40,10 +40,10 @@ def _systems(pts, backend, bins, rng_):
     systems = {}
     if backend == "cuda":
         if d == 2:
-            cols = [DeviceArray.frompeer_host(np.ascontiguousarray(pts[:, k])) for k in range(2)]
+            cols = [DeviceArray.from_host(np.ascontiguousarray(pts[:, k])) for k in range(2)]
             sample = cols
         else:
-            sample = DeviceArray.frompeer_host(pts)
+            sample = DeviceArray.from_host(pts)
         for r in _backend.table("histogramdd", "cuda"):
             systems[f"cuatomic {r.name}"] = lambda m=r.name: histogramdd(sample, bins, rng_, method=m)[0]
         systems["cuatomic auto"] = lambda: histogramdd(sample, bins, rng_)[0]

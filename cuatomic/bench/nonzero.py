@@ -40,7 +40,7 @@ def _systems(x, backend, shape):
     systems = {}
     xs = x.reshape(shape)
     if backend == "cuda":
-        d = DeviceArray.frompeer_host(xs)
+        d = DeviceArray.from_host(xs)
         for r in _backend.table("filter", "cuda"):
             if r.has(_C.F_ORDERED):
                 systems[f"cuatomic {r.name}"] = lambda m=r.name: nonzero(d, method=m)
@@ -50,7 +50,7 @@ def _systems(x, backend, shape):
 
             def cub():
                 k = _C.cub_nonzero(d.ptr, d.size, INT32, out.ptr, None)
-                return (out.copy_topeer_host()[:k],)
+                return (out.copy_to_host()[:k],)
             systems["raw CUB DeviceSelect::Flagged"] = (cub, lambda: _C.cub_nonzero(d.ptr, d.size, INT32,
                                                                                     out.ptr, None))
         try:
