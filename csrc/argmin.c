@@ -117,3 +117,41 @@ PyObject *cua_argmin_fits(PyObject *self, PyObject *args, PyObject *kw)
     if (st) return cua_raise(st, &cfg);
     Py_RETURN_NONE;
 }
+
+/* argkeys(backend, x, outer, m, inner, dtype, max, mode, best, out, stream):
+ * the outer * m * inner elements of x (memory of the backend) as argmin's
+ * 8-byte words of mode CUA_ARGKEYS_* into out (same memory); best: the
+ * first pass's least keys for CUA_ARGKEYS_MATCH, else None. Waited for. */
+PyObject *cua_argkeys(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *xo, *besto, *outo, *so;
+    int backend, dtype, max, mode;
+    long long outer, m, inner;
+    if (!PyArg_ParseTuple(args, "iOLLLiiiOOO", &backend, &xo, &outer, &m, &inner, &dtype, &max, &mode, &besto, &outo,
+                          &so))
+        return NULL;
+    void *x, *best = NULL, *out, *stream;
+    if (cua_as_ptr(xo, &x) < 0 || cua_as_ptr(outo, &out) < 0 || cua_as_ptr(so, &stream) < 0 ||
+        (besto != Py_None && cua_as_ptr(besto, &best) < 0))
+        return NULL;
+    const size_t size = cua_dtype_size(dtype);
+    if (outer < 0 || m < 0 || inner < 0 || size == 0 || mode < CUA_ARGKEYS_PACKED || mode > CUA_ARGKEYS_MATCH ||
+        (m && inner && outer > INT64_MAX / m / inner) || (mode == CUA_ARGKEYS_PACKED && (size > 4 || m > (1LL << 32))) ||
+        (mode == CUA_ARGKEYS_MATCH && !best)) {
+        PyErr_SetString(PyExc_SystemError, "cuatomic: bad argkeys arguments");
+        return NULL;
+    }
+    int st;
+    Py_BEGIN_ALLOW_THREADS
+#ifdef CUATOMIC_WITH_CUDA
+    if (backend == BACKEND_CUDA) st = cua_cuda_argkeys(x, outer, m, inner, dtype, max, mode, best, out, stream);
+    else
+#endif
+        st = backend == BACKEND_CPU
+                 ? cua_cpu_argkeys(x, outer, m, inner, dtype, max, mode, (const uint64_t *)best, (uint64_t *)out)
+                 : CUA_EINTERNAL;
+    Py_END_ALLOW_THREADS
+    if (st) return cua_raise(st, NULL);
+    Py_RETURN_NONE;
+}

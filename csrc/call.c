@@ -99,7 +99,14 @@ int cua_deliver(int backend, const void *dev, size_t nbytes, void *host, cua_lau
 {
     return backend == BACKEND_CUDA ? cua_cuda_deliver(dev, nbytes, host, cfg) : 0;
 }
-int cua_stream_sync(int backend, void *stream) { return backend == BACKEND_CUDA ? cua_cuda_stream_synchronize(stream) : 0; }
+int cua_stream_sync(int backend, void *stream)
+{
+    if (backend != BACKEND_CUDA) return 0;
+    int st = cua_cuda_stream_synchronize(stream);
+    /* the launchers' scratch frees were only queued (cua_scratch::queued): after the wait, the pool settles
+     * if they left it caching past its limit */
+    return st ? st : cua_cuda_pool_settle_if_over();
+}
 #else
 int cua_stage(cua_input *in) { return in->host ? CUA_EINTERNAL : 0; }
 void cua_unstage(cua_input *in) { (void)in; }

@@ -46,8 +46,9 @@ int cua_copy_to_host(void *dst, const void *src, size_t nbytes, void *stream);
 int cua_deliver(int backend, const void *dev, size_t nbytes, void *host, cua_launch *cfg);
 /* Device to device on `stream` (a source on another GPU: a peer copy), waited for. */
 int cua_copy_on_device(void *dst, const void *src, size_t nbytes, void *stream);
-/* Wait for the work queued on `stream` (CUDA; nothing on the CPU, whose
- * launchers return when done). */
+/* Wait for the work queued on `stream`, then settle the pool if the
+ * frees queued meanwhile left it caching past its limit (CUDA; nothing on
+ * the CPU, whose launchers return when done). */
 int cua_stream_sync(int backend, void *stream);
 
 /* The launch configuration of a call, checked here because a backend trusts

@@ -87,6 +87,7 @@ PyObject *cua_op_at(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *cua_at_fits(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *cua_op_argmin(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *cua_argmin_fits(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *cua_argkeys(PyObject *self, PyObject *args);
 PyObject *cua_last_launch(PyObject *self, PyObject *noargs);
 
 /* events.c: CUDA events and device synchronization, for cuatomic.Timer. */

@@ -199,6 +199,9 @@ static PyMethodDef methods[] = {
     {"free_memory", cua_free_memory, METH_O,
      "free_memory(device): give back what cuatomic's pool on the GPU caches, and the staging buffers"},
     {"gather", cua_gather, METH_VARARGS, "gather(src, dst, n, itemsize, shape, byte_strides, stream)"},
+    {"argkeys", cua_argkeys, METH_VARARGS,
+     "argkeys(backend, x, outer, m, inner, dtype, max, mode, best, out, stream): argmin's keys as 8-byte words for "
+     "the segmented minimum (mode ARGKEYS_PACKED, ARGKEYS_KEY or ARGKEYS_MATCH)"},
     {"unravel", cua_unravel, METH_VARARGS,
      "unravel(backend, flat, k, shape, outs, stride, stream): the k flat int64 indices at flat as coordinates into "
      "shape, coordinate d of index j at outs[d] + j * stride elements"},
@@ -280,6 +283,8 @@ static int add_ids(PyObject *m)
         {"MAX_BLOCKS", (long)CUA_MAX_BLOCKS},
         {"MAX_THREADS", CUA_MAX_THREADS},   {"CPU_GRAIN", (long)CUA_CPU_GRAIN},
         {"CPU_MIN_SHARE", CUA_CPU_MIN_SHARE},
+        {"ARGKEYS_PACKED", CUA_ARGKEYS_PACKED}, {"ARGKEYS_KEY", CUA_ARGKEYS_KEY},
+        {"ARGKEYS_MATCH", CUA_ARGKEYS_MATCH},
     };
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
         if (PyModule_AddIntConstant(m, ints[i].name, ints[i].value) < 0) return -1;

@@ -6,19 +6,6 @@
 
 #include "call.h"
 
-/* The finish kernel on the device, then the wait (cuda builds only: the
- * glue asks for it with the cuda backend alone). */
-static int finish_on_device(const void *src, int64_t n, int kind, double divisor, int out_dtype, void *dst,
-                            void *stream)
-{
-#ifdef CUATOMIC_WITH_CUDA
-    return cua_cuda_segmented_finish(src, n, kind, divisor, out_dtype, dst, stream);
-#else
-    (void)src, (void)n, (void)kind, (void)divisor, (void)out_dtype, (void)dst, (void)stream;
-    return CUA_EINTERNAL;
-#endif
-}
-
 /* segmented(backend, rung, x, outer, m, inner, dtype, op, blocks, threads,
  * device_out, stream, finish_dtype=-1, finish_kind=-1, divisor=-1.0,
  * dst=None) -> the outputs' kind values: an ndarray of outer * inner
@@ -26,9 +13,9 @@ static int finish_on_device(const void *src, int64_t n, int kind, double divisor
  * given finish_dtype (cuda, device_out), None: the values finished on the
  * device as NumPy's result of that dtype at device address dst (read as
  * finish_kind when it is given -- a wrapping integer sum as the signed sum
- * it is -- divided by `divisor` first when it is >= 0, a mean), the kind
- * values held only in scratch memory. The rung and the finish are queued
- * on the stream and waited for once. */
+ * it is -- divided by `divisor` first when it is >= 0, a mean) by the
+ * rung's last store or a kernel queued after it (cua_seg_out), waited for
+ * once. */
 PyObject *cua_op_segmented(PyObject *self, PyObject *args, PyObject *kw)
 {
     (void)self;
@@ -92,14 +79,12 @@ PyObject *cua_op_segmented(PyObject *self, PyObject *args, PyObject *kw)
     Py_BEGIN_ALLOW_THREADS
     void *dev = NULL;
     st = cua_stage(&in);
-    /* the kind values: on the device in scratch memory (host results, or finished on the device), else in the
-     * DeviceBuffer or host array itself (the CPU backend) */
-    if (!st && (finishing || (!device_out && backend == BACKEND_CUDA)))
-        st = cua_device_alloc(backend, &dev, (size_t)outs * 8, stream);
-    if (!st && outs > 0) st = r->run(in.ptr, outer, m, inner, dtype, op, dev ? dev : dst, &cfg); /* (queued) */
-    if (!st && finishing) st = finish_on_device(dev, outs, kind, divisor, finish_dtype, fdst, stream);
-    else if (!st && dev) st = cua_copy_to_host(dst, dev, (size_t)outs * 8, stream);
-    else if (!st && device_out) st = cua_stream_sync(backend, stream);
+    /* host results from the GPU: the kind values in device scratch memory, then copied */
+    if (!st && !device_out && backend == BACKEND_CUDA) st = cua_device_alloc(backend, &dev, (size_t)outs * 8, stream);
+    cua_seg_out dest = {dev ? dev : dst, finishing ? fdst : NULL, finish_dtype, kind, divisor};
+    if (!st && outs > 0) st = r->run(in.ptr, outer, m, inner, dtype, op, &dest, &cfg); /* (queued on a GPU) */
+    if (!st && dev) st = cua_copy_to_host(dst, dev, (size_t)outs * 8, stream);
+    else if (!st && device_out) st = cua_stream_sync(backend, stream); /* the one wait */
     cua_device_free(dev, stream);
     cua_unstage(&in);
     Py_END_ALLOW_THREADS

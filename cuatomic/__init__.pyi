@@ -238,24 +238,28 @@ def prod(
 ) -> Any: ...
 def argmin(
     a: _ArrayIn,
-    axis: None = None,
+    axis: SupportsIndex | None = None,
+    out: Any = None,
     *,
+    keepdims: bool = False,
     method: str = "auto",
     backend: _Backend | None = None,
     blocks: int | None = None,
     threads: int | None = None,
     stream: Any = None,
-) -> np.intp: ...
+) -> Any: ...
 def argmax(
     a: _ArrayIn,
-    axis: None = None,
+    axis: SupportsIndex | None = None,
+    out: Any = None,
     *,
+    keepdims: bool = False,
     method: str = "auto",
     backend: _Backend | None = None,
     blocks: int | None = None,
     threads: int | None = None,
     stream: Any = None,
-) -> np.intp: ...
+) -> Any: ...
 def nonzero(
     a: _ArrayIn,
     *,

@@ -9,6 +9,7 @@ Device results are finished on the device (the mean's division, the cast
 to NumPy's result type) by one more kernel, queued behind the rung's in the
 same C call and waited for once."""
 import math
+import operator
 
 import numpy as np
 
@@ -101,6 +102,20 @@ def axis_documented(flat, note=""):
     return document
 
 
+def _axis_ints(axis):
+    """`axis` as NumPy takes it -- None, an integer or a tuple of integers
+    -- with NumPy's TypeErrors for the rest (a bool, a list, a float),
+    which NumPy's normalize_axis_tuple alone would take as ints or
+    iterate."""
+    if axis is None:
+        return None
+    for v in axis if isinstance(axis, tuple) else (axis,):
+        if isinstance(v, (bool, np.bool_)):
+            raise TypeError("an integer is required")
+        operator.index(v)  # "'list' object cannot be interpreted as an integer", ...
+    return axis
+
+
 def wants_axis(axis, out, keepdims, initial):
     """Whether a call of sum, prod, min, max or reduce is a reduction along
     axes (the segmented ladder) rather than the flat one."""
@@ -153,6 +168,7 @@ def reduce_axis(name, a, axis, dtype=None, out=None, keepdims=False, initial=Non
     rung = named_rung("segmented", be, method)
     nb, nt = launch_config(blocks, threads)
     s = stream_of(stream)
+    axis = _axis_ints(axis)
     shape = shape_of(a)
     zero_d = len(shape) == 0
     if zero_d and not mean and axis in (0, -1, (0,), (-1,)):

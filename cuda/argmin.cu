@@ -504,3 +504,63 @@ static const cua_arg_row argmin_rows[] = {
 };
 
 extern "C" const cua_ladder cua_cuda_argmin_ladder = CUA_LADDER(argmin_rows);
+
+// ------------------------------------------------------------ along an axis
+
+// argmin/argmax along an axis (cuatomic/_argmin.py) is the segmented
+// ladder's minimum over 8-byte words made of these keys: x is seen as
+// (outer, m, inner) in C order and element e, at position j = e / inner %
+// m of its output's axis, becomes
+//   ARGKEYS_PACKED  key << 32 | j: the packed lesson per segment, for
+//                   elements of at most 4 bytes and m <= 2^32 -- the least
+//                   word holds the least key and, among equal keys, the
+//                   first index;
+//   ARGKEYS_KEY     the key alone (8-byte elements leave no bits for j), a
+//                   first pass whose minimum is each output's least key;
+//   ARGKEYS_MATCH   j where the key equals its output's least key (best[o *
+//                   inner + i], the first pass's), else m: the second pass,
+//                   whose minimum is the first index holding it.
+namespace {
+
+template <class T, class K>
+__global__ void argkeys_kernel(const T *__restrict__ x, int64_t n, int64_t m, int64_t inner, K flip, int mode,
+                               const u64 *__restrict__ best, u64 *__restrict__ out)
+{
+    for (int64_t e = cua_global_id(); e < n; e += cua_grid_stride()) {
+        const u64 key = (u64)key_of(x[e], flip), j = (u64)(e / inner % m);
+        if (mode == CUA_ARGKEYS_PACKED) out[e] = key << 32 | j;
+        else if (mode == CUA_ARGKEYS_KEY) out[e] = key;
+        else out[e] = key == best[e / (m * inner) * inner + e % inner] ? j : (u64)m;
+    }
+}
+
+template <class T>
+static int argkeys(const T *x, int64_t outer, int64_t m, int64_t inner, bool max, int mode, const u64 *best,
+                   u64 *out, cudaStream_t s)
+{
+    const int64_t n = outer * m * inner;
+    if (n == 0) return 0;
+    int sms;
+    int st = cua_sm_count(&sms);
+    if (st) return st;
+    const int64_t want = cua_ceil_div(n, CUA_DEFAULT_THREADS), most = (int64_t)CUA_DEFAULT_BLOCKS_PER_SM * sms;
+    argkeys_kernel<<<(unsigned)(want < most ? want : most), CUA_DEFAULT_THREADS, 0, s>>>(x, n, m, inner,
+                                                                                      flip_of<T>(max), mode, best, out);
+    CUA_CHECK_LAUNCH();
+    CUA_CHECK(cudaStreamSynchronize(s));
+    return 0;
+}
+
+}  // namespace
+
+extern "C" int cua_cuda_argkeys(const void *x, int64_t outer, int64_t m, int64_t inner, int dtype, int max, int mode,
+                                const void *best, void *out, void *stream)
+{
+    cudaStream_t s = (cudaStream_t)stream;
+    if (dtype == CUA_BOOL)
+        return argkeys((const boolean *)x, outer, m, inner, max != 0, mode, (const u64 *)best, (u64 *)out, s);
+    return cua_dispatch(dtype, [&](auto t) -> int {
+        using T = decltype(t);
+        return argkeys((const T *)x, outer, m, inner, max != 0, mode, (const u64 *)best, (u64 *)out, s);
+    });
+}

@@ -296,15 +296,29 @@ typedef int (*cua_reduce_fn)(const void *x, int64_t n, int dtype, int op, void *
 
 /* segmented (reductions along axes: sum, prod, min, max, reduce, mean with
  * axis=): x seen as (outer, m, inner) in C order; output k = o * inner + i
- * folds the m elements x[(o * m + j) * inner + i] with `op` into out[k], 8
- * bytes of cua_reduce_kind(dtype, op) each (device memory on CUDA). Float
- * add is compensated on the deterministic rungs. m == 0 gives the op's
- * identity (the Python layer refuses minimum and maximum of an empty axis
- * without `initial`, as NumPy). A CUDA launcher returns once its work is
- * queued on cua_stream(cfg), without waiting (as the histogram's): the glue
- * waits once, after the finish kernel or with the copy to the host. */
+ * folds the m elements x[(o * m + j) * inner + i] with `op`. Float add is
+ * compensated on the deterministic rungs. m == 0 gives the op's identity
+ * (the Python layer refuses minimum and maximum of an empty axis without
+ * `initial`, as NumPy).
+ *
+ * Where the outputs go (cua_seg_out): with `result` NULL, into values[k], 8
+ * bytes of cua_reduce_kind(dtype, op) each (host memory on the CPU, device
+ * memory on CUDA); with `result` (CUDA only: device memory), finished as
+ * NumPy's result: read as `kind` (cua_reduce_kind, or CUA_INT64 for the
+ * signed reading of a wrapping integer sum), divided by `divisor` when it
+ * is >= 0 (a mean; 0 gives NaN), cast to `result_dtype` (integers keep
+ * their low bits, bool is value != 0) -- by the rung's own last store or
+ * by a finishing kernel queued after it (segmented.cu). A CUDA
+ * launcher returns once its work is queued on cua_stream(cfg), without
+ * waiting (as the histogram's): the glue waits once. */
+typedef struct {
+    void *values;
+    void *result;
+    int result_dtype, kind;
+    double divisor;
+} cua_seg_out;
 typedef int (*cua_segmented_fn)(const void *x, int64_t outer, int64_t m, int64_t inner, int dtype, int op,
-                                void *out, cua_launch *cfg);
+                                const cua_seg_out *out, cua_launch *cfg);
 
 /* argmin/argmax: the index of the first smallest (max != 0: largest)
  * element of x, the first NaN before every number (np.argmin/np.argmax of
@@ -312,6 +326,10 @@ typedef int (*cua_segmented_fn)(const void *x, int64_t outer, int64_t m, int64_t
  * empty array, as NumPy does). The launcher waits once (CUA_WAIT). */
 typedef int (*cua_arg_fn)(const void *x, int64_t n, int dtype, int max, int64_t *index /* host */,
                           cua_launch *cfg);
+/* argkeys (argmin/argmax along an axis: cuatomic/_argmin.py): x seen as
+ * (outer, m, inner) in C order turned into 8-byte words for the segmented
+ * ladder's minimum (cuda/argmin.cu tells the three modes). */
+enum { CUA_ARGKEYS_PACKED = 0, CUA_ARGKEYS_KEY = 1, CUA_ARGKEYS_MATCH = 2 };
 /* An argmin rung's limits: 0 if it can take n elements of dtype, else
  * CUA_EINVAL with the limit in cfg->msg (NULL in a row: no limit). */
 typedef int (*cua_arg_fits_fn)(int64_t n, int dtype, cua_launch *cfg);

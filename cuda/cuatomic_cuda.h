@@ -118,13 +118,11 @@ int cua_cuda_event_synchronize(void *event);
  * order, of an ndim-dimensional array at src with byte strides. */
 int cua_cuda_gather(const void *src, void *dst, int64_t n, int itemsize, int ndim, const int64_t *shape,
                     const int64_t *strides, void *stream);
-/* segmented_finish: n kind values (8 bytes each, cua_reduce_kind `kind`)
- * at src as NumPy's result of dtype out_dtype at dst (both device memory):
- * divided by `divisor` when it is >= 0 (a mean; 0 gives NaN), then cast.
- * Waits for everything queued on the stream before it and for itself: the
- * one wait of a reduction along axes (segmented.cu). */
-int cua_cuda_segmented_finish(const void *src, int64_t n, int kind, double divisor, int out_dtype, void *dst,
-                              void *stream);
+/* argkeys: the n = outer * m * inner elements of x as 8-byte words `out`
+ * (device memory) in the mode CUA_ARGKEYS_* (best: the first pass's least
+ * keys, for CUA_ARGKEYS_MATCH), waited for (argmin.cu). */
+int cua_cuda_argkeys(const void *x, int64_t outer, int64_t m, int64_t inner, int dtype, int max, int mode,
+                     const void *best, void *out, void *stream);
 /* histdd_cells: every point of the sample's cell into out (n int64, device
  * memory; the number of cells for a point that is dropped), waited for
  * (histogramdd.cu). */

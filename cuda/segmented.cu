@@ -122,6 +122,77 @@ struct Pair {
     __device__ __forceinline__ double value() const { return s - s == 0 ? s + c : s; }
 };
 
+// ------------------------------------------------------------- finishing
+
+// An output's kind value as NumPy's result, on the device: a mean's
+// division by `divisor` (< 0: none; 0, an empty axis: NaN, as NumPy's),
+// then the cast to the result's type (integers keep their low bits, as
+// NumPy's casts; bool is value != 0). `initial` and an integer mean's
+// wrapping sum are the host's (cuatomic/_axis.py).
+template <class Out>
+__device__ __forceinline__ void finish_one(u64 v, int kind, double divisor, bool to_bool, Out *dst)
+{
+    if (divisor >= 0.0 || std::is_floating_point<Out>::value) {
+        double d = kind == CUA_FLOAT64 ? as_d(v) : kind == CUA_INT64 ? (double)(int64_t)v : (double)v;
+        if (divisor >= 0.0) d /= divisor;
+        *dst = to_bool ? (Out)(d != 0.0) : (Out)d;
+    } else if (to_bool) {
+        *dst = (Out)(kind == CUA_FLOAT64 ? as_d(v) != 0.0 : v != 0);
+    } else {
+        *dst = kind == CUA_FLOAT64 ? (Out)(int64_t)as_d(v) : (Out)v;
+    }
+}
+
+// cua_seg_out's finishing half, passed to kernels by value.
+struct Finish {
+    void *result;
+    int dtype, kind;
+    double divisor;
+};
+
+// Output k's kind value finished into f.result[k], f.dtype chosen at run
+// time (one switch per output, not per element).
+__device__ __forceinline__ void finish_store(u64 v, const Finish &f, int64_t k)
+{
+#define SEG_FINISH_CASE_(id, name, ctype, ...) \
+    case id: finish_one<ctype>(v, f.kind, f.divisor, id == CUA_BOOL, (ctype *)f.result + k); break;
+    switch (f.dtype) {
+        CUA_DTYPES(SEG_FINISH_CASE_)
+    default: break;  // (the glue checks the dtype)
+    }
+#undef SEG_FINISH_CASE_
+}
+
+// Rungs 1-4 write kind values; asked for a finished result, they write
+// them to scratch and this kernel finishes them, queued behind theirs.
+__global__ void finish_kernel(const u64 *src, int64_t n, Finish f)
+{
+    for (int64_t k = cua_global_id(); k < n; k += cua_grid_stride()) finish_store(src[k], f, k);
+}
+
+// Run `launch` (a rung's typed launcher, given where its kind values go)
+// for dest: straight into dest->values, or into scratch that the finishing
+// kernel turns into dest->result.
+template <class Launch>
+static int into(const cua_seg_out *dest, int64_t outs, cua_launch *cfg, Launch launch)
+{
+    if (!dest->result) return launch((u64 *)dest->values);
+    cudaStream_t s = cua_stream(cfg);
+    cua_scratch values;
+    values.queued = true;
+    CUA_CHECK(values.get((size_t)(outs > 0 ? outs : 1) * 8, s));
+    int st = launch((u64 *)values.ptr);
+    if (st || outs == 0) return st;
+    int sms;
+    st = cua_sm_count(&sms);
+    if (st) return st;
+    const int64_t want = cua_ceil_div(outs, CUA_DEFAULT_THREADS), most = (int64_t)CUA_DEFAULT_BLOCKS_PER_SM * sms;
+    finish_kernel<<<(unsigned)(want < most ? want : most), CUA_DEFAULT_THREADS, 0, s>>>(
+        (const u64 *)values.ptr, outs, Finish{dest->result, dest->result_dtype, dest->kind, dest->divisor});
+    CUA_CHECK_LAUNCH();
+    return 0;
+}
+
 // ------------------------------------------------------------ 1. atomic
 
 __device__ void atomic_combine(int kind, int op, u64 *cell, u64 v)
@@ -427,10 +498,19 @@ using VKind = ln::kind_t<OP, T>;
 // else the partial at part[k * chunks + chunk].
 template <class L, class K>
 __device__ __forceinline__ void vector_store(typename L::A a, int64_t k, unsigned chunk, unsigned chunks,
-                                             typename L::A *part, K *out)
+                                             typename L::A *part, K *out, const Finish &fin)
 {
-    if (chunks == 1) L::finish(a, out + k);
-    else part[k * chunks + chunk] = a;
+    if (chunks > 1) {
+        part[k * chunks + chunk] = a;
+    } else if (!fin.result) {
+        L::finish(a, out + k);
+    } else {  // finished in this store: no kind values, no second kernel
+        K v;
+        L::finish(a, &v);
+        u64 bits;
+        memcpy(&bits, &v, 8);
+        finish_store(bits, fin, k);
+    }
 }
 
 // V elements of T at p (V consecutive outputs of one row), by one 16-byte
@@ -455,7 +535,7 @@ template <int OP, class T>
 __global__ __launch_bounds__(VEC_THREADS, vector_min_blocks<OP, T>()) void seg_vector_kernel(const T *__restrict__ x, int64_t rows_or_outs,
                                                                  int64_t m, int64_t inner, int group, bool packed,
                                                                  int64_t span, VCarry<OP, T> *part,
-                                                                 VKind<OP, T> *out)
+                                                                 VKind<OP, T> *out, Finish fin)
 {
     using L = VLane<OP, T>;
     using A = typename L::A;
@@ -470,7 +550,7 @@ __global__ __launch_bounds__(VEC_THREADS, vector_min_blocks<OP, T>()) void seg_v
         if (group == VEC_THREADS) {
             const int64_t r = blockIdx.x;
             A a = ln::block_fold<L>(ln::fold_span<L>(x + r * m + j0, j1 - j0, threadIdx.x, VEC_THREADS));
-            if (threadIdx.x == 0) vector_store<L>(a, r, chunk, chunks, part, out);
+            if (threadIdx.x == 0) vector_store<L>(a, r, chunk, chunks, part, out, fin);
             return;
         }
         const int lane = threadIdx.x & 31, per_warp = 32 / group, g = lane / group, t = lane % group;
@@ -480,7 +560,7 @@ __global__ __launch_bounds__(VEC_THREADS, vector_min_blocks<OP, T>()) void seg_v
             const int64_t r = r0 + g;
             A a = r < rows ? ln::fold_span<L>(x + r * m, m, t, group) : L::start();
             for (int off = group / 2; off > 0; off >>= 1) a = L::merge(a, L::shfl_down(a, off, group));
-            if (t == 0 && r < rows) vector_store<L>(a, r, 0, 1, part, out);
+            if (t == 0 && r < rows) vector_store<L>(a, r, 0, 1, part, out, fin);
         }
         return;
     }
@@ -544,14 +624,15 @@ __global__ __launch_bounds__(VEC_THREADS, vector_min_blocks<OP, T>()) void seg_v
     if (ty == 0 && kv < nvec)
 #pragma unroll
         for (int v = 0; v < V; v++)
-            if (k0 + v < outs) vector_store<L>(a[v], k0 + v, chunk, chunks, part, out);
+            if (k0 + v < outs) vector_store<L>(a[v], k0 + v, chunk, chunks, part, out, fin);
 }
 
 // The chunks' partials of each output folded in a fixed order: a warp per
 // output, lane l folds chunks l, l + 32, ..., then the lanes' carries by
 // shuffles (where tiled's second kernel walks them with one thread).
 template <int OP, class T>
-__global__ void seg_vector_chunks_kernel(const VCarry<OP, T> *part, int64_t outs, int64_t chunks, VKind<OP, T> *out)
+__global__ void seg_vector_chunks_kernel(const VCarry<OP, T> *part, int64_t outs, int64_t chunks, VKind<OP, T> *out,
+                                         Finish fin)
 {
     using L = VLane<OP, T>;
     const int lane = threadIdx.x & 31;
@@ -560,7 +641,7 @@ __global__ void seg_vector_chunks_kernel(const VCarry<OP, T> *part, int64_t outs
         typename L::A a = L::start();
         for (int64_t c = lane; c < chunks; c += 32) a = L::merge(a, L::reload(part + k * chunks + c));
         for (int off = 16; off > 0; off >>= 1) a = L::merge(a, L::shfl_down(a, off));
-        if (lane == 0) L::finish(a, out + k);
+        if (lane == 0) vector_store<L>(a, k, 0, 1, nullptr, out, fin);
     }
 }
 
@@ -572,14 +653,15 @@ __global__ void seg_vector_chunks_kernel(const VCarry<OP, T> *part, int64_t outs
 // smallest power of two covering a row's vectors of outputs (at most 256),
 // then chunks of the axis as tiled (at least UNROLL rows a thread).
 template <int OP, class T>
-static int seg_vector(const T *x, int64_t outer, int64_t m, int64_t inner, int kind, u64 *out_bits,
+static int seg_vector(const T *x, int64_t outer, int64_t m, int64_t inner, int kind, const cua_seg_out *dest,
                       cua_launch *cfg)
 {
     using A = VCarry<OP, T>;
     using K = VKind<OP, T>;
     static_assert(sizeof(K) == 8, "a kind is 8 bytes");
     constexpr int V = 16 / sizeof(T);
-    K *out = reinterpret_cast<K *>(out_bits);
+    K *out = reinterpret_cast<K *>(dest->values);
+    const Finish fin{dest->result, dest->result_dtype, dest->kind, dest->divisor};
     const int64_t outs = outer * inner;
     cudaStream_t s = cua_stream(cfg);
     if (cfg->threads > 0 && cfg->threads != VEC_THREADS)
@@ -596,8 +678,10 @@ static int seg_vector(const T *x, int64_t outer, int64_t m, int64_t inner, int k
     if (outs == 0) return 0;
     if (m == 0) {  // every output is the op's identity
         cfg->used_blocks = 1;
-        fill_kernel<<<1, VEC_THREADS, 0, s>>>(out_bits, outs, identity(kind, OP));
-        return queued(cfg);
+        return into(dest, outs, cfg, [&](u64 *values) {
+            fill_kernel<<<1, VEC_THREADS, 0, s>>>(values, outs, identity(kind, OP));
+            return queued(cfg);
+        });
     }
     int group;
     int64_t blocks, chunks = 1, span = m;
@@ -650,12 +734,12 @@ static int seg_vector(const T *x, int64_t outer, int64_t m, int64_t inner, int k
         part = (A *)scratch.ptr;
     }
     kernel<<<dim3((unsigned)blocks, (unsigned)chunks), VEC_THREADS, 0, s>>>(x, inner == 1 ? outer : outs, m, inner,
-                                                                           group, packed, span, part, out);
+                                                                           group, packed, span, part, out, fin);
     if (chunks > 1) {
         CUA_CHECK_LAUNCH();
         const int64_t fb = cua_ceil_div(outs * 32, (int64_t)VEC_THREADS);
         seg_vector_chunks_kernel<OP, T><<<(unsigned)(fb < want ? fb : want), VEC_THREADS, 0, s>>>(part, outs, chunks,
-                                                                                                   out);
+                                                                                                   out, fin);
     }
     return queued(cfg);
 }
@@ -665,14 +749,16 @@ static int seg_vector(const T *x, int64_t outer, int64_t m, int64_t inner, int k
 // ----------------------------------------------------------- variant table
 
 #define SEG_ENTRY(RUNG, launcher)                                                                          \
-    static int seg_##RUNG(const void *x, int64_t outer, int64_t m, int64_t inner, int dtype, int op, void *out, \
-                          cua_launch *cfg)                                                                  \
+    static int seg_##RUNG(const void *x, int64_t outer, int64_t m, int64_t inner, int dtype, int op,          \
+                          const cua_seg_out *dest, cua_launch *cfg)                                        \
     {                                                                                                      \
         const int kind = cua_reduce_kind(dtype, op);                                                       \
         if (kind < 0 || outer < 0 || m < 0 || inner < 0) return CUA_EINTERNAL;                            \
         return cua_dispatch(dtype, [&](auto t) -> int {                                                    \
             using T = decltype(t);                                                                         \
-            return launcher<T>((const T *)x, outer, m, inner, kind, op, (u64 *)out, cfg);                  \
+            return into(dest, outer * inner, cfg, [&](u64 *values) {                                       \
+                return launcher<T>((const T *)x, outer, m, inner, kind, op, values, cfg);                  \
+            });                                                                                            \
         });                                                                                                \
     }
 SEG_ENTRY(ATOMIC, seg_atomic)
@@ -683,8 +769,8 @@ SEG_ENTRY(TILED, seg_tiled)
 // vector compiles the op in: the element type, then the op as a constant
 // (bitwise ops on floats reach no kernel: NumPy has no such loop, and
 // cua_reduce_kind refuses them above).
-static int seg_VECTOR(const void *x, int64_t outer, int64_t m, int64_t inner, int dtype, int op, void *out,
-                      cua_launch *cfg)
+static int seg_VECTOR(const void *x, int64_t outer, int64_t m, int64_t inner, int dtype, int op,
+                      const cua_seg_out *dest, cua_launch *cfg)
 {
     const int kind = cua_reduce_kind(dtype, op);
     if (kind < 0 || outer < 0 || m < 0 || inner < 0) return CUA_EINTERNAL;
@@ -693,7 +779,7 @@ static int seg_VECTOR(const void *x, int64_t outer, int64_t m, int64_t inner, in
         auto run = [&](auto o) -> int {
             constexpr int OP = decltype(o)::value;
             if constexpr (is_float<T> && (OP == AND || OP == OR || OP == XOR)) return CUA_EINTERNAL;
-            else return seg_vector<OP, T>((const T *)x, outer, m, inner, kind, (u64 *)out, cfg);
+            else return seg_vector<OP, T>((const T *)x, outer, m, inner, kind, dest, cfg);
         };
         switch (op) {
         case ADD: return run(std::integral_constant<int, ADD>());
@@ -727,48 +813,3 @@ static const cua_segmented_row segmented_rows[] = {
 };
 extern "C" const cua_ladder cua_cuda_segmented_ladder = CUA_LADDER(segmented_rows);
 
-// ------------------------------------------------------------- finishing
-
-// The outputs' kind values as NumPy's result, on the device: a mean's
-// division by `divisor` (< 0: none; 0, an empty axis: NaN, as NumPy's),
-// then the cast to the result's type (integers keep their low bits, as
-// NumPy's casts; bool is value != 0). `initial` and an integer mean's
-// wrapping sum are the host's (cuatomic/_axis.py).
-template <class Out>
-__global__ void finish_kernel(const u64 *src, int64_t n, int kind, double divisor, bool to_bool, Out *dst)
-{
-    for (int64_t k = cua_global_id(); k < n; k += cua_grid_stride()) {
-        const u64 v = src[k];
-        if (divisor >= 0.0 || std::is_floating_point<Out>::value) {
-            double d = kind == CUA_FLOAT64 ? as_d(v) : kind == CUA_INT64 ? (double)(int64_t)v : (double)v;
-            if (divisor >= 0.0) d /= divisor;
-            dst[k] = to_bool ? (Out)(d != 0.0) : (Out)d;
-        } else if (to_bool) {
-            dst[k] = (Out)(kind == CUA_FLOAT64 ? as_d(v) != 0.0 : v != 0);
-        } else {
-            dst[k] = kind == CUA_FLOAT64 ? (Out)(int64_t)as_d(v) : (Out)v;
-        }
-    }
-}
-
-extern "C" int cua_cuda_segmented_finish(const void *src, int64_t n, int kind, double divisor, int out_dtype,
-                                         void *dst, void *stream)
-{
-    if (n == 0) return 0;
-    cudaStream_t s = (cudaStream_t)stream;
-    int sms;
-    int st = cua_sm_count(&sms);
-    if (st) return st;
-    const int64_t want = cua_ceil_div(n, CUA_DEFAULT_THREADS), most = (int64_t)CUA_DEFAULT_BLOCKS_PER_SM * sms;
-    const unsigned blocks = (unsigned)(want < most ? want : most);
-    st = cua_dispatch(out_dtype, [&](auto t) -> int {
-        using Out = decltype(t);
-        finish_kernel<Out><<<blocks, CUA_DEFAULT_THREADS, 0, s>>>((const u64 *)src, n, kind, divisor,
-                                                                   out_dtype == CUA_BOOL, (Out *)dst);
-        return 0;
-    });
-    if (st) return st;
-    CUA_CHECK_LAUNCH();
-    CUA_CHECK(cudaStreamSynchronize(s));
-    return 0;
-}

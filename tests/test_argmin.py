@@ -7,7 +7,7 @@ import functools
 
 import numpy as np
 import pytest
-from conftest import BACKENDS, CUDA, DTYPES, placed, requires_cuda, where_params
+from conftest import BACKENDS, CUDA, DTYPES, host, placed, requires_cuda, where_params
 
 import cuatomic
 from cuatomic import _C
@@ -165,10 +165,17 @@ def test_refusals(backend):
             f(np.zeros(4, np.complex64), backend=backend)
         with pytest.raises(TypeError):
             f(np.zeros(4, np.float16), backend=backend)
-        with pytest.raises(TypeError, match="only axis=None"):
-            f(np.zeros(4), axis=0, backend=backend)  # the flattened array only, for now: no silent axis
-        with pytest.raises(TypeError, match="only axis=None"):
-            f(np.zeros((2, 2)), -1, backend=backend)
+        for bad in ((0,), True, 1.0):  # NumPy's TypeErrors: argmin's axis is one integer
+            with pytest.raises(TypeError, match="integer"):
+                f(np.zeros((2, 2)), axis=bad, backend=backend)
+        with pytest.raises(np.exceptions.AxisError if hasattr(np, "exceptions") else np.AxisError):
+            f(np.zeros((2, 2)), axis=2, backend=backend)
+        with pytest.raises(ValueError, match="empty sequence"):
+            f(np.zeros((0, 3)), axis=0, backend=backend)
+        with pytest.raises(ValueError, match="does not match"):
+            f(np.zeros((2, 3)), axis=0, out=np.empty(2, np.intp), backend=backend)
+        with pytest.raises(TypeError, match="Cannot cast"):
+            f(np.zeros((2, 3)), axis=0, out=np.empty(3, np.float64), backend=backend)
         assert f(np.arange(4.0), axis=None, backend=backend) == FUNCS[name][1](np.arange(4.0), axis=None)
         with pytest.raises(ValueError):
             f(np.zeros(4), blocks=0, backend=backend)
@@ -206,3 +213,57 @@ def test_device_arrays_of_peers(method):
         d = lib.asarray(x) if mod == "cupy" else lib.as_tensor(x, device="cuda")
         assert cuatomic.argmin(d, method=method) == np.argmin(x)
         assert cuatomic.argmax(d, method=method) == np.argmax(x)
+
+
+@pytest.mark.parametrize("backend,method,where", where_params("segmented"))
+def test_along_an_axis_matches_numpy(backend, method, where):
+    """argmin/argmax with axis (negative too) and keepdims against NumPy's:
+    every dtype (8-byte ones take the two-pass path), ties (first index),
+    NaN (the first NaN), +-0.0, a length-1 axis, outputs of size 0; the
+    segmented rung named by `method` folds the keys."""
+    rng = np.random.default_rng(5)
+    for dt in (np.bool_, np.int8, np.uint8, np.int16, np.int32, np.uint32, np.int64, np.uint64, np.float32,
+               np.float64):
+        for shape in ((7,), (3, 4), (2, 3, 5), (6, 1, 9), (33, 257), (1, 0, 3)):
+            if dt == np.bool_:
+                x = rng.random(shape) < 0.5
+            elif np.dtype(dt).kind == "f":
+                x = rng.integers(-3, 3, shape).astype(dt)  # ties
+                if x.size > 7:
+                    x.flat[3], x.flat[5], x.flat[6] = np.nan, -0.0, 0.0
+            else:
+                x = rng.integers(0, 4, shape).astype(dt)
+            d = placed(x, backend, where)
+            for axis in range(-len(shape), len(shape)):
+                for name in ("argmin", "argmax"):
+                    ours, theirs = FUNCS[name]
+                    for keepdims in (False, True):
+                        try:
+                            want = theirs(x, axis=axis, keepdims=keepdims)
+                        except ValueError:  # an empty axis
+                            with pytest.raises(ValueError, match="empty sequence"):
+                                ours(d, axis=axis, keepdims=keepdims, method=method, backend=backend)
+                            continue
+                        got = ours(d, axis=axis, keepdims=keepdims, method=method, backend=backend)
+                        assert isinstance(got, cuatomic.DeviceArray) == (where == "device")
+                        got = host(got)
+                        assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, got.shape)
+                        assert np.array_equal(got, want), (name, dt, shape, axis, got, want)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_along_an_axis_out_and_layouts(backend):
+    x = np.random.default_rng(6).standard_normal((40, 30, 20))
+    for a in (np.asfortranarray(x), x[::2, :, 1::3], x[:, ::-1], x.astype(np.float32)):
+        for axis in (0, 1, 2, -1):
+            assert np.array_equal(cuatomic.argmin(a, axis=axis, backend=backend), np.argmin(a, axis=axis))
+            assert np.array_equal(cuatomic.argmax(a, axis=axis, backend=backend), np.argmax(a, axis=axis))
+    o = np.empty((40, 20), np.int32)  # an integer out of another width: cast, as NumPy's
+    assert cuatomic.argmax(x, axis=1, out=o, backend=backend) is o
+    assert np.array_equal(o, np.argmax(x, axis=1))
+    assert np.array_equal(cuatomic.argmin(x, keepdims=True, backend=backend), np.argmin(x, keepdims=True))
+    if backend == "cuda":
+        d = cuatomic.to_device(x)
+        o = cuatomic.DeviceArray.empty((40, 20), np.intp)
+        assert cuatomic.argmin(d, axis=1, out=o, backend=backend) is o
+        assert np.array_equal(host(o), np.argmin(x, axis=1))

@@ -228,6 +228,10 @@ def test_errors(backend):
         cuatomic.sum(x, axis=0, method="exact", backend=backend)  # the flat sum's rung, not the axis ladder's
     with pytest.raises(TypeError):
         cuatomic.sum(np.ma.masked_array(x), axis=0, backend=backend)
+    for bad in (True, [0], 1.0, (0, True), (np.bool_(False),)):  # NumPy's TypeErrors, not an int or an iterable
+        with pytest.raises(TypeError, match="integer"):
+            cuatomic.sum(x, axis=bad, backend=backend)
+    assert cuatomic.sum(x, axis=np.int64(1), backend=backend).shape == (3,)
 
 
 def test_backends_agree():

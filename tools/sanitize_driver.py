@@ -149,6 +149,13 @@ def main():
                       np.allclose(got, np.sum(mat.astype(np.float64), axis=axis, keepdims=True), rtol=1e-5))
     got = cuatomic.mean(cuatomic.to_device(mats[1], backend="cuda"), axis=1, backend="cuda").copy_to_host()
     check("segmented mean", np.allclose(got, np.mean(mats[1], axis=1)))
+    # argmin/argmax along an axis: argkeys (packed words; 8-byte keys in two passes) under segmented rungs
+    for mat in (mats[0], mats[1], mats[4]):
+        dm = cuatomic.to_device(mat, backend="cuda")
+        for m in ("atomic", "vector"):
+            for axis in (0, 1):
+                got = cuatomic.argmax(dm, axis=axis, method=m, backend="cuda").copy_to_host()
+                check(f"argmax axis={axis} {m} {mat.dtype}", np.array_equal(got, np.argmax(mat, axis=axis)))
     # histogramdd: every rung on few cells, cells past one block (tiled's tiles, cluster), and the weighted cells
     pts = rng.random((3000, 2)).astype(np.float32)
     dp = cuatomic.to_device(pts, backend="cuda")

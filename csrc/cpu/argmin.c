@@ -120,6 +120,27 @@ uint64_t cua_cpu_arg_key(const void *x, int dtype, int64_t i, int max)
     return key_at(x, dtype, i, flip_of(dtype, max));
 }
 
+int cua_cpu_argkeys(const void *x, int64_t outer, int64_t m, int64_t inner, int dtype, int max, int mode,
+                    const uint64_t *best, uint64_t *out)
+{
+    const int64_t rows = outer * m;
+    const uint64_t flip = flip_of(dtype, max);
+    /* row r = o * m + j of inner elements: no division per element */
+#pragma omp parallel for schedule(static) if (rows * inner > CUA_CPU_GRAIN)
+    for (int64_t r = 0; r < rows; r++) {
+        const int64_t e0 = r * inner;
+        const uint64_t j = (uint64_t)(r % m);
+        const uint64_t *b = mode == CUA_ARGKEYS_MATCH ? best + r / m * inner : NULL;
+        if (mode == CUA_ARGKEYS_PACKED)
+            for (int64_t i = 0; i < inner; i++) out[e0 + i] = key_at(x, dtype, e0 + i, flip) << 32 | j;
+        else if (mode == CUA_ARGKEYS_KEY)
+            for (int64_t i = 0; i < inner; i++) out[e0 + i] = key_at(x, dtype, e0 + i, flip);
+        else
+            for (int64_t i = 0; i < inner; i++) out[e0 + i] = key_at(x, dtype, e0 + i, flip) == b[i] ? j : (uint64_t)m;
+    }
+    return CUA_OK;
+}
+
 typedef struct {
     uint64_t key;
     int64_t index;

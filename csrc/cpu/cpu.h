@@ -308,5 +308,9 @@ void cua_cpu_lock_ttas(atomic_int *mutex);
  * index breaks ties): argmax's when max != 0. The glue combines the GPU's
  * chunks with it. */
 uint64_t cua_cpu_arg_key(const void *x, int dtype, int64_t i, int max);
+/* argkeys on the CPU (cuda/argmin.cu's, mode CUA_ARGKEYS_*): x's
+ * outer * m * inner elements as 8-byte words into out, in OpenMP threads. */
+int cua_cpu_argkeys(const void *x, int64_t outer, int64_t m, int64_t inner, int dtype, int max, int mode,
+                    const uint64_t *best, uint64_t *out);
 
 #endif

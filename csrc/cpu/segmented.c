@@ -68,9 +68,10 @@ static void fold_rows(const void *x, int dtype, int kind, int op, int64_t m, int
     }
 }
 
-static int seg_atomic(const void *x, int64_t outer, int64_t m, int64_t inner, int dtype, int op, void *out,
-                      cua_launch *cfg)
+static int seg_atomic(const void *x, int64_t outer, int64_t m, int64_t inner, int dtype, int op,
+                      const cua_seg_out *dest, cua_launch *cfg)
 {
+    void *out = dest->values; /* kind values: the glue finishes them on the host */
     const int kind = cua_reduce_kind(dtype, op);
     const int64_t outs = outer * inner, n = outs * m;
     _Atomic uint64_t *cells = (_Atomic uint64_t *)out;
@@ -92,9 +93,10 @@ static int seg_atomic(const void *x, int64_t outer, int64_t m, int64_t inner, in
     return CUA_CPU_DONE(cfg);
 }
 
-static int seg_warp(const void *x, int64_t outer, int64_t m, int64_t inner, int dtype, int op, void *out,
-                    cua_launch *cfg)
+static int seg_warp(const void *x, int64_t outer, int64_t m, int64_t inner, int dtype, int op,
+                    const cua_seg_out *dest, cua_launch *cfg)
 {
+    void *out = dest->values; /* kind values: the glue finishes them on the host */
     const int kind = cua_reduce_kind(dtype, op);
     const int64_t outs = outer * inner;
     uint64_t *res = (uint64_t *)out;
@@ -129,9 +131,10 @@ static int seg_warp(const void *x, int64_t outer, int64_t m, int64_t inner, int 
     return CUA_CPU_DONE(cfg);
 }
 
-static int seg_columns(const void *x, int64_t outer, int64_t m, int64_t inner, int dtype, int op, void *out,
-                       cua_launch *cfg)
+static int seg_columns(const void *x, int64_t outer, int64_t m, int64_t inner, int dtype, int op,
+                       const cua_seg_out *dest, cua_launch *cfg)
 {
+    void *out = dest->values; /* kind values: the glue finishes them on the host */
     const int kind = cua_reduce_kind(dtype, op);
     const int64_t runs_per_row = (inner + RUN - 1) / RUN, runs = outer * runs_per_row;
     uint64_t *res = (uint64_t *)out;
@@ -163,9 +166,10 @@ static int seg_columns(const void *x, int64_t outer, int64_t m, int64_t inner, i
     return CUA_CPU_DONE(cfg);
 }
 
-static int seg_tiled(const void *x, int64_t outer, int64_t m, int64_t inner, int dtype, int op, void *out,
-                     cua_launch *cfg)
+static int seg_tiled(const void *x, int64_t outer, int64_t m, int64_t inner, int dtype, int op,
+                     const cua_seg_out *dest, cua_launch *cfg)
 {
+    void *out = dest->values; /* kind values: the glue finishes them on the host */
     const int kind = cua_reduce_kind(dtype, op);
     const int fadd = is_float_add(kind, op);
     const int64_t outs = outer * inner, runs_per_row = (inner + RUN - 1) / RUN, runs = outer * runs_per_row;
@@ -265,9 +269,10 @@ static uint64_t value_bits(int op, int dd, partial p)
     return b;
 }
 
-static int seg_vector(const void *x, int64_t outer, int64_t m, int64_t inner, int dtype, int op, void *out,
-                      cua_launch *cfg)
+static int seg_vector(const void *x, int64_t outer, int64_t m, int64_t inner, int dtype, int op,
+                      const cua_seg_out *dest, cua_launch *cfg)
 {
+    void *out = dest->values; /* kind values: the glue finishes them on the host */
     const int kind = cua_reduce_kind(dtype, op);
     const int dd = kind == CUA_FLOAT64 && (op == CUA_REDUCE_ADD || op == CUA_REDUCE_MULTIPLY);
     const int64_t outs = outer * inner;

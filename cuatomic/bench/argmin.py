@@ -1,6 +1,9 @@
 """The argmin table: ``np.argmin``/``np.argmax`` of a whole array, every
 rung of the argmin ladder beside the peers, whole calls on device arrays
-(cuda) or NumPy arrays (cpu).
+(cuda) or NumPy arrays (cpu); then along each axis of a float32 matrix
+(16384 x 16384 on cuda, 4096 x 4096 on cpu: the segmented ladder's top and
+first rungs over the packed keys) beside ``cupy.argmin(axis=)``,
+``torch.argmin(dim=)`` or NumPy.
 
     python -m cuatomic bench argmin [--backend cpu|cuda] [--quick] [--out FILE.json]
 
@@ -19,7 +22,7 @@ import numpy as np
 
 from .. import _backend, argmax, argmin
 from .._device import DeviceArray
-from .measure import call_times, environment, table_cli, write_table
+from .measure import call_times, environment, peer_host, table_cli, write_table
 
 CASES = {  # label -> (dtype, n on cuda, n on cpu)
     "float32": (np.float32, 1 << 28, 1 << 24),
@@ -93,6 +96,56 @@ def _systems(x, backend, largest):
     return systems
 
 
+def _axis_systems(x, backend, largest, axis):
+    """name -> call() giving the indices along `axis`, as a user calls it."""
+    ours = argmax if largest else argmin
+    name = "argmax" if largest else "argmin"
+    systems = {}
+    if backend == "cuda":
+        d = DeviceArray.from_host(x)
+        systems["cuatomic atomic (segmented)"] = lambda: ours(d, axis=axis, method="atomic")
+        systems["cuatomic auto"] = lambda: ours(d, axis=axis)
+        try:
+            import cupy as cp
+            c = cp.asarray(x)
+            systems[f"cupy.{name}"] = lambda: getattr(cp, name)(c, axis=axis)
+        except ImportError:
+            pass
+        try:
+            import torch
+            if torch.cuda.is_available():
+                t = torch.as_tensor(x, device="cuda")
+                systems[f"torch.{name}"] = lambda: getattr(torch, name)(t, dim=axis)
+        except ImportError:
+            pass
+    else:
+        systems["cuatomic auto"] = lambda: ours(x, axis=axis, backend="cpu")
+        systems[f"numpy {name}"] = lambda: getattr(np, name)(x, axis=axis)
+    return systems
+
+
+def _along_axes(backend, quick, rows):
+    side = (16384 if backend == "cuda" else 4096) if not quick else 1024
+    x = np.random.default_rng(1).standard_normal((side, side), dtype=np.float32)
+    for largest in (False, True):
+        name = "argmax" if largest else "argmin"
+        for axis in (0, 1):
+            want = getattr(np, name)(x, axis=axis)
+            for system, call in _axis_systems(x, backend, largest, axis).items():
+                t0 = time.perf_counter()
+                got = np.asarray(peer_host(call()))
+                first = time.perf_counter() - t0
+                if not np.array_equal(got, want):
+                    raise AssertionError(f"{system} {name} axis={axis}: differs from NumPy")
+                ms = call_times(call, 3 if first > 0.2 else 20)
+                med = statistics.median(ms)
+                rows.append({"case": f"{name} float32 {side}x{side}, axis={axis}", "system": system,
+                             "median_ms": med, "n": x.size, "dtype": "float32", "axis": axis,
+                             "gb_per_s": x.nbytes / med / 1e6})
+                print(f"{rows[-1]['case']:32s} {system:34s} {med:9.3f} ms {rows[-1]['gb_per_s']:8.1f} GB/s",
+                      flush=True)
+
+
 def run(backend="cuda", quick=False, out=None):
     rows, env = [], environment(backend)
     for label, (dtype, n_gpu, n_cpu) in CASES.items():
@@ -115,6 +168,7 @@ def run(backend="cuda", quick=False, out=None):
                              "gb_per_s": n * np.dtype(dtype).itemsize / med / 1e6})
                 print(f"{rows[-1]['case']:32s} {system:34s} {med:9.3f} ms {rows[-1]['gb_per_s']:8.1f} GB/s",
                       flush=True)
+    _along_axes(backend, quick, rows)
     return write_table(rows, env, out)
 
 
