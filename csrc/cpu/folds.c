@@ -153,15 +153,20 @@ cua_acc_t cua_cpu_red_load(const void *x, int dtype, int64_t i)
         return r;                                                                        \
     }
 
-INT_FOLD(CUA_BOOL, uint8_t, uint64_t, 0, UINT8_MAX)
-INT_FOLD(CUA_INT8, int8_t, int64_t, INT8_MIN, INT8_MAX)
-INT_FOLD(CUA_UINT8, uint8_t, uint64_t, 0, UINT8_MAX)
-INT_FOLD(CUA_INT16, int16_t, int64_t, INT16_MIN, INT16_MAX)
-INT_FOLD(CUA_UINT16, uint16_t, uint64_t, 0, UINT16_MAX)
-INT_FOLD(CUA_INT32, int32_t, int64_t, INT32_MIN, INT32_MAX)
-INT_FOLD(CUA_UINT32, uint32_t, uint64_t, 0, UINT32_MAX)
-INT_FOLD(CUA_INT64, int64_t, int64_t, INT64_MIN, INT64_MAX)
-INT_FOLD(CUA_UINT64, uint64_t, uint64_t, 0, UINT64_MAX)
+/* The integer types as X(id, T, WIDE (its 64-bit widening), T's least, T's
+ * largest): the typed folds and column folds are expanded from it. */
+#define INT_TYPES(X)                                    \
+    X(CUA_BOOL, uint8_t, uint64_t, 0, UINT8_MAX)        \
+    X(CUA_INT8, int8_t, int64_t, INT8_MIN, INT8_MAX)    \
+    X(CUA_UINT8, uint8_t, uint64_t, 0, UINT8_MAX)       \
+    X(CUA_INT16, int16_t, int64_t, INT16_MIN, INT16_MAX) \
+    X(CUA_UINT16, uint16_t, uint64_t, 0, UINT16_MAX)    \
+    X(CUA_INT32, int32_t, int64_t, INT32_MIN, INT32_MAX) \
+    X(CUA_UINT32, uint32_t, uint64_t, 0, UINT32_MAX)    \
+    X(CUA_INT64, int64_t, int64_t, INT64_MIN, INT64_MAX) \
+    X(CUA_UINT64, uint64_t, uint64_t, 0, UINT64_MAX)
+
+INT_TYPES(INT_FOLD)
 
 /* Float minimum and maximum as integer min/max: a float's bits as a signed
  * integer, with the magnitude bits flipped when the sign is set, order the
@@ -298,15 +303,16 @@ cua_dd cua_cpu_red_product(const void *x, int dtype, int64_t lo, int64_t hi)
         }                                                                                                      \
     }
 
-INT_COLS(CUA_BOOL, uint8_t, uint64_t, 0, UINT8_MAX)
-INT_COLS(CUA_INT8, int8_t, int64_t, INT8_MIN, INT8_MAX)
-INT_COLS(CUA_UINT8, uint8_t, uint64_t, 0, UINT8_MAX)
-INT_COLS(CUA_INT16, int16_t, int64_t, INT16_MIN, INT16_MAX)
-INT_COLS(CUA_UINT16, uint16_t, uint64_t, 0, UINT16_MAX)
-INT_COLS(CUA_INT32, int32_t, int64_t, INT32_MIN, INT32_MAX)
-INT_COLS(CUA_UINT32, uint32_t, uint64_t, 0, UINT32_MAX)
-INT_COLS(CUA_INT64, int64_t, int64_t, INT64_MIN, INT64_MAX)
-INT_COLS(CUA_UINT64, uint64_t, uint64_t, 0, UINT64_MAX)
+INT_TYPES(INT_COLS)
+
+/* The key lanes of FLOAT_COLS decoded (FLOAT_FOLD's decoding) into out. */
+#define DECODE_LANES(T, I, MAG)                                                   \
+    for (int64_t c = 0; c < w; c++) {                                             \
+        const I k = lane_[c] ^ ((lane_[c] >> (8 * sizeof(I) - 1)) & (MAG));       \
+        T f;                                                                      \
+        memcpy(&f, &k, sizeof f);                                                 \
+        out[c].d = (double)f;                                                     \
+    }
 
 /* A float add's lanes: compensated float64 (TwoSum, the rounding error of
  * each addition carried in its own lane); a product's: double-doubles
@@ -359,23 +365,13 @@ INT_COLS(CUA_UINT64, uint64_t, uint64_t, 0, UINT64_MAX)
             return;                                                                                            \
         }                                                                                                      \
         case CUA_REDUCE_MINIMUM: {                                                                             \
-            COLS(I, (INF), KEY(b[r_ + c * cs_], (MAG), (INF), -(MAG)-1), MIN_)                                       \
-            for (int64_t c = 0; c < w; c++) {                                                                  \
-                const I k = lane_[c] ^ ((lane_[c] >> (8 * sizeof(I) - 1)) & (MAG));                           \
-                T f;                                                                                           \
-                memcpy(&f, &k, sizeof f);                                                                      \
-                out[c].d = (double)f;                                                                          \
-            }                                                                                                  \
+            COLS(I, (INF), KEY(b[r_ + c * cs_], (MAG), (INF), -(MAG)-1), MIN_)                                 \
+            DECODE_LANES(T, I, MAG);                                                                           \
             return;                                                                                            \
         }                                                                                                      \
         case CUA_REDUCE_MAXIMUM: {                                                                             \
-            COLS(I, ~(INF), KEY(b[r_ + c * cs_], (MAG), (INF), (MAG)), MAX_)                                         \
-            for (int64_t c = 0; c < w; c++) {                                                                  \
-                const I k = lane_[c] ^ ((lane_[c] >> (8 * sizeof(I) - 1)) & (MAG));                           \
-                T f;                                                                                           \
-                memcpy(&f, &k, sizeof f);                                                                      \
-                out[c].d = (double)f;                                                                          \
-            }                                                                                                  \
+            COLS(I, ~(INF), KEY(b[r_ + c * cs_], (MAG), (INF), (MAG)), MAX_)                                   \
+            DECODE_LANES(T, I, MAG);                                                                           \
             return;                                                                                            \
         }                                                                                                      \
         default: return;                                                                                       \
