@@ -81,10 +81,10 @@ def axis_documented(flat, note=""):
         ``axis``; None: every element (the flat ladder, ``methods("{flat}")``).
         With an axis -- or ``out``, ``keepdims`` or ``initial`` -- the call
         runs a rung of the segmented ladder (``methods("segmented")``:
-        ``atomic``, ``warp``, ``columns``, ``tiled``; ``method`` names one of
-        those) and returns an array: NumPy's dtype, shape and empty-axis
-        rules (the fold in NumPy's result type, then cast into ``out``){note};
-        a DeviceArray for device input.
+        ``atomic``, ``warp``, ``columns``, ``tiled``, ``vector``; ``method``
+        names one of those) and returns an array: NumPy's dtype, shape and
+        empty-axis rules (the fold in NumPy's result type, then cast into
+        ``out``){note}; a DeviceArray for device input.
     out : ndarray or device array, optional
         Written in place (the result's shape; a C-contiguous device array
         for device input) in its own dtype, and returned.
