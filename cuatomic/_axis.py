@@ -6,8 +6,9 @@ already -- and each of the outer * inner outputs folds its m elements; the
 result is NumPy's: its dtype, shape, empty-axis rules and errors.
 
 Device results are finished on the device (the mean's division, the cast
-to NumPy's result type) by one more kernel, queued behind the rung's in the
-same C call and waited for once."""
+to NumPy's result type) by the vector rung's own last store, or by one more
+kernel queued behind another rung's, in the same C call and waited for
+once."""
 import math
 import operator
 
