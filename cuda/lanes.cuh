@@ -189,7 +189,10 @@ __device__ __forceinline__ typename L::A take_vector(typename L::A a, uint4 w)
 // 16-byte boundary and a scalar tail, the body in vectors with UNROLL loads
 // issued before any is folded (the bytes in flight, not the thread count,
 // decide how close a streaming kernel gets to the bandwidth). A pointer
-// that is not even aligned to its element runs scalar. The flat vector
+// that is not even aligned to its element takes the scalar head/tail path
+// for every element (no vector load); the loads are still of T, so such a
+// pointer must not reach a GPU kernel at all -- the glue's inputs are
+// aligned to their element. The flat vector
 // rung's grid-stride share (t = global id, stride = grid) and a segmented
 // row's share among its group of threads are both this.
 template <class L, class T>

@@ -46,7 +46,7 @@
 
 /* outputs a `columns` thread folds side by side: 4 KiB of cells (with their
  * compensation terms) stay in L1. */
-#define RUN CUA_CPU_RUN
+#define RUN 256
 
 static inline int is_float_add(int kind, int op) { return kind == CUA_FLOAT64 && op == CUA_REDUCE_ADD; }
 
@@ -225,14 +225,18 @@ static int seg_tiled(const void *x, int64_t outer, int64_t m, int64_t inner, int
 /* vector's cut: a row longer than SPAN elements is folded in spans of
  * SPAN; a strided axis is cut into chunks of rows when it has fewer than
  * CUT runs of columns (at least CHUNK_ROWS rows a chunk), and into chunks
- * of at most SPAN rows anyway (a piece between two polls of Ctrl-C stays
- * short). Constants, not
+ * of at most CUA_CPU_PIECE / VRUN rows anyway (a piece between two polls of
+ * Ctrl-C stays short). Constants, not
  * the team's size: the partials, and so the bits, are the same on any
  * machine. */
 #define SPAN ((int64_t)1 << 16)
+/* vector's run of columns (or of short rows): CUA_CPU_RUN, wider than the
+ * older rungs' RUN -- a row's run spans whole pages, which the strided axis
+ * streams better on two cores (about 80 KiB of each worker's stack). */
+#define VRUN CUA_CPU_RUN
 #define CUT 64
 #define CHUNK_ROWS 1024
-/* Contiguous rows of at most SHORT elements are folded RUN rows side by
+/* Contiguous rows of at most SHORT elements are folded VRUN rows side by
  * side (the rows as the lanes), not one call of a row fold each. */
 #define SHORT 64
 
@@ -284,11 +288,11 @@ static int seg_vector(const void *x, int64_t outer, int64_t m, int64_t inner, in
         for (int64_t k = 0; k < outs; k++) res[k] = id;
         return CUA_OK;
     }
-    /* pieces: (output run, chunk) pairs; runs of RUN columns on a strided axis, single rows on a contiguous one
-     * (runs of RUN short rows) */
+    /* pieces: (output run, chunk) pairs; runs of VRUN columns on a strided axis, single rows on a contiguous one
+     * (runs of VRUN short rows) */
     const int side = inner == 1 && m <= SHORT;
-    const int64_t runs_per_row = inner == 1 ? 1 : (inner + RUN - 1) / RUN;
-    const int64_t runs = side ? (outer + RUN - 1) / RUN : outer * runs_per_row;
+    const int64_t runs_per_row = inner == 1 ? 1 : (inner + VRUN - 1) / VRUN;
+    const int64_t runs = side ? (outer + VRUN - 1) / VRUN : outer * runs_per_row;
     int64_t chunks = 1;
     if (inner == 1) chunks = (m + SPAN - 1) / SPAN;
     else if (runs < CUT) {
@@ -297,7 +301,10 @@ static int seg_vector(const void *x, int64_t outer, int64_t m, int64_t inner, in
         chunks = chunks < most ? chunks : most;
         chunks = chunks > 0 ? chunks : 1;
     }
-    if (inner > 1 && chunks < (m + SPAN - 1) / SPAN) chunks = (m + SPAN - 1) / SPAN; /* a piece stays interruptible */
+    /* at most CUA_CPU_PIECE elements a piece between two polls of Ctrl-C: chunks of at most CUA_CPU_PIECE /
+     * VRUN rows on a strided axis (their partials: one per output and chunk, 1/2048 of the elements) */
+    const int64_t piece_rows = CUA_CPU_PIECE / VRUN;
+    if (inner > 1 && chunks < (m + piece_rows - 1) / piece_rows) chunks = (m + piece_rows - 1) / piece_rows;
     const int64_t rows = inner == 1 ? SPAN : (m + chunks - 1) / chunks;
     partial *part = NULL;
     if (chunks > 1 && !(part = malloc((size_t)chunks * (size_t)outs * sizeof *part))) return CUA_ENOMEM;
@@ -308,10 +315,10 @@ static int seg_vector(const void *x, int64_t outer, int64_t m, int64_t inner, in
     for (int64_t t = 0; t < chunks * runs; t++) {
         if (cua_cpu_stop(cfg)) continue;
         const int64_t r = t / chunks, c = t % chunks, j0 = c * rows, j1 = j0 + rows < m ? j0 + rows : m;
-        cua_acc_t v[RUN];
-        cua_dd d[RUN];
-        if (side) { /* rows r * RUN ... side by side, whole (chunks == 1) */
-            const int64_t r0 = r * RUN, w = outer - r0 < RUN ? outer - r0 : RUN;
+        cua_acc_t v[VRUN];
+        cua_dd d[VRUN];
+        if (side) { /* rows r * VRUN ... side by side, whole (chunks == 1) */
+            const int64_t r0 = r * VRUN, w = outer - r0 < VRUN ? outer - r0 : VRUN;
             cua_cpu_red_columns((const char *)x + (size_t)(r0 * m) * es, dtype, op, 1, m, m, w, v, d);
             for (int64_t q = 0; q < w; q++) {
                 partial p;
@@ -327,7 +334,7 @@ static int seg_vector(const void *x, int64_t outer, int64_t m, int64_t inner, in
             else res[r] = value_bits(op, dd, p);
             continue;
         }
-        const int64_t o = r / runs_per_row, i0 = (r % runs_per_row) * RUN, w = inner - i0 < RUN ? inner - i0 : RUN;
+        const int64_t o = r / runs_per_row, i0 = (r % runs_per_row) * VRUN, w = inner - i0 < VRUN ? inner - i0 : VRUN;
         cua_cpu_red_columns((const char *)x + (size_t)((o * m + j0) * inner + i0) * es, dtype, op, inner, 1, j1 - j0,
                             w, v, d);
         for (int64_t q = 0; q < w; q++) {
