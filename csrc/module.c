@@ -157,8 +157,8 @@ static PyMethodDef methods[] = {
     {"segmented", KWFN(cua_op_segmented), KW,
      "segmented(backend, rung, x, outer, m, inner, dtype, op, blocks, threads, device_out, stream, finish_dtype=-1, "
      "finish_kind=-1, divisor=-1.0, dst=None) -> the kind values (8 bytes each) of the outer * inner outputs, each folding the m "
-     "elements of x seen as (outer, m, inner) with reduce op id op; with finish_dtype, None: NumPy's result written "
-     "at device address dst"},
+     "elements of x seen as (outer, m, inner) with reduce op id op; with finish_dtype, NumPy's result: written "
+     "at device address dst (returns None), or without dst into a DeviceBuffer the call allocates and returns"},
     {"histogramdd", KWFN(cua_op_histogramdd), KW,
      "histogramdd(backend, rung, cols, strides, n, dtype, bins, blocks, threads, device_out, stream) -> float64 "
      "counts of every cell (C order)\n\n"

@@ -10,12 +10,15 @@
  * device_out, stream, finish_dtype=-1, finish_kind=-1, divisor=-1.0,
  * dst=None) -> the outputs' kind values: an ndarray of outer * inner
  * uint64 (their bits), or with device_out a DeviceBuffer of them -- or,
- * given finish_dtype (cuda, device_out), None: the values finished on the
- * device as NumPy's result of that dtype at device address dst (read as
- * finish_kind when it is given -- a wrapping integer sum as the signed sum
- * it is -- divided by `divisor` first when it is >= 0, a mean) by the
- * rung's last store or a kernel queued after it (cua_seg_out), waited for
- * once. */
+ * given finish_dtype (cuda, device_out), the values finished on the
+ * device as NumPy's result of that dtype (read as finish_kind when it is
+ * given -- a wrapping integer sum as the signed sum it is -- divided by
+ * `divisor` first when it is >= 0, a mean) by the rung's last store or a
+ * kernel queued after it (cua_seg_out), waited for once: at device address
+ * dst (returns None), or without dst into a DeviceBuffer of outer * inner
+ * results that the call allocates and returns (its allocation is queued
+ * with the kernels and covered by the same wait: no wait of its own, as
+ * DeviceBuffer(n) has). */
 PyObject *cua_op_segmented(PyObject *self, PyObject *args, PyObject *kw)
 {
     (void)self;
@@ -48,7 +51,7 @@ PyObject *cua_op_segmented(PyObject *self, PyObject *args, PyObject *kw)
     }
     /* the kind the finish reads the values as: the rung's, or the signed reading of a wrapping integer sum */
     const int kind = finish_kind >= 0 ? finish_kind : cua_reduce_kind(dtype, op);
-    if (finishing && (!device_out || !fdst || cua_dtype_size(finish_dtype) == 0 ||
+    if (finishing && (!device_out || cua_dtype_size(finish_dtype) == 0 ||
                       (kind != CUA_FLOAT64 && kind != CUA_INT64 && kind != CUA_UINT64) ||
                       (kind == CUA_FLOAT64) != (cua_reduce_kind(dtype, op) == CUA_FLOAT64))) {
         PyErr_SetString(PyExc_SystemError, "cuatomic: bad segmented finish arguments");
@@ -61,14 +64,17 @@ PyObject *cua_op_segmented(PyObject *self, PyObject *args, PyObject *kw)
         return NULL;
     PyObject *out = NULL;
     void *dst = NULL;
-    if (finishing) {
+    if (finishing && fdst) {
         out = Py_None;
         Py_INCREF(out);
-    } else if (device_out) {
-        CuaDeviceBuffer *buf = cua_buffer_new_on((Py_ssize_t)(outs * 8), stream, 0);
+    } else if (finishing || device_out) {
+        /* (outs * 8 bytes fit Py_ssize_t, checked above; a result of NumPy's dtype is at most as wide) */
+        const Py_ssize_t width = finishing ? (Py_ssize_t)cua_dtype_size(finish_dtype) : 8;
+        CuaDeviceBuffer *buf = cua_buffer_new_on((Py_ssize_t)outs * width, stream, 0);
         if (!buf) return NULL;
         out = (PyObject *)buf;
-        dst = buf->ptr;
+        if (finishing) fdst = buf->ptr;
+        else dst = buf->ptr;
     } else {
         npy_intp dims[1] = {(npy_intp)outs};
         out = PyArray_SimpleNew(1, dims, NPY_UINT64);

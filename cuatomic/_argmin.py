@@ -7,6 +7,7 @@ import operator
 import numpy as np
 
 from . import _C, _auto, _backend
+from ._axis import check_out, deliver
 from ._common import auto_rung, launch_config, named_rung, prepare, shape_of, stream_of
 from ._device import DeviceArray, refuse_masked
 from ._dtypes import dtype_id
@@ -203,46 +204,16 @@ _U64 = dtype_id(np.uint64)
 
 
 def _check_index_out(out, res_shape, device, name):
-    """out's refusals for an index result: a NumPy array (a device array for
-    device input) of the result's shape and an integer dtype, C-contiguous
-    on a device."""
-    if out is None:
-        return
-    if device:
-        cai = getattr(out, "__cuda_array_interface__", None)
-        if cai is None:
-            raise TypeError(f"out must be a device array for device input (got {type(out).__name__})")
-        shape, dt = tuple(int(v) for v in cai["shape"]), np.dtype(cai["typestr"])
-        if cai.get("strides") not in (None, ()) and tuple(cai["strides"]) != tuple(
-                math.prod(shape[d + 1:]) * dt.itemsize for d in range(len(shape))):
-            raise ValueError("out must be C-contiguous")
-    elif isinstance(out, np.ndarray):
-        shape, dt = out.shape, out.dtype
-    else:
-        raise TypeError(f"out must be a NumPy array for host input (got {type(out).__name__})")
-    if dt.kind not in "iu":
+    """out's refusals for an index result (:func:`_axis.check_out`, NumPy's
+    words for argmin's), and an integer dtype."""
+    dt = check_out(out, res_shape, device, f"output array does not match result of np.{name}.")
+    if dt is not None and dt.kind not in "iu":
         raise TypeError(f"Cannot cast array data from dtype('int64') to {dt!r} according to the rule 'safe'")
-    if shape != res_shape:
-        raise ValueError(f"output array does not match result of np.{name}.")
 
 
 def _deliver(result, out, device):
-    """The intp host array `result` as the call's result: into `out` (cast
-    to its integer dtype, as NumPy's), else a NumPy array or scalar -- or a
-    DeviceArray for device input."""
-    if out is None:
-        if device:
-            return DeviceArray.from_host(result)
-        return result[()] if result.ndim == 0 else result
-    if not device:
-        np.copyto(out, result, casting="unsafe")
-        return out
-    cai = out.__cuda_array_interface__
-    staged = DeviceArray.from_host(np.ascontiguousarray(result, np.dtype(cai["typestr"])))
-    if staged.nbytes:
-        _C.gather(staged.ptr, cai["data"][0], staged.size, staged.dtype.itemsize, (staged.size,),
-                  (staged.dtype.itemsize,), stream_of(None))
-    return out
+    """The intp host array `result` as the call's result (:func:`_axis.deliver`)."""
+    return deliver(result, out, device, stream_of(None))
 
 
 def _prepared(a, largest, backend, stream):

@@ -9,13 +9,16 @@ Device results are finished on the device (the mean's division, the cast
 to NumPy's result type) by the vector rung's own last store, or by one more
 kernel queued behind another rung's, in the same C call and waited for
 once."""
+import collections
 import math
 import operator
+import os
 
 import numpy as np
 
 from . import _C, _backend
-from ._common import auto_rung, launch_config, named_rung, prepare, shape_of, stream_of
+from ._common import (BytesLRU, auto_rung, direct_input, gpu_of, launch_config, named_rung, prepare, read_as_is,
+                      shape_of, stream_of)
 from ._dtypes import dtype_id
 from ._device import DeviceArray, refuse_masked
 from ._interop import on_inputs_gpu
@@ -26,15 +29,15 @@ try:  # NumPy 2
 except ImportError:  # NumPy 1.26
     from numpy.core.numeric import normalize_axis_tuple
 
-def _kind_dtype(name, dt):
-    """cua_reduce_kind as a NumPy dtype: float64 for floats, uint64 for
-    integer add and multiply (wrapping), the element's signedness in 64 bits
-    for the rest."""
+def _kind_dtype(dt):
+    """How the outputs' 8 bytes (cua_reduce_kind) are read, as a NumPy
+    dtype: float64 for floats; the element's signedness in 64 bits for
+    integers -- a signed integer's wrapping sum or product (uint64 in the
+    core) read as the int64 it is, which NumPy's int64 result is, and which
+    a cast to a float `out` must see."""
     if dt.kind == "f":
         return np.dtype(np.float64)
-    if name in ("add", "multiply") or dt.kind in "bu":
-        return np.dtype(np.uint64)
-    return np.dtype(np.int64)
+    return np.dtype(np.int64 if dt.kind == "i" else np.uint64)
 
 
 def _layout(shape, axes):
@@ -123,20 +126,51 @@ def wants_axis(axis, out, keepdims, initial):
     return axis is not None or out is not None or bool(keepdims) or initial is not None
 
 
-def _check_out(out, res_shape, device, name):
-    """out's refusals, before anything runs: its kind (a NumPy array for
-    host input, a device array for device input) and its shape."""
+def check_out(out, res_shape, device, mismatch):
+    """out's refusals, before anything runs, and its dtype (None without
+    out): its kind (a NumPy array for host input, a device array -- C-
+    contiguous, as the results are written -- for device input) and its
+    shape (the ValueError `mismatch`, NumPy's words for the call, with
+    out's shape in place of ``{got}``)."""
     if out is None:
-        return
+        return None
     if device:
-        if getattr(out, "__cuda_array_interface__", None) is None:
+        cai = getattr(out, "__cuda_array_interface__", None)
+        if cai is None:
             raise TypeError(f"out must be a device array for device input (a DeviceArray, CuPy, PyTorch or Numba "
                             f"array; got {type(out).__name__})")
-    elif not isinstance(out, np.ndarray):
+        shape, dt = tuple(int(v) for v in cai["shape"]), np.dtype(cai["typestr"])
+        if cai.get("strides") not in (None, ()) and tuple(cai["strides"]) != tuple(
+                math.prod(shape[d + 1:]) * dt.itemsize for d in range(len(shape))):
+            raise ValueError("out must be C-contiguous")
+    elif isinstance(out, np.ndarray):
+        shape, dt = out.shape, out.dtype
+    else:
         raise TypeError(f"out must be a NumPy array for host input (got {type(out).__name__})")
-    if tuple(int(v) for v in out.shape) != res_shape:
-        raise ValueError(f"output parameter for reduction operation {name} has the wrong number of dimensions or "
-                         f"shape: expected {res_shape}, got {tuple(out.shape)}")
+    if shape != res_shape:
+        raise ValueError(mismatch.replace("{got}", str(shape)))
+    return dt
+
+
+def deliver(result, out, device, stream):
+    """The host array `result` as the call's result: into `out` (cast to
+    its dtype, as NumPy's), else a NumPy array or scalar -- or, for device
+    input, a DeviceArray, and into a device `out` through a staged copy."""
+    if out is None:
+        if device:
+            return DeviceArray.from_host(result)
+        return result[()] if result.ndim == 0 else result
+    if not device:
+        with np.errstate(all="ignore"):
+            np.copyto(out, result, casting="unsafe")
+        return out
+    cai = out.__cuda_array_interface__
+    with np.errstate(all="ignore"):
+        staged = DeviceArray.from_host(np.ascontiguousarray(result, np.dtype(cai["typestr"])))
+    if staged.nbytes:
+        _C.gather(staged.ptr, cai["data"][0], staged.size, staged.dtype.itemsize, (staged.size,),
+                  (staged.dtype.itemsize,), stream)
+    return out
 
 
 def _initial(initial, out_dt):
@@ -156,14 +190,70 @@ def _initial(initial, out_dt):
             raise ValueError(f"initial {initial!r} cannot be cast to {out_dt}: {e}") from None
 
 
-@on_inputs_gpu
 def reduce_axis(name, a, axis, dtype=None, out=None, keepdims=False, initial=None, mean=False, *, method="auto",
                 backend=None, blocks=None, threads=None, stream=None):
     """``np.<name>.reduce(a, axis, dtype, out, keepdims, initial)`` -- or with
     `mean`, ``np.mean(a, axis, dtype, out, keepdims)`` -- on the segmented
-    ladder. The fold runs in NumPy's result type of the input (and
-    `dtype`); `out` receives it cast (as NumPy's); `initial` is folded in
-    after the cast, in the result type."""
+    ladder: through a repeated call's plan when one serves, else
+    :func:`_reduce_axis`."""
+    if (dtype is None and out is None and initial is None and backend is None and blocks is None and threads is None
+            and stream is None and type(method) is str and type(keepdims) is bool
+            and (axis is None or type(axis) is int or (type(axis) is tuple and all(type(v) is int for v in axis)))
+            and (direct := direct_input(a)) is not None):
+        x = direct[0]
+        key = (name, mean, type(a), direct[2], shape_of(a), axis, keepdims, method,
+               os.environ.get("CUATOMIC_BACKEND"), gpu_of(x))
+        plan = _PLANS.get(key)
+        if plan is not None:
+            return _run(plan, x, -1, -1, None)
+        return _reduce_axis(name, a, axis, dtype, out, keepdims, initial, mean, method, backend, blocks, threads,
+                            stream, (key, x))
+    return _reduce_axis(name, a, axis, dtype, out, keepdims, initial, mean, method, backend, blocks, threads, stream,
+                        None)
+
+
+# A repeated call with no options but axis, keepdims and method goes straight
+# to the core with the plan its first call left, as sum's does
+# (_reduce._PLANS): resolving the axes, the result type, the layout and
+# auto's rung cost about 25 us of Python a call on the H100 machine's host,
+# most of a small GPU call's time (16 x 16 along an axis: 49.5 us a call,
+# PyTorch's 17). Plans are made for arrays the core reads as they are
+# (_common.direct_input) whose reduced axes are adjacent (no transposition)
+# and whose result the core finishes (not an integer mean of device data).
+# The shape is part of the key, so the cache keeps only the last _PLAN_COUNT.
+_PLAN_COUNT = 1024
+_PLANS = BytesLRU(_PLAN_COUNT)  # (each plan counted as one "byte")
+
+# What the core is told, and how its outputs become the result: every
+# resolved argument but the data and the launch options.
+_Plan = collections.namedtuple(
+    "_Plan", "backend rung outer m inner dtype_id op device kind kind_id divisor out_dt out_id res_shape size fold mean")
+
+
+def _run(plan, x, blocks, threads, stream):
+    """The reduction of the data at x as `plan` says: a DeviceArray the core
+    allocated and finished (device data), else NumPy's array or scalar."""
+    # (positional, in _C.segmented's order -- backend, rung, x, outer, m,
+    # inner, dtype, op, blocks, threads, device_out, stream, finish_dtype,
+    # finish_kind, divisor: keywords cost about a microsecond)
+    if plan.device:
+        buffer = _C.segmented(plan.backend, plan.rung, x, plan.outer, plan.m, plan.inner, plan.dtype_id, plan.op,
+                              blocks, threads, True, stream, plan.out_id, plan.kind_id, plan.divisor)
+        return DeviceArray._shaped(buffer, plan.res_shape, plan.size, plan.out_dt)
+    raw = _C.segmented(plan.backend, plan.rung, x, plan.outer, plan.m, plan.inner, plan.dtype_id, plan.op, blocks,
+                       threads, False, stream)
+    result = _finish(raw.view(plan.kind), plan.fold, None, plan.mean, plan.m, plan.out_dt).reshape(plan.res_shape)
+    return result[()] if result.ndim == 0 else result
+
+
+@on_inputs_gpu
+def _reduce_axis(name, a, axis, dtype, out, keepdims, initial, mean, method, backend, blocks, threads, stream,
+                 plan_for):
+    """reduce_axis without a plan: everything resolved, on the input's GPU;
+    plan_for (a plan's key, and what the core reads) when the call can
+    leave a plan for the next one. The fold runs in NumPy's result type of
+    the input (and `dtype`); `out` receives it cast (as NumPy's);
+    `initial` is folded in after the cast, in the result type."""
     refuse_masked(a)
     be = _backend.resolve(backend)
     rung = named_rung("segmented", be, method)
@@ -199,7 +289,8 @@ def reduce_axis(name, a, axis, dtype=None, out=None, keepdims=False, initial=Non
         tuple(n for d, n in enumerate(shape) if d not in axes)
     if m == 0 and not mean and name in ("minimum", "maximum") and init is None:
         raise ValueError(f"zero-size array to reduction operation {name} which has no identity")
-    _check_out(out, res_shape, inp.device, name)
+    out_dt_given = check_out(out, res_shape, inp.device, f"output parameter for reduction operation {name} has the "
+                             f"wrong number of dimensions or shape: expected {res_shape}, got {{got}}")
     x = inp.x
     if perm is not None:
         permuted = _permuted(inp, shape, perm, s)  # (held until the kernels have read it)
@@ -208,32 +299,33 @@ def reduce_axis(name, a, axis, dtype=None, out=None, keepdims=False, initial=Non
         rung = auto_rung("segmented", be, inp.n, inp.dtype,
                          require=_C.F_DETERMINISTIC if inp.dtype.kind == "f" and fold_name in ("add", "multiply")
                          else 0)
-    call = dict(backend=_backend.backend_id(be), rung=rung.index, x=x, outer=outer, m=m, inner=inner, dtype=inp.id,
-                op=_OP_IDS[fold_name], blocks=nb, threads=nt, device_out=inp.device, stream=s)
-    kind = _kind_dtype(fold_name, inp.dtype)
-    if mean and inp.dtype.kind == "i":  # the wrapping sum's bits, read as the signed sum they are
-        kind = np.dtype(np.int64)
-    if inp.device and init is None and not (mean and out_dt.kind != "f"):
-        return _finish_on_device(call, outer * inner, kind, m if mean else -1, out_dt, res_shape, out)
-    raw = _C.segmented(**call)
+    kind = _kind_dtype(inp.dtype)
+    finished_on_device = inp.device and init is None and not (mean and out_dt.kind != "f")
+    plan = _Plan(_backend.backend_id(be), rung.index, outer, m, inner, inp.id, _OP_IDS[fold_name], inp.device, kind,
+                 dtype_id(kind), float(m) if mean else -1.0, out_dt,
+                 dtype_id(out_dt) if finished_on_device else -1, res_shape, math.prod(res_shape),
+                 fold_name, mean)
+    if out is None and (finished_on_device or not inp.device) and init is None:
+        result = _run(plan, x, nb, nt, s)
+        if plan_for and perm is None and read_as_is(inp, plan_for[1], a):
+            _PLANS.put(plan_for[0], plan, 1)
+        return result
+    if finished_on_device:  # into out
+        if plan.size:
+            _C.segmented(plan.backend, plan.rung, x, outer, m, inner, plan.dtype_id, plan.op, nb, nt, True, s,
+                         dtype_id(out_dt_given), plan.kind_id, plan.divisor, out.__cuda_array_interface__["data"][0])
+        return out
+    raw = _C.segmented(plan.backend, plan.rung, x, outer, m, inner, plan.dtype_id, plan.op, nb, nt, inp.device, s)
     if inp.device:  # initial, or an integer mean: finished on the host (the outputs only), then back
         host_raw = np.empty(outer * inner, np.uint64)
         if host_raw.size:
             raw.copy_to_host(host_raw, 0, host_raw.nbytes)
-        result = _finish(host_raw.view(kind), fold_name, init, mean, m, out_dt).reshape(res_shape)
-        if out is None:
-            return DeviceArray.from_host(result)
-        host_out = DeviceArray.from_host(np.ascontiguousarray(result, np.dtype(out.__cuda_array_interface__["typestr"])))
-        ptr = out.__cuda_array_interface__["data"][0]
-        if host_out.nbytes:
-            _C.gather(host_out.ptr, ptr, host_out.size, host_out.dtype.itemsize, (host_out.size,),
-                      (host_out.dtype.itemsize,), s)
-        return out
-    result = _finish(raw.view(kind), fold_name, init, mean, m, out_dt).reshape(res_shape)
-    if out is not None:
-        np.copyto(out, result, casting="unsafe")
-        return out
-    return result[()] if result.ndim == 0 else result
+        raw = host_raw
+    elif out is not None and init is None and not mean:
+        # the fold's value cast once into out's dtype, as the device's finish does: NumPy folds in the promotion
+        # of its result type and out's (a float32 sum into float64 out= in float64), which the 8-byte value holds
+        return deliver(raw.view(kind).reshape(res_shape), out, False, s)
+    return deliver(_finish(raw.view(kind), fold_name, init, mean, m, out_dt).reshape(res_shape), out, inp.device, s)
 
 
 def _finish(vals, name, init, mean, m, out_dt):
@@ -248,27 +340,6 @@ def _finish(vals, name, init, mean, m, out_dt):
         if init is not None:
             result = getattr(np, name)(result, init).astype(out_dt)
         return result
-
-
-def _finish_on_device(call, n, kind, divisor, out_dt, res_shape, out):
-    """Run the segmented `call` with its outputs' kind values finished on
-    the device as NumPy's result: into a new DeviceArray of out_dt, or
-    into `out` (a C-contiguous device array of the result's shape) in out's
-    dtype. A mean divides by `divisor` (-1: no division; 0: an empty axis,
-    NaN). One C call: the rung and the finish kernel, one wait."""
-    if out is None:
-        target = DeviceArray.empty(res_shape, out_dt)
-        ptr, dt = target.ptr, out_dt
-    else:
-        cai = out.__cuda_array_interface__
-        dt = np.dtype(cai["typestr"])
-        if cai.get("strides") not in (None, ()) and tuple(cai["strides"]) != tuple(
-                int(np.prod(res_shape[d + 1:], dtype=np.int64)) * dt.itemsize for d in range(len(res_shape))):
-            raise ValueError("out must be C-contiguous")
-        target, ptr = out, cai["data"][0]
-    if n:
-        _C.segmented(**call, finish_dtype=dtype_id(dt), finish_kind=dtype_id(kind), divisor=float(divisor), dst=ptr)
-    return target
 
 
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, method="auto", backend=None, blocks=None, threads=None,

@@ -61,9 +61,16 @@ def cached_call(fn, *args):
 
 def shape_of(a):
     """The shape of an array argument of any kind -- NumPy's, a device
-    array's (CuPy, PyTorch, Numba, DeviceArray), or NumPy's reading of a
+    array's (CuPy, PyTorch, Numba, DeviceArray; an object with only
+    ``__cuda_array_interface__`` or only DLPack), or NumPy's reading of a
     list -- as a tuple of ints, without converting or copying it."""
     shape = getattr(a, "shape", None)
+    if shape is None:  # an array known by its interface alone: the interface's shape, not a 0-d object array's
+        cai = getattr(a, "__cuda_array_interface__", None)
+        if isinstance(cai, dict):
+            shape = cai.get("shape")
+        elif hasattr(a, "__dlpack__") and hasattr(a, "__dlpack_device__"):
+            shape = _interop.foreign(a, 0).shape  # (a DLPack capsule of its own: the array's shape is in it alone)
     return tuple(int(s) for s in (np.shape(a) if shape is None else shape))
 
 
@@ -159,11 +166,25 @@ def direct_input(a):
     return _interop.plain_cuda_array(a)
 
 
+def gpu_of(x):
+    """The current GPU when x is a device pointer (direct_input takes device
+    arrays on the current GPU only), else None: auto's plan for one GPU may
+    name a rung another GPU cannot run. No question asked in a process that
+    sees one GPU."""
+    if type(x) is not int:
+        return None
+    return 0 if _interop.gpu_count() == 1 else _C.devices()[1]
+
+
 def read_as_is(inp, x, a):
     """Whether the core read `a` as :func:`direct_input` gave it (x): no
     copy, cast or gather came between, so a plan can serve the next call. (A
-    device pointer is a new int every time it is read: compared by value.)"""
-    return (inp.x == x) if inp.device else (inp.x is a)
+    device pointer is a new int every time it is read: compared by value; a
+    host array of several dimensions is read through a flat view of it.)"""
+    if inp.device:
+        return inp.x == x
+    return inp.x is a or (inp.x.dtype == a.dtype and inp.x.size == a.size
+                          and inp.x.__array_interface__["data"][0] == a.__array_interface__["data"][0])
 
 
 def _host_input(arr, owner, name="a"):

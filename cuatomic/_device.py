@@ -85,13 +85,19 @@ class DeviceArray:
         self._size = size  # asked on every call: computed once
 
     @classmethod
-    def _vector(cls, buffer, n, dtype):
-        """A 1-D array of n elements of `dtype` (a numpy.dtype) over a buffer
-        the core has just made to hold them: the checks of the constructor
-        skipped, on the path of every call that returns device results."""
+    def _shaped(cls, buffer, shape, size, dtype):
+        """An array of `shape` (a tuple of ints, `size` elements) and `dtype`
+        (a numpy.dtype) over a buffer the core has just made to hold them:
+        the checks of the constructor skipped, on the path of every call
+        that returns device results."""
         self = cls.__new__(cls)
-        self._buffer, self._shape, self._dtype, self._size = buffer, (n,), dtype, n
+        self._buffer, self._shape, self._dtype, self._size = buffer, shape, dtype, size
         return self
+
+    @classmethod
+    def _vector(cls, buffer, n, dtype):
+        """:meth:`_shaped` of n elements in one dimension."""
+        return cls._shaped(buffer, (n,), n, dtype)
 
     @classmethod
     def empty(cls, shape, dtype):

@@ -6,8 +6,8 @@ import os
 
 import numpy as np
 
-from . import _C, _backend, _interop
-from ._common import (BytesLRU, auto_rung, direct_input, flag, launch_config, named_rung, prepare, read_as_is,
+from . import _C, _backend
+from ._common import (BytesLRU, auto_rung, direct_input, flag, gpu_of, launch_config, named_rung, prepare, read_as_is,
                       stream_of)
 from ._device import DeviceArray, refuse_masked
 from ._interop import on_inputs_gpu
@@ -194,22 +194,12 @@ def filter(a, op, value, *, ordered=True, method="auto", backend=None, blocks=No
         # auto's choice depends on the size and, on a GPU, on the device and
         # on whether the data starts on a 16-byte boundary (pipelined's limits)
         key = (type(a), dt, op, type(value), value, bool(ordered), method, os.environ.get("CUATOMIC_BACKEND"),
-               (n, _gpu_of(x), type(x) is not int or x % 16 == 0) if method == "auto" else None)
+               (n, gpu_of(x), type(x) is not int or x % 16 == 0) if method == "auto" else None)
         plan = _PLANS.get(key)
         if plan is not None:
             return _run(plan, x, n, -1, -1, None)
     return _filter(a, op, value, ordered, method, backend, blocks, threads, stream,
                    (key, x) if key is not None else None)
-
-
-def _gpu_of(x):
-    """The current GPU when x is a device pointer (direct_input takes device
-    arrays on the current GPU only), else None: auto's plan for one GPU may
-    name a rung another GPU cannot run. No question asked in a process that
-    sees one GPU."""
-    if type(x) is not int:
-        return None
-    return 0 if _interop.gpu_count() == 1 else _C.devices()[1]
 
 
 # A repeated call with no launch options goes straight to the core with the

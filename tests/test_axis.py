@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 import pytest
-from conftest import BACKENDS, CUDA, host
+from conftest import BACKENDS, CUDA, DLOnly, FakeCAI, host
 
 import cuatomic
 
@@ -287,3 +287,104 @@ def test_review_semantics(backend):
         out = cuatomic.DeviceArray.empty((2,), np.int8)
         cuatomic.min(d, axis=1, initial=5, out=out)
         assert np.array_equal(out.copy_to_host(), np.min(np.array([[3, 200], [7, 9]], np.uint8), axis=1, initial=5))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_repeated_call_plan(backend, monkeypatch):
+    """A repeated call (an axis, keepdims and method only) goes straight to
+    the core with its first call's plan: every call still reduces its own
+    data, of its own shape, along its own axes, with its own op -- on
+    NumPy arrays, DeviceArrays and other libraries' device arrays; and a
+    call the plan cannot serve (a transposition, a cast, out=) is not
+    planned yet agrees with NumPy."""
+    from cuatomic import _axis
+    monkeypatch.setenv("CUATOMIC_BACKEND", backend)
+    _axis._PLANS.clear()
+    wrap = [lambda x: x]
+    if backend == "cuda":
+        wrap += [lambda x: cuatomic.to_device(x), lambda x: FakeCAI(cuatomic.to_device(x))]
+    cases = [((40, 30), 0, False), ((40, 30), 0, False), ((40, 30), 1, True), ((30, 40), 0, False),
+             ((4, 5, 6), (1, 2), False), ((4, 5, 6), (0, 1), True), ((4, 5, 6), None, False), ((4, 5, 6), -1, False),
+             ((7,), 0, False), ((0, 3), 0, False), ((3, 0), 1, False), ((), None, False)]
+    for k, (shape, axis, keepdims) in enumerate(cases * 2):
+        for dtype in (np.float32, np.int32, np.uint8, np.float64):
+            # (small integers: every sum exact, in any order, in float32 too)
+            x = np.random.default_rng(300 + k).integers(0 if dtype == np.uint8 else -100, 100, shape).astype(dtype)
+            for w in wrap:
+                for name, want in (("sum", np.sum), ("max", np.max), ("mean", np.mean), ("min", np.min)):
+                    if name in ("max", "min") and x.size == 0:
+                        continue
+                    fn = getattr(cuatomic, name)
+                    got = fn(w(x), axis=axis, keepdims=keepdims)
+                    ref = want(x, axis=axis, keepdims=keepdims)
+                    if name == "mean" and x.size == 0:
+                        assert host(got).shape == np.shape(ref) and np.all(np.isnan(host(got)))
+                    else:
+                        same(got, ref)
+                    assert isinstance(got, cuatomic.DeviceArray) == (w is not wrap[0])
+                    assert cuatomic.last_launch()["backend"] == backend
+    assert len(_axis._PLANS) >= 1
+    planned = len(_axis._PLANS)
+    # not planned: a non-adjacent pair of axes (transposed first), a cast of the input, out=
+    x = data(np.float32, (4, 5, 6), 9)
+    same(cuatomic.sum(x, axis=(0, 2)), np.sum(x, axis=(0, 2)))
+    same(cuatomic.sum(x.astype(np.int8), axis=1, dtype=np.int16), np.sum(x.astype(np.int8), axis=1, dtype=np.int16))
+    o = np.empty((5, 6), np.float64)
+    assert cuatomic.sum(x, axis=0, out=o) is o
+    same(o, np.sum(x, axis=0, out=np.empty((5, 6), np.float64)))  # (NumPy folds float32 into float64 out= in float64)
+    assert len(_axis._PLANS) == planned
+    # a named rung is planned too, and runs
+    for method in [m for m, _, _ in cuatomic.methods("segmented", backend)]:
+        for _ in range(2):
+            same(cuatomic.max(x, axis=1, method=method), np.max(x, axis=1))
+            assert cuatomic.last_launch()["method"] == method
+
+
+@pytest.mark.parametrize("backend,where", [(b, w) for b in BACKENDS for w in (["host", "device"] if b == "cuda"
+                                                                              else ["host"])])
+def test_out_of_another_dtype(backend, where):
+    """out= of another dtype receives the fold's value cast once, as NumPy's
+    promotion of its result type and out's: a float32 sum into float64 out
+    in float64, a negative int32 sum into float32 out as the negative sum
+    (not its wrapping 64 bits read unsigned), an int8 maximum into int64."""
+    rng = np.random.default_rng(21)
+    cases = [(rng.standard_normal((300, 7)).astype(np.float32) * 100, np.float64, "add"),
+             (rng.integers(-1000, 10, (300, 7)).astype(np.int32), np.float32, "add"),
+             (rng.integers(-1000, 10, (300, 7)).astype(np.int32), np.float64, "add"),
+             (rng.integers(-3, 2, (20, 7)).astype(np.int16), np.float64, "multiply"),
+             (rng.integers(-128, 127, (300, 7)).astype(np.int8), np.int64, "maximum"),
+             (rng.standard_normal((300, 7)) * 1e3, np.int64, "add"),
+             (rng.standard_normal((300, 7)), np.bool_, "minimum")]
+    for x, odt, op in cases:
+        want = getattr(np, op).reduce(x, axis=0, out=np.zeros(7, odt))
+        if where == "device":
+            o = cuatomic.DeviceArray.empty((7,), odt)
+            assert cuatomic.reduce(cuatomic.to_device(x), op, 0, out=o) is o
+            got = o.copy_to_host()
+        else:
+            o = np.zeros(7, odt)
+            assert cuatomic.reduce(x, op, 0, out=o, backend=backend) is o
+            got = o
+        if np.dtype(odt).kind == "f":
+            np.testing.assert_allclose(got, want, rtol=1e-12 if odt == np.float64 else 1e-6)
+        else:
+            assert np.array_equal(got, want), (x.dtype, odt, op, got, want)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_interface_only_arrays_keep_their_shape(backend):
+    """An array known only by __cuda_array_interface__ or only by DLPack
+    (no .shape) is reduced along its own axes -- not read as a 0-d object
+    array, which summed it whole (or to 0.0) -- by sum, mean, argmin and
+    nonzero alike."""
+    a = np.arange(12.0).reshape(3, 4) - 5
+    wraps = [DLOnly(a)]
+    if backend == "cuda":
+        d = cuatomic.to_device(a)
+        wraps += [FakeCAI(d), DLOnly(d)]
+    for w in wraps:
+        same(cuatomic.sum(w, axis=0, backend=backend), np.sum(a, axis=0))
+        same(cuatomic.mean(w, axis=1, backend=backend), np.mean(a, axis=1))
+        assert np.array_equal(host(cuatomic.argmin(w, axis=1, backend=backend)), np.argmin(a, axis=1))
+        got = cuatomic.nonzero(w, backend=backend)
+        assert len(got) == 2 and all(np.array_equal(host(g), e) for g, e in zip(got, np.nonzero(a)))
