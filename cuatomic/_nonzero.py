@@ -23,7 +23,6 @@ try:  # NumPy 2
 except ImportError:  # NumPy 1.26
     from numpy.core.multiarray import normalize_axis_index
 
-_ZERO_D = "Calling nonzero on 0d arrays is not allowed. Use np.atleast_1d(scalar).nonzero() instead."
 _ZERO_D_OLD = ("Calling nonzero on 0d arrays is deprecated, as it behaves surprisingly. Use `atleast_1d(cond).nonzero()` "
                "if the old behavior was intended. If the context of this warning is of the form `arr[nonzero(cond)]`, "
                "just use `arr[cond]`.")
@@ -96,11 +95,20 @@ def _flat(a, method, ordered, backend, blocks, threads, stream, exact=False, wha
     return flat, shape, s
 
 
-def _zero_d():
+def _zero_d(a):
     """NumPy's rule for nonzero of a 0-d array: an error from NumPy 2 on, a
     DeprecationWarning and the array taken as 1-D before."""
     if _NUMPY2:
-        raise ValueError(_ZERO_D)
+        dt = getattr(a, "dtype", None)
+        try:  # (a device array of another library: its dtype may not be NumPy's)
+            dt = np.dtype(dt) if dt is not None else np.asarray(a).dtype
+        except TypeError:
+            dt = np.dtype(np.bool_) if "bool" in str(dt) else np.dtype(np.int64)
+        try:  # NumPy's own words, which its versions and the dtype (bool's has a sentence more) change
+            np.nonzero(np.zeros((), dt))
+        except ValueError as e:
+            raise ValueError(str(e)) from None
+        raise ValueError("Calling nonzero on 0d arrays is not allowed. Use np.atleast_1d(scalar).nonzero() instead.")
     warnings.warn(_ZERO_D_OLD, DeprecationWarning, stacklevel=3)
 
 
@@ -156,7 +164,7 @@ def nonzero(a, *, ordered=True, method="auto", backend=None, blocks=None, thread
     (array([0, 1]), array([1, 0]))
     """
     if len(shape_of(a)) == 0:
-        _zero_d()  # NumPy 2 raises; 1.26 warns and goes on with a 1-D array
+        _zero_d(a)  # NumPy 2 raises; 1.26 warns and goes on with a 1-D array
     flat, shape, s = _flat(a, method, ordered, backend, blocks, threads, stream, exact=True)
     if len(shape) <= 1:
         return (flat,)

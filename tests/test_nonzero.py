@@ -138,8 +138,12 @@ def test_zero_d(backend):
         assert cuatomic.argwhere(a, backend=backend).shape == np.argwhere(a).shape
         assert np.array_equal(cuatomic.flatnonzero(a, backend=backend), np.flatnonzero(a))
     if NUMPY2:
-        with pytest.raises(ValueError, match="0d arrays is not allowed"):
-            cuatomic.nonzero(np.array(3), backend=backend)
+        for v in (np.array(3), np.array(True), np.array(0.5, np.float32)):
+            with pytest.raises(ValueError) as want:
+                np.nonzero(v)
+            with pytest.raises(ValueError, match="0d arrays is not allowed") as got:
+                cuatomic.nonzero(v, backend=backend)
+            assert str(got.value) == str(want.value)  # NumPy's words, every sentence (bool's has one more)
     else:
         with pytest.warns(DeprecationWarning):
             got = cuatomic.nonzero(np.array(3), backend=backend)
