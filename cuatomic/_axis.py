@@ -87,11 +87,14 @@ def axis_documented(flat, note=""):
         runs a rung of the segmented ladder (``methods("segmented")``:
         ``atomic``, ``warp``, ``columns``, ``tiled``, ``vector``; ``method``
         names one of those) and returns an array: NumPy's dtype, shape and
-        empty-axis rules (the fold in NumPy's result type, then cast into
-        ``out``){note}; a DeviceArray for device input.
+        empty-axis rules (the fold in NumPy's result type){note}; a
+        DeviceArray for device input.
     out : ndarray or device array, optional
         Written in place (the result's shape; a C-contiguous device array
-        for device input) in its own dtype, and returned.
+        for device input) in its own dtype, and returned: the fold's value
+        (float64 for floats, 64-bit integers) cast once, as NumPy folds in
+        the promotion of its result type and out's (a float32 sum into a
+        float64 ``out`` in float64).
     keepdims : bool, optional
         Keep the reduced axes, of length one.
     initial : scalar, optional
