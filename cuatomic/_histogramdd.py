@@ -35,6 +35,13 @@ def _is_device(a):
     return isinstance(a, DeviceArray) or _interop.on_cuda(a)
 
 
+def _float64_weights(weights, backend, s):
+    """Whether device weights are float64, which auto's deterministic sum
+    takes (any other dtype goes to bincount, whose refusal names it)."""
+    from ._common import prepare
+    return prepare(weights, backend, name="weights", stream=s).dtype == np.float64
+
+
 def _device_columns(arrays, s):
     """Device arrays (one (N, D) array, or D arrays of N) as a _Sample."""
     from ._common import prepare
@@ -193,9 +200,11 @@ def histogramdd(sample, bins=10, range=None, density=None, weights=None, *, meth
     bins, range, density, weights
         As NumPy's: a count for all dimensions, a count or an array of
         edges per dimension; a (min, max) or None per dimension; weights of
-        the N points (summed by the weighted histogram ladder, in float64:
-        on a GPU in the order its atomics choose, so the last bits may
-        differ between calls, as for :func:`histogram` with weights).
+        the N points, summed in float64 -- on a GPU with ``method="auto"``
+        by :func:`at`'s deterministic rung (fixed-point integer
+        accumulators: the same bits every call), else by the weighted
+        histogram ladder (a GPU's float atomics add in the order they land,
+        so a named rung's last bits may differ between calls).
     method : str, optional
         A rung of ``methods("histogramdd")``: ``"global"`` (one atomicAdd
         per point on its cell's counter), ``"shared"`` (block-private
@@ -204,7 +213,7 @@ def histogramdd(sample, bins=10, range=None, density=None, weights=None, *, meth
         that fit, each tile with its own blocks). ``"auto"`` runs
         ``tiled``, which is ``shared`` when the cells fit. With weights the
         rung is the weighted histogram's: ``method`` names a rung of
-        ``methods("weighted_histogram")``.
+        ``methods("weighted_histogram")`` (auto on a GPU: :func:`at`'s).
     backend, blocks, threads, stream
         As for :func:`sum`.
 
@@ -299,8 +308,16 @@ def _weighted(smp, kbs, weights, be, be_id, dt_id, method, blocks, threads, s):
             raise TypeError("weights are on a device but the sample is not: put them on one side")
         out_ptr = ids.ctypes.data
     _C.histogramdd_cells(be_id, smp.cols, smp.strides, smp.n, dt_id, kbs, out_ptr, s)
-    sums = bincount(ids, weights, minlength=cells + 1, method=method, backend=be, blocks=blocks, threads=threads,
-                    stream=s)
+    if smp.device and method == "auto" and _float64_weights(weights, be, s):
+        # On a GPU, auto sums the weights into their cells by np.add.at's deterministic rung (the scatter ladder's
+        # fixed-point integer accumulators, cuatomic.at): the same bits every call, where the weighted histogram
+        # ladder's float atomics add in the order they land.
+        from ._scatter import at
+        sums = DeviceArray.from_host(np.zeros(cells + 1))
+        at(sums, ids, weights, "add", method="auto", backend=be, blocks=blocks, threads=threads, stream=s)
+    else:
+        sums = bincount(ids, weights, minlength=cells + 1, method=method, backend=be, blocks=blocks, threads=threads,
+                        stream=s)
     if smp.device:
         return DeviceArray(sums._buffer, shape, sums.dtype)
     return sums[:cells].reshape(shape)
