@@ -125,7 +125,7 @@ def _run(a, axis, largest, method, backend, blocks, threads, stream, out=None, k
         result = np.full((1,) * len(shape_of(a)) if keepdims else (), index, np.intp)
         device = isinstance(a, DeviceArray) or hasattr(a, "__cuda_array_interface__")
         _check_index_out(out, result.shape, device, "argmax" if largest else "argmin")
-        return _deliver(result, out, device)
+        return deliver(result, out, device, stream_of(stream))
     be = _backend.resolve(backend)
     rung = named_rung("argmin", be, method)
     b, t = launch_config(blocks, threads)
@@ -166,7 +166,7 @@ def _along_axis(a, axis, largest, out, keepdims, method, backend, blocks, thread
         raise ValueError(f"attempt to get {name} of an empty sequence")
     _check_index_out(out, res_shape, inp.device, name)
     if outer * inner == 0:
-        return _deliver(np.empty(res_shape, np.intp), out, inp.device)
+        return deliver(np.empty(res_shape, np.intp), out, inp.device, s)
     if rung is None:
         rung = auto_rung("segmented", be, inp.n, np.uint64)
     bid = _backend.backend_id(be)
@@ -186,18 +186,18 @@ def _along_axis(a, axis, largest, out, keepdims, method, backend, blocks, thread
             raw.copy_to_host(best, 0, best.nbytes)  # (the outputs only: their low words are the indices)
         else:
             best = raw
-        return _deliver((best & 0xFFFFFFFF).astype(np.intp).reshape(res_shape), out, inp.device)
+        return deliver((best & 0xFFFFFFFF).astype(np.intp).reshape(res_shape), out, inp.device, s)
     _C.argkeys(bid, xp, outer, m, inner, inp.id, largest, _C.ARGKEYS_KEY, None, wp, s)
     least = _C.segmented(**call)  # each output's least key
     _C.argkeys(bid, xp, outer, m, inner, inp.id, largest, _C.ARGKEYS_MATCH,
                least.ptr if gpu else least.ctypes.data, wp, s)
     if not gpu:
-        return _deliver(_C.segmented(**call).astype(np.intp).reshape(res_shape), out, False)
+        return deliver(_C.segmented(**call).astype(np.intp).reshape(res_shape), out, False, s)
     result = DeviceArray.empty(res_shape, np.intp)
     _C.segmented(**call, finish_dtype=dtype_id(np.intp), finish_kind=_U64, divisor=-1.0, dst=result.ptr)
     if not inp.device:
-        return _deliver(result.copy_to_host(), out, False)
-    return result if out is None else _deliver(result.copy_to_host(), out, True)
+        return deliver(result.copy_to_host(), out, False, s)
+    return result if out is None else deliver(result.copy_to_host(), out, True, s)
 
 
 _U64 = dtype_id(np.uint64)
@@ -209,11 +209,6 @@ def _check_index_out(out, res_shape, device, name):
     dt = check_out(out, res_shape, device, f"output array does not match result of np.{name}.")
     if dt is not None and dt.kind not in "iu":
         raise TypeError(f"Cannot cast array data from dtype('int64') to {dt!r} according to the rule 'safe'")
-
-
-def _deliver(result, out, device):
-    """The intp host array `result` as the call's result (:func:`_axis.deliver`)."""
-    return deliver(result, out, device, stream_of(None))
 
 
 def _prepared(a, largest, backend, stream):

@@ -91,10 +91,10 @@ def axis_documented(flat, note=""):
         DeviceArray for device input.
     out : ndarray or device array, optional
         Written in place (the result's shape; a C-contiguous device array
-        for device input) in its own dtype, and returned: the fold's value
-        (float64 for floats, 64-bit integers) cast once, as NumPy folds in
-        the promotion of its result type and out's (a float32 sum into a
-        float64 ``out`` in float64).
+        for device input) in its own dtype, and returned: as NumPy's, the
+        fold (with ``initial``) in the promotion of the result type and
+        out's dtype -- a float32 sum into a float64 ``out`` in float64 --
+        then cast into out.
     keepdims : bool, optional
         Keep the reduced axes, of length one.
     initial : scalar, optional
@@ -164,12 +164,10 @@ def deliver(result, out, device, stream):
             return DeviceArray.from_host(result)
         return result[()] if result.ndim == 0 else result
     if not device:
-        with np.errstate(all="ignore"):
-            np.copyto(out, result, casting="unsafe")
+        np.copyto(out, result, casting="unsafe")
         return out
     cai = out.__cuda_array_interface__
-    with np.errstate(all="ignore"):
-        staged = DeviceArray.from_host(np.ascontiguousarray(result, np.dtype(cai["typestr"])))
+    staged = DeviceArray.from_host(np.ascontiguousarray(result, np.dtype(cai["typestr"])))
     if staged.nbytes:
         _C.gather(staged.ptr, cai["data"][0], staged.size, staged.dtype.itemsize, (staged.size,),
                   (staged.dtype.itemsize,), stream)
@@ -233,18 +231,23 @@ _Plan = collections.namedtuple(
     "_Plan", "backend rung outer m inner dtype_id op device kind kind_id divisor out_dt out_id res_shape size fold mean")
 
 
+def _segmented(plan, x, blocks, threads, stream, device_out, *finish):
+    """_C.segmented of the data at x as `plan` says; `finish` (finish_dtype,
+    finish_kind, divisor[, dst]) has the core finish a device result."""
+    # (positional, in _C.segmented's order -- backend, rung, x, outer, m,
+    # inner, dtype, op, blocks, threads, device_out, stream, then finish's:
+    # keywords cost about a microsecond)
+    return _C.segmented(plan.backend, plan.rung, x, plan.outer, plan.m, plan.inner, plan.dtype_id, plan.op, blocks,
+                        threads, device_out, stream, *finish)
+
+
 def _run(plan, x, blocks, threads, stream):
     """The reduction of the data at x as `plan` says: a DeviceArray the core
     allocated and finished (device data), else NumPy's array or scalar."""
-    # (positional, in _C.segmented's order -- backend, rung, x, outer, m,
-    # inner, dtype, op, blocks, threads, device_out, stream, finish_dtype,
-    # finish_kind, divisor: keywords cost about a microsecond)
     if plan.device:
-        buffer = _C.segmented(plan.backend, plan.rung, x, plan.outer, plan.m, plan.inner, plan.dtype_id, plan.op,
-                              blocks, threads, True, stream, plan.out_id, plan.kind_id, plan.divisor)
+        buffer = _segmented(plan, x, blocks, threads, stream, True, plan.out_id, plan.kind_id, plan.divisor)
         return DeviceArray._shaped(buffer, plan.res_shape, plan.size, plan.out_dt)
-    raw = _C.segmented(plan.backend, plan.rung, x, plan.outer, plan.m, plan.inner, plan.dtype_id, plan.op, blocks,
-                       threads, False, stream)
+    raw = _segmented(plan, x, blocks, threads, stream, False)
     result = _finish(raw.view(plan.kind), plan.fold, None, plan.mean, plan.m, plan.out_dt).reshape(plan.res_shape)
     return result[()] if result.ndim == 0 else result
 
@@ -255,8 +258,9 @@ def _reduce_axis(name, a, axis, dtype, out, keepdims, initial, mean, method, bac
     """reduce_axis without a plan: everything resolved, on the input's GPU;
     plan_for (a plan's key, and what the core reads) when the call can
     leave a plan for the next one. The fold runs in NumPy's result type of
-    the input (and `dtype`); `out` receives it cast (as NumPy's);
-    `initial` is folded in after the cast, in the result type."""
+    the input (and `dtype`) -- with `out`, in the promotion of that type and
+    out's, cast into out (as NumPy's); `initial` is folded in after the
+    cast, in that type."""
     refuse_masked(a)
     be = _backend.resolve(backend)
     rung = named_rung("segmented", be, method)
@@ -270,6 +274,9 @@ def _reduce_axis(name, a, axis, dtype, out, keepdims, initial, mean, method, bac
     axes = normalize_axis_tuple(range(len(shape)) if axis is None else axis, len(shape))
     inp = prepare(a, be, stream=s)
     fold_name = "add" if mean else name
+    # the fold's type is dtype when given -- or, as np.mean gives it, float64 for an integer mean -- else NumPy's
+    # result type promoted with out's dtype
+    fixed_dt = dtype is not None or (mean and inp.dtype.kind in "biu")
     if mean:
         if dtype is None:
             dtype = np.float64 if inp.dtype.kind in "biu" else inp.dtype
@@ -303,38 +310,43 @@ def _reduce_axis(name, a, axis, dtype, out, keepdims, initial, mean, method, bac
                          require=_C.F_DETERMINISTIC if inp.dtype.kind == "f" and fold_name in ("add", "multiply")
                          else 0)
     kind = _kind_dtype(inp.dtype)
-    finished_on_device = inp.device and init is None and not (mean and out_dt.kind != "f")
+    # out= of another dtype where either is a float: NumPy folds in the promotion of its result type and out's (a
+    # float32 sum into a float64 out in float64, into an int8 out in float32, an integer sum into a float out in
+    # float64), then casts into out; integers into an integer out keep the result type (the low bits are the same)
+    fold_dt = out_dt if out is None or fixed_dt or "f" not in (out_dt.kind, out_dt_given.kind) else \
+        np.result_type(out_dt, out_dt_given)
+    # the core's finish casts the 8-byte value straight into out's dtype: NumPy's unless the fold's type is narrower
+    # than the value and out's dtype differs from it (float32 through an integer out): that is finished on the host
+    finished_on_device = inp.device and init is None and not (mean and out_dt.kind != "f") and (
+        out is None or fold_dt.itemsize == 8 or fold_dt == out_dt_given)
     plan = _Plan(_backend.backend_id(be), rung.index, outer, m, inner, inp.id, _OP_IDS[fold_name], inp.device, kind,
                  dtype_id(kind), float(m) if mean else -1.0, out_dt,
                  dtype_id(out_dt) if finished_on_device else -1, res_shape, math.prod(res_shape),
                  fold_name, mean)
-    if out is None and (finished_on_device or not inp.device) and init is None:
+    if out is None and init is None and (finished_on_device or not inp.device):
         result = _run(plan, x, nb, nt, s)
         if plan_for and perm is None and read_as_is(inp, plan_for[1], a):
             _PLANS.put(plan_for[0], plan, 1)
         return result
     if finished_on_device:  # into out
         if plan.size:
-            _C.segmented(plan.backend, plan.rung, x, outer, m, inner, plan.dtype_id, plan.op, nb, nt, True, s,
-                         dtype_id(out_dt_given), plan.kind_id, plan.divisor, out.__cuda_array_interface__["data"][0])
+            _segmented(plan, x, nb, nt, s, True, dtype_id(out_dt_given), plan.kind_id, plan.divisor,
+                       out.__cuda_array_interface__["data"][0])
         return out
-    raw = _C.segmented(plan.backend, plan.rung, x, outer, m, inner, plan.dtype_id, plan.op, nb, nt, inp.device, s)
-    if inp.device:  # initial, or an integer mean: finished on the host (the outputs only), then back
+    raw = _segmented(plan, x, nb, nt, s, inp.device)
+    if inp.device:  # initial, an integer mean, or a float32 fold into an integer out: finished on the host, then back
         host_raw = np.empty(outer * inner, np.uint64)
         if host_raw.size:
             raw.copy_to_host(host_raw, 0, host_raw.nbytes)
         raw = host_raw
-    elif out is not None and init is None and not mean:
-        # the fold's value cast once into out's dtype, as the device's finish does: NumPy folds in the promotion
-        # of its result type and out's (a float32 sum into float64 out= in float64), which the 8-byte value holds
-        return deliver(raw.view(kind).reshape(res_shape), out, False, s)
-    return deliver(_finish(raw.view(kind), fold_name, init, mean, m, out_dt).reshape(res_shape), out, inp.device, s)
+    return deliver(_finish(raw.view(kind), fold_name, init, mean, m, fold_dt).reshape(res_shape), out, inp.device, s)
 
 
 def _finish(vals, name, init, mean, m, out_dt):
-    """The outputs' kind values as NumPy's result on the host: cast to the
-    result type (an integer mean's sum wraps in its type first, as NumPy
-    sums in it), divided by the count for a mean, `initial` folded in."""
+    """The outputs' kind values as NumPy's result on the host: cast to
+    out_dt -- the result type, or its promotion with out's dtype -- (an
+    integer mean's sum wraps in its type first, as NumPy sums in it),
+    divided by the count for a mean, `initial` folded in."""
     with np.errstate(all="ignore"):
         if mean:
             total = vals.astype(out_dt).astype(np.float64) if out_dt.kind != "f" else vals.astype(np.float64)

@@ -69,8 +69,8 @@ def shape_of(a):
         cai = getattr(a, "__cuda_array_interface__", None)
         if isinstance(cai, dict):
             shape = cai.get("shape")
-        elif hasattr(a, "__dlpack__") and hasattr(a, "__dlpack_device__"):
-            shape = _interop.foreign(a, 0).shape  # (a DLPack capsule of its own: the array's shape is in it alone)
+        else:
+            shape = _interop.dlpack_shape(a)
     return tuple(int(s) for s in (np.shape(a) if shape is None else shape))
 
 

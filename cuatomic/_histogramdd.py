@@ -35,11 +35,15 @@ def _is_device(a):
     return isinstance(a, DeviceArray) or _interop.on_cuda(a)
 
 
-def _float64_weights(weights, backend, s):
+def _float64_weights(weights):
     """Whether device weights are float64, which auto's deterministic sum
-    takes (any other dtype goes to bincount, whose refusal names it)."""
-    from ._common import prepare
-    return prepare(weights, backend, name="weights", stream=s).dtype == np.float64
+    takes -- read from the array's own description, nothing prepared
+    twice (any other dtype, or an array known by DLPack alone, goes to
+    bincount, whose checks name what it refuses)."""
+    if isinstance(weights, DeviceArray):
+        return weights.dtype == np.float64
+    cai = getattr(weights, "__cuda_array_interface__", None)
+    return isinstance(cai, dict) and np.dtype(cai.get("typestr", "|V1")) == np.float64
 
 
 def _device_columns(arrays, s):
@@ -308,7 +312,7 @@ def _weighted(smp, kbs, weights, be, be_id, dt_id, method, blocks, threads, s):
             raise TypeError("weights are on a device but the sample is not: put them on one side")
         out_ptr = ids.ctypes.data
     _C.histogramdd_cells(be_id, smp.cols, smp.strides, smp.n, dt_id, kbs, out_ptr, s)
-    if smp.device and method == "auto" and _float64_weights(weights, be, s):
+    if smp.device and method == "auto" and _float64_weights(weights):
         # On a GPU, auto sums the weights into their cells by np.add.at's deterministic rung (the scatter ladder's
         # fixed-point integer accumulators, cuatomic.at): the same bits every call, where the weighted histogram
         # ladder's float atomics add in the order they land.

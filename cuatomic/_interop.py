@@ -311,6 +311,23 @@ def from_dlpack(obj, stream, device):
     return _contiguous(view.ptr, shape, dtype, strides, stream, (obj, view), what)
 
 
+def dlpack_shape(obj):
+    """The shape of an array known by DLPack alone, from a capsule of its own
+    -- nothing copied or gathered, no GPU made current -- or None for an
+    object without DLPack."""
+    device = _dlpack_device(obj)
+    if device is None:
+        return None
+    if device[0] in (KDL_CPU, KDL_CUDA_HOST):
+        return np.from_dlpack(obj).shape
+    stream = 1 if device[0] == KDL_CUDA else None  # (DLPack's legacy default stream; nothing is read here)
+    try:
+        capsule = obj.__dlpack__(stream=stream, max_version=(1, 0))
+    except TypeError:  # a producer from before DLPack 1.0
+        capsule = obj.__dlpack__(stream=stream)
+    return tuple(_C.dlpack_import(capsule).shape)
+
+
 def _dlpack_device(obj):
     """``obj.__dlpack_device__()``, or None for an object without DLPack (or a NumPy array)."""
     if isinstance(obj, np.ndarray) or not (hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__")):

@@ -186,7 +186,7 @@ __device__ __forceinline__ typename L::A take_vector(typename L::A a, uint4 w)
 
 // One output's UNROLL elements (rows apart: the strided segmented path)
 // folded into its carry in order -- except a float sum's, which adds them
-// in plain double first, pairwise (exact for floats within 2^28 of each
+// in plain double first, pairwise (exact for floats within 2^27 of each
 // other's magnitude; else at most three double roundings, 2^-29 of a
 // float's ulp), then once into the compensated carry: a quarter of the
 // compensated additions, whose work (and registers: the 64 of four blocks

@@ -356,7 +356,11 @@ def test_out_of_another_dtype(backend, where):
              (rng.integers(-3, 2, (20, 7)).astype(np.int16), np.float64, "multiply"),
              (rng.integers(-128, 127, (300, 7)).astype(np.int8), np.int64, "maximum"),
              (rng.standard_normal((300, 7)) * 1e3, np.int64, "add"),
-             (rng.standard_normal((300, 7)), np.bool_, "minimum")]
+             (rng.standard_normal((300, 7)), np.bool_, "minimum"),
+             # float32 data into an int8 out: NumPy folds in float32, which rounds 2 + 0.99999994 up to 3
+             (np.array([[2.0] * 7, [0.99999994] * 7], np.float32), np.int8, "add"),
+             (rng.integers(0, 2**32, (300, 7), dtype=np.uint64).astype(np.uint32), np.int8, "add"),
+             (rng.integers(-128, 127, (300, 7)).astype(np.int8), np.int16, "minimum")]
     for x, odt, op in cases:
         want = getattr(np, op).reduce(x, axis=0, out=np.zeros(7, odt))
         if where == "device":
@@ -371,6 +375,22 @@ def test_out_of_another_dtype(backend, where):
             np.testing.assert_allclose(got, want, rtol=1e-12 if odt == np.float64 else 1e-6)
         else:
             assert np.array_equal(got, want), (x.dtype, odt, op, got, want)
+    # initial and mean into a wider out fold in out's precision too, as NumPy's
+    thirds, apart = np.full((3, 7), 1 / 3, np.float32), np.array([[1.0] * 7, [2.0**-30] * 7], np.float32)
+    kw = {} if where == "device" else {"backend": backend}
+    for x, call, want in ((thirds, lambda d, o: cuatomic.sum(d, axis=0, out=o, initial=0.0, **kw),
+                           np.sum(thirds, axis=0, out=np.zeros(7), initial=0.0)),
+                          (apart, lambda d, o: cuatomic.mean(d, axis=0, out=o, **kw),
+                           np.mean(apart, axis=0, out=np.zeros(7)))):
+        if where == "device":
+            o = cuatomic.DeviceArray.empty((7,), np.float64)
+            call(cuatomic.to_device(x), o)
+            got = o.copy_to_host()
+        else:
+            got = np.zeros(7)
+            call(x, got)
+        np.testing.assert_allclose(got, want, rtol=1e-15)
+        assert not np.array_equal(got, want.astype(np.float32).astype(np.float64))  # (not rounded to float32 first)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
