@@ -219,9 +219,11 @@ def reduce_axis(name, a, axis, dtype=None, out=None, keepdims=False, initial=Non
 # auto's rung cost about 25 us of Python a call on the H100 machine's host,
 # most of a small GPU call's time (16 x 16 along an axis: 49.5 us a call,
 # PyTorch's 17). Plans are made for arrays the core reads as they are
-# (_common.direct_input) whose reduced axes are adjacent (no transposition)
-# and whose result the core finishes (not an integer mean of device data).
-# The shape is part of the key, so the cache keeps only the last _PLAN_COUNT.
+# (_common.direct_input) whose reduced axes are adjacent (no transposition),
+# without out or initial, whose result the core finishes on the device or
+# whose host values are finished here (not an integer mean of device data,
+# which goes through the host). The shape is part of the key, so the cache
+# keeps only the last _PLAN_COUNT.
 _PLAN_COUNT = 1024
 _PLANS = BytesLRU(_PLAN_COUNT)  # (each plan counted as one "byte")
 
