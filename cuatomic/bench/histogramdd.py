@@ -97,7 +97,8 @@ def run(backend="cuda", quick=False, out=None):
                              (3, 32, [(0.0, 1.0)] * 3, None), (3, 32, None, None)):
         pts = make(n, d)
         want = np.histogramdd(pts, bins, rng_, weights=w)[0]
-        scale = np.histogramdd(pts, bins, rng_, weights=None if w is None else np.abs(w))[0]
+        # (the weighted sums' tolerance: each cell's sum of absolute weights; counts are compared exactly)
+        scale = None if w is None else np.histogramdd(pts, bins, rng_, weights=np.abs(w))[0]
         case = (f"{d}-D float32 2^{n.bit_length() - 1} points, {'x'.join([str(bins)] * d)} bins, "
                 f"{'range given' if rng_ else 'range from the data'}{', float64 weights' if w is not None else ''}")
         for system, call in _systems(pts, backend, bins, rng_, w).items():
