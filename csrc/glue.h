@@ -75,6 +75,8 @@ PyObject *cua_filter_fits(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *cua_unravel(PyObject *self, PyObject *args);
 /* histogramdd.c */
 PyObject *cua_op_histogramdd(PyObject *self, PyObject *args, PyObject *kw);
+/* unique.c */
+PyObject *cua_op_unique(PyObject *self, PyObject *args, PyObject *kw);
 /* segmented.c */
 PyObject *cua_op_segmented(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *cua_histogramdd_fits(PyObject *self, PyObject *args, PyObject *kw);

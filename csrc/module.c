@@ -170,6 +170,12 @@ static PyMethodDef methods[] = {
     {"histogramdd_cells", cua_histogramdd_cells, METH_VARARGS,
      "histogramdd_cells(backend, cols, strides, n, dtype, bins, out, stream): every point's cell into the n int64 "
      "at out (the number of cells for a point that is dropped)"},
+    {"unique", KWFN(cua_op_unique), KW,
+     "unique(backend, rung, x, n, dtype, want, blocks, threads, device_out, stream) -> (values, index, counts, "
+     "inverse, builds)\n\n"
+     "np.unique of n >= 1 elements of dtype id `dtype` at x: want holds UNIQUE_FIRST, UNIQUE_INVERSE and "
+     "UNIQUE_SORTED; index and inverse are None unless wanted; builds: the tables the rung built (more than one "
+     "where a table filled and grew). ndarrays, or DeviceBuffers with device_out."},
     {"argmin_fits", KWFN(cua_argmin_fits), KW,
      "argmin_fits(backend, rung, n, dtype) -> None, or why the argmin rung cannot take n elements of dtype"},
     {"counter", KWFN(cua_op_counter), KW,
@@ -285,6 +291,8 @@ static int add_ids(PyObject *m)
         {"CPU_MIN_SHARE", CUA_CPU_MIN_SHARE},
         {"ARGKEYS_PACKED", CUA_ARGKEYS_PACKED}, {"ARGKEYS_KEY", CUA_ARGKEYS_KEY},
         {"ARGKEYS_MATCH", CUA_ARGKEYS_MATCH},
+        {"UNIQUE_FIRST", CUA_UNIQUE_FIRST}, {"UNIQUE_INVERSE", CUA_UNIQUE_INVERSE},
+        {"UNIQUE_SORTED", CUA_UNIQUE_SORTED},
     };
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
         if (PyModule_AddIntConstant(m, ints[i].name, ints[i].value) < 0) return -1;

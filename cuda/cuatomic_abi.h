@@ -68,7 +68,8 @@ enum cua_acc { CUA_ACC_INT64 = 0, CUA_ACC_FLOAT32, CUA_ACC_FLOAT64 };
     X(p, AT, at, cua_scatter_row)                    \
     X(p, ARGMIN, argmin, cua_arg_row)                \
     X(p, HISTOGRAMDD, histogramdd, cua_histdd_row)   \
-    X(p, SEGMENTED, segmented, cua_segmented_row)
+    X(p, SEGMENTED, segmented, cua_segmented_row)    \
+    X(p, UNIQUE, unique, cua_unique_row)
 
 #define CUA_OP_ENUM_(p, id, name, row) CUA_OP_##id,
 enum cua_op { CUA_OPS(CUA_OP_ENUM_, ~) CUA_NOPS };
@@ -379,6 +380,67 @@ typedef int (*cua_scatter_fits_fn)(const cua_scatter *s, cua_launch *cfg);
     "method '%s' scatters float add and subtract (got %s %s): integer, minimum, maximum and bitwise "         \
     "results are exact with every method"
 
+/* unique (np.unique of the flattened input): every rung builds a table of
+ * the distinct values of n elements of `dtype` -- each value's count, and
+ * with CUA_UNIQUE_FIRST the index of its first occurrence -- and the
+ * backend's finish (cua_cuda_unique_finish / cua_cpu_unique_finish) writes
+ * NumPy's outputs from it.
+ *
+ * Keys. A value is read as a word (uint32 for elements of up to 4 bytes,
+ * uint64 for 8) that keeps its order: unsigned integers as they are, signed
+ * ones sign-extended with the top bit flipped, floats with the sign bit
+ * flipped (positive) or every bit flipped (negative), after -0.0 became 0.0
+ * and every NaN the canonical quiet NaN (so the NaNs are one key, after
+ * +inf, as np.unique's equal_nan=True has it; the glue splits them for
+ * equal_nan=False). Sorting the words sorts the values.
+ *
+ * The hash tables (open addressing, linear probing) mark an empty slot
+ * with the all-ones word, CUA_UNIQUE_EMPTY. A key equal to it (uint32's or
+ * uint64's largest value, int32's or int64's: no float, no narrower type)
+ * is never inserted: it is counted in a cell of its own beside the table
+ * (`side`), and, being the largest word, comes last in sorted order.
+ *
+ * `keys`, `counts`, `first` (cap slots, device memory on CUDA) and `ctl`
+ * (control words: CUA_UNIQUE_CTL_*) belong to the backend: the rung
+ * allocates them, the backend's unique_free releases them. A rung whose
+ * table is already compact and sorted (the sort rung) sets `compact`:
+ * keys[0:distinct] in order, no empty slot, no side cell -- and, with
+ * CUA_UNIQUE_INVERSE, writes `inverse` itself. */
+#define CUA_UNIQUE_FIRST 1u    /* the first index of every value */
+#define CUA_UNIQUE_INVERSE 2u  /* the inverse (int64, n of them, into `inverse`) */
+#define CUA_UNIQUE_SORTED 4u   /* values in sorted order (else any order) */
+enum {
+    CUA_UNIQUE_CTL_FILLED = 0,   /* slots claimed */
+    CUA_UNIQUE_CTL_OVERFLOW = 1, /* nonzero: the table passed its load limit; grow and build again */
+    CUA_UNIQUE_CTL_SIDE_COUNT = 2,
+    CUA_UNIQUE_CTL_SIDE_FIRST = 3,
+    CUA_UNIQUE_CTL_WORDS = 4
+};
+typedef struct {
+    unsigned want;     /* CUA_UNIQUE_* */
+    int word;          /* key bytes: 4 or 8 */
+    int64_t cap;       /* slots (a power of two for the hash tables) */
+    void *keys;
+    uint64_t *counts;
+    uint64_t *first;   /* NULL without CUA_UNIQUE_FIRST */
+    uint64_t *ctl;     /* CUA_UNIQUE_CTL_WORDS words */
+    int compact;
+    int64_t distinct;  /* set by the rung (after its wait): the values found, side cell included */
+    int64_t *inverse;  /* CUA_UNIQUE_INVERSE: n int64 (the glue's; device memory on CUDA) */
+    int64_t builds;    /* tables built: 1, or more where the table filled and grew */
+} cua_unique_tab;
+typedef int (*cua_unique_fn)(const void *x, int64_t n, int dtype, cua_unique_tab *t, cua_launch *cfg);
+/* The outputs the finish writes, t->distinct of each (NULL: not wanted),
+ * device memory on CUDA: the values (dtype), first indices and counts
+ * (int64); and the inverse (n of them) unless the rung wrote it. */
+typedef struct {
+    void *values;
+    int64_t *index;
+    int64_t *counts;
+} cua_unique_out;
+#define CUA_UNIQUE_EMPTY32 0xFFFFFFFFu
+#define CUA_UNIQUE_EMPTY64 0xFFFFFFFFFFFFFFFFull
+
 /* A histogram rung's limits: 0 if it can count `dtype` data in these bins
  * (only nbins, integer, ilo and iwidth are read: the edges may be NULL)
  * with the launch configuration asked for (blocks/threads <= 0: its
@@ -421,6 +483,7 @@ typedef struct { cua_rung rung; cua_scatter_fn run; cua_scatter_fits_fn fits; } 
 typedef struct { cua_rung rung; cua_arg_fn run; cua_arg_fits_fn fits; } cua_arg_row;
 typedef struct { cua_rung rung; cua_histdd_fn run; cua_histdd_fits_fn fits; } cua_histdd_row;
 typedef struct { cua_rung rung; cua_segmented_fn run; } cua_segmented_row;
+typedef struct { cua_rung rung; cua_unique_fn run; } cua_unique_row;
 
 /* One op's ladder as csrc/ indexes it: `rows` points at an array of the
  * op's row type (the cua_rung comes first in each), `stride` is that

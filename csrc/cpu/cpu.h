@@ -313,4 +313,13 @@ uint64_t cua_cpu_arg_key(const void *x, int dtype, int64_t i, int max);
 int cua_cpu_argkeys(const void *x, int64_t outer, int64_t m, int64_t inner, int dtype, int max, int mode,
                     const uint64_t *best, uint64_t *out);
 
+/* ---- unique.c ---- */
+
+/* unique's finish and the table's release on the CPU (cuda/unique.cu's
+ * cua_cuda_unique_finish, cua_cuda_unique_free): NumPy's outputs from the
+ * table a rung built, host memory. */
+int cua_cpu_unique_finish(const void *x, int64_t n, int dtype, cua_unique_tab *t, const cua_unique_out *out,
+                          cua_launch *cfg);
+void cua_cpu_unique_free(cua_unique_tab *t);
+
 #endif
