@@ -104,6 +104,7 @@ PyObject *cua_cub_sum_py(PyObject *self, PyObject *args);
 PyObject *cua_cub_reduce_py(PyObject *self, PyObject *args);
 PyObject *cua_cub_histogram_py(PyObject *self, PyObject *args);
 PyObject *cua_cub_select_py(PyObject *self, PyObject *args);
+PyObject *cua_cub_unique_py(PyObject *self, PyObject *args);
 PyObject *cua_cub_nonzero_py(PyObject *self, PyObject *args);
 PyObject *cua_cub_segmented_py(PyObject *self, PyObject *args);
 

@@ -229,6 +229,9 @@ static PyMethodDef methods[] = {
      "(benchmark peer)"},
     {"cub_histogram", cua_cub_histogram_py, METH_VARARGS,
      "cub_histogram(ptr, n, dtype, nbins, lo, hi, stream): CUB HistogramEven (benchmark peer)"},
+    {"cub_unique", cua_cub_unique_py, METH_VARARGS,
+     "cub_unique(ptr, n, dtype, values_ptr, counts_ptr, stream): CUB DeviceRadixSort::SortKeys + "
+     "DeviceRunLengthEncode::Encode (int32, int64, float32) -> the number of distinct values"},
     {"cub_select", cua_cub_select_py, METH_VARARGS,
      "cub_select(ptr, n, dtype, value, out_ptr, stream): CUB DeviceSelect::If x >= value -> count"},
     {"cub_segmented", cua_cub_segmented_py, METH_VARARGS,

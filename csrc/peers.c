@@ -121,6 +121,26 @@ PyObject *cua_cub_nonzero_py(PyObject *self, PyObject *args)
     if (st) return failed(st, "nonzero");
     return PyLong_FromLongLong(count);
 }
+PyObject *cua_cub_unique_py(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *ptr, *vptr, *cptr, *sobj;
+    long long n;
+    int dtype, st;
+    if (!PyArg_ParseTuple(args, "OLiOOO", &ptr, &n, &dtype, &vptr, &cptr, &sobj)) return NULL;
+    void *x = PyLong_AsVoidPtr(ptr), *values = PyLong_AsVoidPtr(vptr), *counts = PyLong_AsVoidPtr(cptr), *stream;
+    if (PyErr_Occurred() || cua_as_ptr(sobj, &stream) < 0) return NULL;
+    if (n < 0) {
+        PyErr_SetString(PyExc_ValueError, "n must be >= 0");
+        return NULL;
+    }
+    int64_t count = 0;
+    Py_BEGIN_ALLOW_THREADS
+    st = cua_cub_unique(x, n, dtype, values, (int64_t *)counts, &count, stream);
+    Py_END_ALLOW_THREADS
+    if (st) return failed(st, "unique");
+    return PyLong_FromLongLong(count);
+}
 PyObject *cua_cub_segmented_py(PyObject *self, PyObject *args)
 {
     (void)self;
@@ -147,4 +167,5 @@ PyObject *cua_cub_sum_py(PyObject *self, PyObject *args) { (void)self, (void)arg
 PyObject *cua_cub_reduce_py(PyObject *self, PyObject *args) { (void)self, (void)args; return cua_no_cuda(); }
 PyObject *cua_cub_histogram_py(PyObject *self, PyObject *args) { (void)self, (void)args; return cua_no_cuda(); }
 PyObject *cua_cub_select_py(PyObject *self, PyObject *args) { (void)self, (void)args; return cua_no_cuda(); }
+PyObject *cua_cub_unique_py(PyObject *self, PyObject *args) { (void)self, (void)args; return cua_no_cuda(); }
 #endif

@@ -33,6 +33,8 @@ from ._interop import Stream
 from ._reduce import dot, prod, sum
 from ._reduce_op import max, min, reduce
 from ._scatter import add_at, at, reduceat
+from ._unique import (UniqueAllResult, UniqueCountsResult, UniqueInverseResult, unique, unique_all, unique_counts,
+                      unique_inverse, unique_values)
 from .timing import BenchmarkResult, SweepRow, Timer, benchmark, sweep
 
 _C._set_cuda_error(CudaError)
@@ -83,4 +85,12 @@ __all__ = [
     "reduce",
     "sum",
     "to_device",
+    "UniqueAllResult",
+    "UniqueCountsResult",
+    "UniqueInverseResult",
+    "unique",
+    "unique_all",
+    "unique_counts",
+    "unique_inverse",
+    "unique_values",
 ]

@@ -1,5 +1,5 @@
 import dataclasses
-from typing import Any, Literal, Sequence, SupportsIndex, TypedDict
+from typing import Any, Literal, NamedTuple, Sequence, SupportsIndex, TypedDict
 
 import numpy as np
 import numpy.typing as npt
@@ -11,6 +11,14 @@ from .timing import SweepRow as SweepRow
 
 __version__: str
 __all__ = [
+    "UniqueAllResult",
+    "UniqueCountsResult",
+    "UniqueInverseResult",
+    "unique",
+    "unique_all",
+    "unique_counts",
+    "unique_inverse",
+    "unique_values",
     "BenchmarkResult",
     "Choice",
     "CudaError",
@@ -431,3 +439,40 @@ def benchmark(fn: Any, *args: Any, repeat: int = 20, warmup: int = 2, stream: An
 def sweep(op: str, *args: Any, blocks: int | Sequence[int] | None = None, threads: int | Sequence[int] | None = None,
           methods: str | Sequence[str] | None = None, repeat: int = 5, warmup: int = 1, backend: _Backend | None = None,
           progress: bool | None = None, **kwargs: Any) -> list[SweepRow]: ...
+
+class UniqueAllResult(NamedTuple):
+    values: Any
+    indices: Any
+    inverse_indices: Any
+    counts: Any
+
+class UniqueCountsResult(NamedTuple):
+    values: Any
+    counts: Any
+
+class UniqueInverseResult(NamedTuple):
+    values: Any
+    inverse_indices: Any
+
+def unique(
+    a: Any,
+    return_index: bool = False,
+    return_inverse: bool = False,
+    return_counts: bool = False,
+    *,
+    equal_nan: bool = True,
+    sorted: bool = True,
+    method: str = "auto",
+    backend: _Backend | None = None,
+    blocks: int | None = None,
+    threads: int | None = None,
+    stream: Any = None,
+) -> Any: ...
+def unique_values(x: Any, *, method: str = "auto", backend: _Backend | None = None, blocks: int | None = None,
+                  threads: int | None = None, stream: Any = None) -> Any: ...
+def unique_counts(x: Any, *, method: str = "auto", backend: _Backend | None = None, blocks: int | None = None,
+                  threads: int | None = None, stream: Any = None) -> UniqueCountsResult: ...
+def unique_inverse(x: Any, *, method: str = "auto", backend: _Backend | None = None, blocks: int | None = None,
+                   threads: int | None = None, stream: Any = None) -> UniqueInverseResult: ...
+def unique_all(x: Any, *, method: str = "auto", backend: _Backend | None = None, blocks: int | None = None,
+               threads: int | None = None, stream: Any = None) -> UniqueAllResult: ...

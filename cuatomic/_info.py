@@ -17,7 +17,7 @@ def explain(op, *args, backend=None, stream=None, **kwargs):
 
     Parameters
     ----------
-    op : {"sum", "dot", "histogram", "filter", "mutex_add_one", "add_one", "prod", "reduce", "weighted_histogram", "bincount", "at", "argmin", "argmax", "nonzero", "flatnonzero", "argwhere", "compress", "histogramdd", "histogram2d"}
+    op : {"sum", "dot", "histogram", "filter", "mutex_add_one", "add_one", "prod", "reduce", "weighted_histogram", "bincount", "at", "argmin", "argmax", "nonzero", "flatnonzero", "argwhere", "compress", "histogramdd", "histogram2d", "unique"}
     *args, **kwargs
         The call's arguments, as for the op itself (only what the rule looks
         at is used: the input, ``bins``/``range`` for a histogram, whether
@@ -173,7 +173,7 @@ def methods(op, backend=None):
 
     Parameters
     ----------
-    op : {"sum", "dot", "histogram", "filter", "mutex_add_one", "add_one", "prod", "reduce", "weighted_histogram", "at", "argmin", "argmax", "nonzero", "flatnonzero", "argwhere", "compress", "histogramdd", "histogram2d"}
+    op : {"sum", "dot", "histogram", "filter", "mutex_add_one", "add_one", "prod", "reduce", "weighted_histogram", "at", "argmin", "argmax", "nonzero", "flatnonzero", "argwhere", "compress", "histogramdd", "histogram2d", "unique"}
         ``"weighted_histogram"`` is the ladder of :func:`histogram` with
         weights (and of :func:`bincount` with weights); ``"argmax"`` runs
         the ``"argmin"`` ladder; nonzero, flatnonzero, argwhere and

@@ -50,7 +50,7 @@ from cuatomic._common import flag, named_rung
 from cuatomic._dtypes import DTYPES, SUPPORTED
 from cuatomic._device import host_array, host_copy, refuse_masked
 
-__all__ = ["sum", "dot", "histogram", "bincount", "filter", "reduce", "min", "max", "at", "add_at"]
+__all__ = ["sum", "dot", "histogram", "bincount", "filter", "reduce", "min", "max", "at", "add_at", "unique_counts"]
 
 
 def _dask():
@@ -555,6 +555,60 @@ def filter(a, op, value, *, method="auto", backend=None):
     # One task per chunk in one graph layer (map_blocks), each chunk's length known once it has run.
     return flat.map_blocks(_chunk_filter, op, value, method, backend, chunks=((np.nan,) * flat.numblocks[0],),
                            dtype=a.dtype, meta=flat._meta)
+
+
+def _chunk_unique_counts(c, method, backend):
+    """A chunk's table: its distinct values (any order) and their counts, on the host."""
+    values, counts = cuatomic.unique_counts(c, method=method, backend=backend)
+    return _host(values), _host(counts)
+
+
+def _combine_unique_counts(parts, dtype, method, backend):
+    """The chunks' tables merged: their values' own unique (each NaN its own
+    value, as each chunk's), and each chunk's counts added into their
+    value's slot by cuatomic's scatter."""
+    if not parts:
+        return np.empty(0, dtype), np.empty(0, np.int64)
+    values = np.concatenate([p[0] for p in parts]).astype(dtype, copy=False)
+    counts = np.concatenate([p[1] for p in parts])
+    distinct, inverse = cuatomic.unique(values, return_inverse=True, equal_nan=False, method=method,
+                                        backend=backend)
+    total = np.zeros(len(distinct), np.int64)
+    cuatomic.add_at(total, inverse.reshape(-1), counts, backend="cpu")
+    return distinct, total
+
+
+def unique_counts(x, *, method="auto", backend=None):
+    """The distinct values of a dask array and their counts, as ``np.unique_counts``.
+
+    Each chunk builds its own table (:func:`cuatomic.unique_counts`, on the
+    host or its GPU); the tables -- a few values each where the chunks repeat
+    values -- are merged in one task: their values' unique, and the counts
+    added by :func:`cuatomic.add_at`.
+
+    Parameters
+    ----------
+    x : dask.array.Array or array_like
+        Any shape (flattened); bool, integers, float32, float64.
+    method, backend
+        As for :func:`cuatomic.unique`, on every chunk and the merge.
+
+    Returns
+    -------
+    cuatomic.UniqueCountsResult
+        Of two 1-D dask arrays of a length known after computing: the
+        values, sorted (each NaN a value of its own, as NumPy's), and their
+        int64 counts.
+    """
+    _, da = _dask()
+    x = _as_dask(x, "x")
+    _supported(x.dtype, "x")
+    _check_method("unique", method, backend)
+    dt = x.dtype.newbyteorder("=")
+    total = _per_chunk("unique_counts", _chunk_unique_counts, [x.reshape(-1)], (method, backend),
+                       _combine_unique_counts, (dt, method, backend))
+    return cuatomic.UniqueCountsResult(da.from_delayed(total[0], shape=(np.nan,), dtype=dt),
+                                       da.from_delayed(total[1], shape=(np.nan,), dtype=np.int64))
 
 
 def _at_indices(indices, shape, b):

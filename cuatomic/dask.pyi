@@ -3,7 +3,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["sum", "dot", "histogram", "bincount", "filter", "reduce", "min", "max", "at", "add_at"]
+__all__ = ["sum", "dot", "histogram", "bincount", "filter", "reduce", "min", "max", "at", "add_at", "unique_counts"]
 
 _Backend = Literal["cuda", "cpu"]
 _ReduceOp = Literal["add", "multiply", "minimum", "maximum", "bitwise_and", "bitwise_or", "bitwise_xor"]
@@ -25,3 +25,4 @@ def filter(a: Any, op: Literal["<", "<=", ">", ">=", "==", "!="] | np.ufunc, val
 def at(a: Any, indices: Any, b: Any = None, op: _ScatterOp | np.ufunc = "add", *, method: str = "auto",
        backend: _Backend | None = None) -> None: ...
 def add_at(a: Any, indices: Any, b: Any = None, *, method: str = "auto", backend: _Backend | None = None) -> None: ...
+def unique_counts(x: Any, *, method: str = "auto", backend: _Backend | None = None) -> Any: ...

@@ -172,6 +172,8 @@ int cua_cub_nonzero(const void *x, int64_t n, int dtype, int64_t *out, int64_t *
 int cua_cuda_unique_finish(const void *x, int64_t n, int dtype, cua_unique_tab *t, const cua_unique_out *out,
                            cua_launch *cfg);
 void cua_cuda_unique_free(cua_unique_tab *t, void *stream);
+int cua_cub_unique(const void *x, int64_t n, int dtype, void *values, int64_t *counts, int64_t *count,
+                   void *stream);
 int cua_cub_segmented(const void *x, int64_t rows, int64_t m, int dtype, char op, void *out, void *stream);
 
 /* cudaGetErrorName / cudaGetErrorString of a positive status (errors.cu). */

@@ -11,12 +11,17 @@
 //   filter     DeviceSelect::If with x >= value: int32, float32
 //   nonzero    DeviceSelect::Flagged of the indices 0..n-1 with x as the
 //              flags (PyTorch's nonzero does the same): int32
+//   unique     DeviceRadixSort::SortKeys then DeviceRunLengthEncode::Encode
+//              (the distinct values, sorted, and their counts): int32,
+//              int64, float32 (-0.0 and NaN as the sort leaves them)
 //   segmented  DeviceSegmentedReduce::Sum / Min / Max of rows of m
 //              contiguous elements (a reduction along the last axis; CUB
 //              has no strided one): float32, into a device buffer
 // Temporary storage comes from the stream-ordered pool, as cuatomic's does.
 #include <cub/device/device_histogram.cuh>
+#include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_reduce.cuh>
+#include <cub/device/device_run_length_encode.cuh>
 #include <cub/device/device_segmented_reduce.cuh>
 #include <cub/device/device_select.cuh>
 #include <thrust/iterator/counting_iterator.h>
@@ -254,4 +259,34 @@ extern "C" int cua_cub_segmented(const void *x, int64_t rows, int64_t m, int dty
     if (st) return st;
     CUA_CHECK(cudaStreamSynchronize(s));
     return 0;
+}
+
+extern "C" int cua_cub_unique(const void *x, int64_t n, int dtype, void *values, int64_t *counts, int64_t *count,
+                              void *stream)
+{
+    cudaStream_t s = (cudaStream_t)stream;
+    auto run = [&](auto t) -> int {
+        using T = decltype(t);
+        cua_scratch sorted, num;
+        CUA_CHECK(sorted.get((size_t)(n ? n : 1) * sizeof(T), s));
+        CUA_CHECK(num.get(sizeof(long long), s));
+        int st = with_temp(s, [&](void *tmp, size_t &b) {
+            return cub::DeviceRadixSort::SortKeys(tmp, b, (const T *)x, (T *)sorted.ptr, n, 0, 8 * (int)sizeof(T), s);
+        });
+        if (st) return st;
+        st = with_temp(s, [&](void *tmp, size_t &b) {
+            return cub::DeviceRunLengthEncode::Encode(tmp, b, (const T *)sorted.ptr, (T *)values, (long long *)counts,
+                                                      (long long *)num.ptr, n, s);
+        });
+        if (st) return st;
+        long long host = 0;
+        CUA_CHECK(cudaMemcpyAsync(&host, num.ptr, sizeof host, cudaMemcpyDeviceToHost, s));
+        CUA_CHECK(cudaStreamSynchronize(s));
+        *count = host;
+        return 0;
+    };
+    if (dtype == CUA_INT32) return run(int32_t());
+    if (dtype == CUA_INT64) return run(int64_t());
+    if (dtype == CUA_FLOAT32) return run(float());
+    return CUA_EINVAL;
 }

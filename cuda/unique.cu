@@ -43,7 +43,8 @@
 //                     atomics on a hot key, a match per element where keys
 //                     do not repeat in a warp. sm_70.
 //  5. vector          the fast rung: 16-byte loads (four int32 or float32
-//                     keys, two of 8 bytes, per thread and step), equal
+//                     keys, two of 8 bytes, per thread and step, from the
+//                     first 16-byte boundary of the data on), equal
 //                     neighbours in a thread's load counted as one insert,
 //                     the block table of rung 3 in front of the global one,
 //                     and a block that finds its table full and most keys
@@ -188,8 +189,10 @@ __device__ __forceinline__ void side_add(u64 *ctl, u64 count, u64 index)
 // what the slot held, so a thread that lost the race learns the winner's key
 // from it and goes on exactly as if it had read that key. The claim that
 // takes the table past its limit raises the overflow word (the count is
-// still taken: the build is thrown away anyway). A probe that has seen every
-// slot (a table that is full) raises it too and gives up, so no thread spins.
+// still taken: the build is thrown away anyway); from then on no thread
+// claims a slot, so the table stays about half full and probes stay short.
+// A probe that has seen every slot (a table that is full) raises it too and
+// gives up, so no thread spins.
 template <bool FIRST, class W>
 __device__ __forceinline__ void table_add(const table<W> &t, W w, u64 count, u64 index)
 {
@@ -197,6 +200,11 @@ __device__ __forceinline__ void table_add(const table<W> &t, W w, u64 count, u64
     for (u64 probes = 0; probes <= t.mask; probes++, slot = (slot + 1) & t.mask) {
         W k = *(volatile W *)&t.keys[slot];
         if (k == empty_word<W>()) {
+            // A table past its limit takes no new key: the build is thrown
+            // away, and a table left to fill up would make every later new
+            // key probe all of its slots before giving up (seconds, measured
+            // on an H100 with 10^6 keys in the first 2^14 slots).
+            if (overflowed(t.ctl)) return;
             k = atomicCAS(&t.keys[slot], empty_word<W>(), w);
             if (k == empty_word<W>()) {  // claimed
                 k = w;
@@ -391,8 +399,13 @@ __global__ void vector_kernel(const T *__restrict__ x, int64_t n, table<word_of<
     __shared__ unsigned hits, misses, bypass;
     if (threadIdx.x == 0) hits = misses = bypass = 0;
     block_table<W, FIRST> b(slots);  // its barrier publishes the three words
-    const int64_t nvec = n / V;
-    const VT *xv = (const VT *)x;
+    // Vectors from the first 16-byte boundary: the `head` elements before it
+    // and the tail after the last whole vector are block 0's.
+    const int64_t head = (int64_t)(((16 - (uintptr_t)x % 16) % 16) / sizeof(T)) < n
+                             ? (int64_t)(((16 - (uintptr_t)x % 16) % 16) / sizeof(T))
+                             : n;
+    const int64_t nvec = (n - head) / V;
+    const VT *xv = (const VT *)(x + head);
     const int64_t stride = cua_grid_stride();
     const unsigned lane = threadIdx.x & 31;
     int64_t step = 0;
@@ -409,7 +422,7 @@ __global__ void vector_kernel(const T *__restrict__ x, int64_t n, table<word_of<
                 const W w = to_word(v.v[r]);
                 int e = r + 1;
                 while (e < V && to_word(v.v[e]) == w) e++;
-                const u64 index = (u64)(j * V + r);
+                const u64 index = (u64)(head + j * V + r);
                 if (w == empty_word<W>()) side_add<FIRST>(t.ctl, (u64)(e - r), index);
                 else if (use_block && b.add(w, (unsigned)(e - r), index)) hit++;
                 else {
@@ -425,9 +438,10 @@ __global__ void vector_kernel(const T *__restrict__ x, int64_t n, table<word_of<
             if (atomicAdd(&misses, wm) + wm > 3 * *(volatile unsigned *)&hits + 64 * 32 * V) bypass = 1;
         }
     }
-    // The tail (n % V elements) by the first threads of block 0.
+    // The head and the tail by the first threads of block 0.
     if (blockIdx.x == 0)
-        for (int64_t i = nvec * V + threadIdx.x; i < n; i += blockDim.x) {
+        for (int64_t e = threadIdx.x; e < n - nvec * V; e += blockDim.x) {
+            const int64_t i = e < head ? e : head + nvec * V + (e - head);
             const W w = to_word(x[i]);
             if (w == empty_word<W>()) side_add<FIRST>(t.ctl, 1, (u64)i);
             else if (!b.add(w, 1, (u64)i)) table_add<FIRST>(t, w, 1, (u64)i);
@@ -753,7 +767,6 @@ static int unique_VECTOR(const void *x, int64_t n, int dtype, cua_unique_tab *t,
 {
     return cua_dispatch(dtype, [&](auto v) -> int {
         using T = decltype(v);
-        if ((uintptr_t)x % 16) return cua_refuse(cfg, "method 'vector' reads 16 bytes at a time: the data must be 16-byte aligned (use 'shared')");
         return with_first(t->want, [&](auto first) -> int {
             constexpr bool F = decltype(first)::value;
             return block_table_build<T, F>(vector_kernel<F, T>, (const T *)x, n, n / vec_of<T>::size + 1, t, cfg);

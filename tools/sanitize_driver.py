@@ -1,4 +1,4 @@
-"""Call every CUDA method of every operation once on small inputs, checking
+"""Call every CUDA method of every operation (unique: with `unique` alone as the argument, only its) once on small inputs, checking
 each result against NumPy; run under compute-sanitizer by tools/device_check.sh.
 Exits non-zero on any mismatch."""
 import sys
@@ -16,6 +16,24 @@ def refuses(method, d, kw):
     inp = _common.prepare(d, "cuda")
     kb = _bins.bins_for(inp, kw["bins"], kw.get("range"), 0)[2]
     return _bins.rung_fits("cuda", kb, inp.id, -1, -1)(_backend.rung("histogram", "cuda", method))
+
+
+def unique_calls(check, rng):
+    """Every unique rung with every output, on few and many distinct keys
+    (tables that grow and are built again) and the tables' empty key."""
+    for dt in (np.int8, np.int32, np.uint64, np.float32, np.float64):
+        for distinct in (7, 40_000):
+            x = rng.integers(0, distinct, 50_001).astype(dt)
+            if np.dtype(dt).kind == "u":
+                x[::97] = np.iinfo(dt).max
+            d = cuatomic.to_device(x, backend="cuda")
+            want = np.unique(x, True, True, True)
+            for m, _, _ in cuatomic.methods("unique", "cuda"):
+                got = [g.copy_to_host() for g in cuatomic.unique(d, True, True, True, method=m, backend="cuda")]
+                check(f"unique {m} {dt.__name__} {distinct}",
+                      all(np.array_equal(g, w) for g, w in zip(got, want)))
+                v, c = cuatomic.unique(d, return_counts=True, sorted=False, method=m, backend="cuda")
+                check(f"unique unsorted {m} {dt.__name__} {distinct}", int(c.copy_to_host().sum()) == x.size)
 
 
 def main():
@@ -207,6 +225,7 @@ def main():
     out = cuatomic.DeviceArray.empty((small.size,), np.int32)
     c = _C.cub_select(d.ptr, small.size, _common.dtype_id(small.dtype), 2.0, out.ptr, None)
     check("cub select", np.array_equal(out.copy_to_host()[:c], small[small >= 2]))
+    unique_calls(check, rng)
     with cuatomic.Timer(backend="cuda") as t:
         cuatomic.sum(np.ones(1000), backend="cuda")
     check("Timer", t.elapsed is not None and t.elapsed >= 0)
@@ -215,4 +234,9 @@ def main():
 
 
 if __name__ == "__main__":
+    if sys.argv[1:] == ["unique"]:
+        found = []
+        unique_calls(lambda label, ok: found.append(label) if not ok else None, np.random.default_rng(0))
+        print(f"sanitize_driver unique: {len(found)} mismatches {found}")
+        sys.exit(1 if found else 0)
     sys.exit(main())

@@ -190,6 +190,7 @@ static inline void table_add(const table *t, uint64_t w, uint64_t count, uint64_
     for (uint64_t probes = 0; probes <= t->mask; probes++, slot = (slot + 1) & t->mask) {
         uint64_t k = atomic_load_explicit(&t->keys[slot], memory_order_relaxed);
         if (k == EMPTY) {
+            if (overflowed(t)) return; /* no new key in a table past its limit (cuda/unique.cu) */
             if (atomic_compare_exchange_strong_explicit(&t->keys[slot], &k, w, memory_order_relaxed,
                                                         memory_order_relaxed)) {
                 k = w;
@@ -498,10 +499,10 @@ static int unique_WARP_AGGREGATED(const void *x, int64_t n, int dtype, cua_uniqu
 /* ------------------------------------------------------------ radix sort */
 
 /* Sort n words (with their values `v`, may be NULL) by their low `bits`
- * bits, LSD, 11 bits a pass, stable, between the arrays and the scratch
+ * bits, LSD, 8 bits a pass, stable, between the arrays and the scratch
  * (tk/tv, n each) in turn; a pass whose digit is the same for every word is
  * skipped. The result ends in k/v. */
-#define RADIX_BITS 11
+#define RADIX_BITS 8
 static void radix_sort(uint64_t *k, int64_t *v, int64_t n, int bits, uint64_t *tk, int64_t *tv)
 {
     uint64_t *src = k, *dst = tk;

@@ -12,6 +12,7 @@ imports each library only when a benchmark asks for it.
     python -m cuatomic bench nonzero          the nonzero table against the peers
     python -m cuatomic bench histogramdd      the histogram2d/histogramdd table against the peers
     python -m cuatomic bench axis             the sum/min/max along an axis table against the peers
+    python -m cuatomic bench unique           the unique (hash tables) table against the peers
 
 See ``suite`` (the ladder benchmark and the command), ``targets`` (the
 target table), ``toolkit`` and ``small`` (the other tables), ``measure``
@@ -45,6 +46,9 @@ def main(argv=None):
     if argv[:1] == ["nonzero"]:
         from . import nonzero
         return nonzero.main(argv[1:])
+    if argv[:1] == ["unique"]:
+        from . import unique
+        return unique.main(argv[1:])
     if argv[:1] == ["scatter"]:
         from . import scatter
         return scatter.main(argv[1:])

@@ -1,0 +1,239 @@
+"""unique and the array API's unique_* against NumPy: every backend x rung
+(from the tables) x dtype, on data built so that a wrong table shows --
+keys equal to the tables' empty mark (the types' largest values), the
+other limits, NaNs of several payloads and both signs, -0.0 beside 0.0,
+values repeated far apart (first indices), few and many distinct values
+(tables that grow and are built again) -- with every return flag."""
+import functools
+import os
+
+import numpy as np
+import pytest
+from conftest import BACKENDS, DTYPES, host, placed, requires_cuda, where_params
+
+import cuatomic
+from cuatomic import _C, _backend
+from cuatomic._dtypes import dtype_id
+
+SIZES = [1, 2, 33, 257, 2000, 70_001]
+
+
+@functools.lru_cache(maxsize=None)
+def data(dtype, n, distinct, seed=0):
+    """n elements of dtype with about `distinct` values, the dtype's limits
+    planted (int64/uint64/int32/uint32 max are the tables' empty key), and
+    for floats NaNs of other payloads and signs and -0.0 beside 0.0."""
+    dt = np.dtype(dtype)
+    rng = np.random.default_rng(seed + 7919 * n + 131 * dt.num + distinct)
+    if dt.kind == "b":
+        x = rng.random(n) < 0.3
+    elif dt.kind == "f":
+        x = (rng.integers(-distinct, distinct, n) / 8).astype(dt)
+    else:
+        info = np.iinfo(dt)
+        lo, hi = max(info.min, -distinct), min(info.max, distinct)
+        x = rng.integers(lo, hi, n, endpoint=True).astype(dt)
+    if n >= 16 and dt.kind != "b":
+        pos = rng.choice(n, 8, replace=False)
+        if dt.kind == "f":
+            bits = np.array([0x7FC00000, 0xFFC00001, 0x7F800001, 0xFFFFFFFF], np.uint32) if dt.itemsize == 4 else \
+                np.array([0x7FF8000000000000, 0xFFF8000000000001, 0x7FF0000000000001, 0xFFFFFFFFFFFFFFFF], np.uint64)
+            x[pos[:4]] = bits.view(dt)
+            x[pos[4]], x[pos[5]], x[pos[6]], x[pos[7]] = -0.0, 0.0, np.inf, -np.inf
+        else:
+            info = np.iinfo(dt)
+            x[pos[:3]] = info.max
+            x[pos[3:5]] = info.min
+            x[pos[5]] = info.max - 1
+    x.flags.writeable = False
+    return x
+
+
+def check_all(got, x, keep_shape=None):
+    """got = unique(x, True, True, True) against NumPy's, value for value."""
+    ev, ei, einv, ec = np.unique(x, return_index=True, return_inverse=True, return_counts=True)
+    v, i, inv, c = (host(g) for g in got)
+    assert v.dtype == x.dtype and i.dtype == np.intp and inv.dtype == np.intp and c.dtype == np.intp
+    np.testing.assert_array_equal(v, ev)  # (NaN equal to NaN; -0.0 == 0.0)
+    np.testing.assert_array_equal(i, ei)
+    np.testing.assert_array_equal(c, ec)
+    assert inv.shape == einv.shape
+    np.testing.assert_array_equal(inv, einv)
+
+
+@pytest.mark.parametrize("backend,method,where", where_params("unique"))
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("distinct", [3, 100_000])
+def test_every_flag_against_numpy(backend, method, where, dtype, n, distinct):
+    x = data(dtype, n, distinct)
+    got = cuatomic.unique(placed(x, backend, where), return_index=True, return_inverse=True, return_counts=True,
+                          method=method, backend=backend)
+    assert cuatomic.last_launch()["method"] == method
+    check_all(got, x)
+    if where == "device":
+        assert all(isinstance(g, cuatomic.DeviceArray) for g in got)
+
+
+@pytest.mark.parametrize("backend,method,where", where_params("unique"))
+@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.uint64, np.float32, np.float64], ids=lambda d: np.dtype(d).name)
+def test_unsorted_is_the_same_table(backend, method, where, dtype):
+    """sorted=False: the values in any order, each with its own count and
+    first index, and values[inverse] rebuilding the input."""
+    x = data(dtype, 70_001, 5000)
+    v, i, inv, c = (host(g) for g in cuatomic.unique(placed(x, backend, where), True, True, True, sorted=False,
+                                                      method=method, backend=backend))
+    ev, ei, ec = np.unique(x, return_index=True, return_counts=True)
+    order = np.argsort(v, kind="stable")
+    np.testing.assert_array_equal(v[order], ev)
+    np.testing.assert_array_equal(i[order], ei)
+    np.testing.assert_array_equal(c[order], ec)
+    rebuilt = v[inv.reshape(-1)]
+    np.testing.assert_array_equal(rebuilt, np.where(x == 0, np.zeros_like(x), x))  # (-0.0 comes back as 0.0)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_nans_and_signed_zeros(backend, dtype):
+    nan2 = np.array([0xFFC00001 if dtype == np.float32 else 0xFFF8000000000001], np.uint32 if dtype == np.float32
+                    else np.uint64).view(dtype)[0]
+    x = np.array([np.nan, 1.0, nan2, -0.0, 0.0, np.nan, -np.inf, 2.0, -0.0], dtype)
+    for equal_nan in (True, False):
+        got = cuatomic.unique(x, True, True, True, equal_nan=equal_nan, backend=backend)
+        want = np.unique(x, True, True, True, equal_nan=equal_nan)
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g, w)
+        assert not np.signbit(got[0][np.flatnonzero(got[0] == 0)]).any()  # one zero, +0.0
+    assert cuatomic.unique(x, backend=backend).size == 5  # -inf, 0, 1, 2, nan
+
+
+@pytest.mark.parametrize("backend,method,where", where_params("unique"))
+def test_edges(backend, method, where):
+    run = functools.partial(cuatomic.unique, return_index=True, return_inverse=True, return_counts=True,
+                            method=method, backend=backend)
+    for x in (np.array([], np.int32), np.array([7], np.int64), np.full(5000, -3, np.int16),
+              np.random.default_rng(1).permutation(300_000).astype(np.int64),  # all distinct: the tables grow
+              np.full(1000, np.iinfo(np.int64).max), np.full(999, np.iinfo(np.uint32).max, np.uint32),
+              np.array([np.iinfo(np.int32).max, 5, np.iinfo(np.int32).max], np.int32)):
+        check_all(run(placed(x, backend, where)), x)
+
+
+@pytest.mark.parametrize("backend,method,where", where_params("unique"))
+def test_tables_grow_and_rebuild(backend, method, where):
+    """2^17 distinct keys: a hash rung's first table (2^14 slots) fills, is
+    thrown away and built again larger -- and the counts are still exact."""
+    x = np.repeat(np.arange(1 << 17, dtype=np.int32) * 7919, 3)
+    np.random.default_rng(2).shuffle(x)
+    rung = _backend.rung("unique", backend, method)
+    src = cuatomic.to_device(x) if where == "device" else x
+    values, index, counts, inverse, builds = _C.unique(
+        backend=_backend.backend_id(backend), rung=rung.index, x=src.ptr if where == "device" else x, n=x.size,
+        dtype=dtype_id(np.int32), want=_C.UNIQUE_SORTED | _C.UNIQUE_FIRST, blocks=-1, threads=-1, device_out=where == "device",
+        stream=None)
+    if method in ("global", "shared", "warp_aggregated"):
+        assert builds > 1
+    if where == "device":
+        values = cuatomic.DeviceArray._vector(values, 1 << 17, np.dtype(np.int32)).copy_to_host()
+        counts = cuatomic.DeviceArray._vector(counts, 1 << 17, np.dtype(np.intp)).copy_to_host()
+    np.testing.assert_array_equal(values, np.arange(1 << 17, dtype=np.int32) * 7919)
+    assert (counts == 3).all()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_array_api_functions(backend):
+    x = data(np.float64, 2000, 40).reshape(40, 50)  # (four NaNs: each its own value here)
+    for name in ("unique_values", "unique_counts", "unique_inverse", "unique_all"):
+        got = getattr(cuatomic, name)(x, backend=backend)
+        if not hasattr(np, name):  # NumPy 1.26: the array API's definition
+            want = {"unique_counts": ("values", "counts"), "unique_inverse": ("values", "inverse_indices"),
+                    "unique_all": ("values", "indices", "inverse_indices", "counts")}.get(name)
+            assert want is None or got._fields == want
+            continue
+        want = getattr(np, name)(x)
+        if name == "unique_values":  # any order
+            np.testing.assert_array_equal(np.sort(got), np.sort(want))
+            continue
+        assert type(got).__name__ == type(want).__name__ and got._fields == want._fields
+        for field, g, w in zip(got._fields, got, want):
+            if field != "inverse_indices":
+                np.testing.assert_array_equal(g, w)
+                continue
+            # Which NaN gets which of the NaN values is NumPy's sort's (unstable without return_index):
+            # the numbers' entries must agree, and the NaNs' be a permutation of the NaN values' ids.
+            nan = np.isnan(x)
+            np.testing.assert_array_equal(g[~nan], w[~nan])
+            np.testing.assert_array_equal(np.sort(g[nan]), np.sort(w[nan]))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_inverse_shape_is_numpys(backend):
+    x = np.array([[3, 1], [1, 2]])
+    assert cuatomic.unique(x, return_inverse=True, backend=backend)[1].shape == \
+        np.unique(x, return_inverse=True)[1].shape
+    assert cuatomic.unique_inverse(x, backend=backend).inverse_indices.shape == (2, 2)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_refusals(backend):
+    with pytest.raises(TypeError):
+        cuatomic.unique(np.zeros(3, np.float16), backend=backend)
+    with pytest.raises(TypeError):
+        cuatomic.unique(np.zeros(3, np.complex64), backend=backend)
+    with pytest.raises(TypeError):
+        cuatomic.unique(np.ma.masked_array([1, 2]), backend=backend)
+    with pytest.raises(ValueError, match="method"):
+        cuatomic.unique(np.zeros(3), method="nope", backend=backend)
+    with pytest.raises(ValueError):
+        cuatomic.unique(np.zeros(3), return_counts=np.zeros(2), backend=backend)
+    with pytest.raises(ValueError):
+        cuatomic.unique(np.zeros(3), threads=0, backend=backend)
+    # strided, non-native byte order and 0-d input are read as NumPy reads them
+    x = np.arange(20, dtype=">i4")[::3]
+    np.testing.assert_array_equal(cuatomic.unique(x, backend=backend), np.unique(x))
+    np.testing.assert_array_equal(cuatomic.unique(np.float32(2.5), backend=backend), np.unique(np.float32(2.5)))
+
+
+def test_explain_and_methods():
+    for be in BACKENDS:
+        names = [m[0] for m in cuatomic.methods("unique", be)]
+        assert names == ["sort", "global", "shared", "warp_aggregated", "vector"]
+        choice = cuatomic.explain("unique", np.arange(10), backend=be)
+        assert choice.op == "unique" and choice.method in names
+
+
+def test_dask_unique_counts():
+    da = pytest.importorskip("dask.array")
+    import cuatomic.dask as cd
+    x = data(np.float32, 70_001, 300).copy()
+    x[::101] = np.nan
+    got = cd.unique_counts(da.from_array(x, chunks=7_000), backend="cpu")
+    want = np.unique(x, return_counts=True, equal_nan=False)
+    np.testing.assert_array_equal(got.values.compute(), want[0])
+    np.testing.assert_array_equal(got.counts.compute(), want[1])
+    y = data(np.int64, 2000, 10)
+    got = cd.unique_counts(da.from_array(y, chunks=333))
+    np.testing.assert_array_equal(got.counts.compute(), np.unique(y, return_counts=True)[1])
+
+
+@requires_cuda
+def test_device_results_stay_on_the_device():
+    x = cuatomic.to_device(data(np.int32, 70_001, 50))
+    r = cuatomic.unique_all(x, backend="cuda")
+    assert all(isinstance(g, cuatomic.DeviceArray) for g in r)
+    assert r.inverse_indices.shape == x.shape
+
+
+@pytest.mark.skipif(os.environ.get("CUATOMIC_SLOW") != "1", reason="slow: set CUATOMIC_SLOW=1 (2^31 + 7 int8 elements)")
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_more_than_2_31_elements(backend):
+    n = (1 << 31) + 7
+    x = np.empty(n, np.int8)
+    x[: n // 2] = 5
+    x[n // 2:] = -3
+    x[n - 1] = 127
+    x[1000] = -128
+    src = cuatomic.to_device(x) if backend == "cuda" else x
+    v, i, c = (host(g) for g in cuatomic.unique(src, return_index=True, return_counts=True, backend=backend))
+    np.testing.assert_array_equal(v, [-128, -3, 5, 127])
+    np.testing.assert_array_equal(i, [1000, n // 2, 0, n - 1])
+    np.testing.assert_array_equal(c, [1, n - n // 2 - 1, n // 2 - 1, 1])
