@@ -53,12 +53,10 @@ def _systems(x, backend):
             counts = DeviceArray.empty((x.size,), np.int64)
 
             def cub():
-                """CUB's two calls into buffers of n; the k results (values and counts) read back."""
+                """CUB's two calls into buffers of n: the k values and counts, left on the device."""
                 k = _C.cub_unique(d.ptr, d.size, dtype_id(x.dtype), values.ptr, counts.ptr, None)
-                v, c = np.empty(k, x.dtype), np.empty(k, np.int64)
-                values._buffer.copy_to_host(v.view(np.uint8), 0, v.nbytes)
-                counts._buffer.copy_to_host(c.view(np.uint8), 0, c.nbytes)
-                return v, c
+                return (DeviceArray._vector(values._buffer, k, values.dtype),
+                        DeviceArray._vector(counts._buffer, k, counts.dtype))
             systems["raw CUB (SortKeys + RunLengthEncode)"] = (cub, True)
         try:
             import cupy as cp
