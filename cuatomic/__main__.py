@@ -161,6 +161,12 @@ def main(argv=None):
             run(f"{name} int32, {r_ints.size:,}", m,
                 lambda name=name: getattr(cuatomic, name)(d_r_ints, method=m, backend=be),
                 lambda name=name: getattr(np, name)(r_ints), exact)
+    # unique: the hash tables (atomicCAS claims a slot) against the peers' sort, on 997 distinct keys
+    u_keys = r_ints % 997
+    d_u_keys = cuatomic.to_device(u_keys, backend=be)
+    for m, _, _ in cuatomic.methods("unique", be):
+        run(f"unique int32, {u_keys.size:,} (997 values)", m,
+            lambda: cuatomic.unique(d_u_keys, method=m, backend=be), lambda: np.unique(u_keys), np.array_equal)
     # histogram2d: shared keeps every cell in one block's shared memory (a GPU's 128 x 128 fits, 300 x 300 does
     # not); cluster spreads cells that one block (on a CPU one thread's copy, 2^20) cannot hold
     xy_range = [(-4.0, 4.0), (-4.0, 4.0)]

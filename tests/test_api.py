@@ -139,6 +139,7 @@ LESSONS = {
     "argmin": ["cas", "packed", "block_tree", "vector"],
     "histogramdd": ["global", "shared", "tiled", "cluster"],
     "segmented": ["atomic", "warp", "columns", "tiled"],
+    "unique": ["sort", "global", "shared", "warp_aggregated"],
 }
 
 
