@@ -24,7 +24,9 @@
 //                     probing: neighbours share a cache sector). One pass
 //                     over the input; the table is sized to stay at most
 //                     half full, where a probe ends after 1.5 slots on
-//                     average (2.5 for a new key). Every element is a global
+//                     average (2.5 for a new key); a claim takes a ticket
+//                     from the table's fill counter first, so no race can
+//                     fill it past that. Every element is a global
 //                     atomic: few distinct values mean millions of atomics
 //                     queued on a few slots.
 //  3. shared          a block-private table in shared memory in front of the
@@ -69,6 +71,7 @@
 // Keys are order-keeping words (cuatomic_abi.h); the all-ones word marks an
 // empty slot, and the one key equal to it is counted in the side cell.
 #include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_reduce.cuh>
 #include <cub/device/device_run_length_encode.cuh>
 #include <cub/device/device_scan.cuh>
 #include <cub/device/device_select.cuh>
@@ -188,9 +191,9 @@ __device__ __forceinline__ void side_add(u64 *ctl, u64 count, u64 index)
 // at a time. A slot read empty is claimed with atomicCAS: the CAS returns
 // what the slot held, so a thread that lost the race learns the winner's key
 // from it and goes on exactly as if it had read that key. The claim that
-// takes the table past its limit raises the overflow word (the count is
-// still taken: the build is thrown away anyway); from then on no thread
-// claims a slot, so the table stays about half full and probes stay short.
+// would take the table past its limit raises the overflow word instead;
+// from then on no thread claims a slot, so the table stays at most half
+// full and probes stay short.
 // A probe that has seen every slot (a table that is full) raises it too and
 // gives up, so no thread spins.
 template <bool FIRST, class W>
@@ -205,12 +208,22 @@ __device__ __forceinline__ void table_add(const table<W> &t, W w, u64 count, u64
             // key probe all of its slots before giving up (seconds, measured
             // on an H100 with 10^6 keys in the first 2^14 slots).
             if (overflowed(t.ctl)) return;
-            k = atomicCAS(&t.keys[slot], empty_word<W>(), w);
-            if (k == empty_word<W>()) {  // claimed
-                k = w;
-                if (atomicAdd((unsigned long long *)&t.ctl[CUA_UNIQUE_CTL_FILLED], 1ull) + 1 > t.limit)
-                    atomicExch((unsigned long long *)&t.ctl[CUA_UNIQUE_CTL_OVERFLOW], 1ull);
+            // A ticket first: the claim is made only under the limit, so
+            // the table never holds more than `limit` keys however many
+            // threads race for slots at once. (Claiming first and counting
+            // after let a grid of 270K threads overshoot a 2^14-slot table
+            // until it was full: every later new key then probed all of it
+            // -- 0.7 s for 2^26 keys on an H200.) A ticket whose CAS loses
+            // is handed back: FILLED stays the number of keys.
+            unsigned long long *filled = (unsigned long long *)&t.ctl[CUA_UNIQUE_CTL_FILLED];
+            if (atomicAdd(filled, 1ull) >= t.limit) {
+                atomicAdd(filled, ~0ull);  // - 1
+                atomicExch((unsigned long long *)&t.ctl[CUA_UNIQUE_CTL_OVERFLOW], 1ull);
+                return;
             }
+            k = atomicCAS(&t.keys[slot], empty_word<W>(), w);
+            if (k == empty_word<W>()) k = w;  // claimed
+            else atomicAdd(filled, ~0ull);  // lost the race: the ticket back
         }
         if (k == w) {
             atomicAdd((unsigned long long *)&t.counts[slot], (unsigned long long)count);
@@ -266,6 +279,17 @@ struct block_table {
         }
         if (threadIdx.x == 0) *filled = 0;
         __syncthreads();
+    }
+
+    // Empty again, for the next bucket (between two barriers of the caller's).
+    __device__ void reset()
+    {
+        for (unsigned s = threadIdx.x; s <= mask; s += blockDim.x) {
+            keys[s] = empty_word<W>();
+            counts[s] = 0;
+            if (FIRST) first[s] = ~0ull;
+        }
+        if (threadIdx.x == 0) *filled = 0;
     }
 
     // The global table's protocol with shared-memory atomics. False: the
@@ -499,13 +523,17 @@ static int table_clear(cua_unique_tab *t, cudaStream_t s)
 // overflow word is up, a table GROWTH times larger. The largest table needed
 // is 2n slots (n keys at most, at half load); it is never more than the
 // first power of two past that.
+// With `only` > 0, one build at that size: CUA_EOVERFLOW_ if it overflows
+// (the vector rung then takes its partition).
+#define CUA_EOVERFLOW_ (-100)
 template <class W, class L>
-static int grow_and_build(int64_t n, cua_unique_tab *t, cua_launch *cfg, L launch)
+static int grow_and_build(int64_t n, cua_unique_tab *t, cua_launch *cfg, L launch, int64_t only = 0)
 {
     cudaStream_t s = cua_stream(cfg);
     int64_t most = 2;
     while (most < 2 * n) most *= 2;
     int64_t cap = FIRST_CAP < most ? FIRST_CAP : most;
+    if (only) cap = only;
     t->builds = 0;
     for (;;) {
         int st = table_alloc(t, cap, s);
@@ -523,6 +551,7 @@ static int grow_and_build(int64_t n, cua_unique_tab *t, cua_launch *cfg, L launc
             t->distinct = (int64_t)ctl[CUA_UNIQUE_CTL_FILLED] + (ctl[CUA_UNIQUE_CTL_SIDE_COUNT] ? 1 : 0);
             return 0;
         }
+        if (only) return CUA_EOVERFLOW_;
         if (cap >= most) return CUA_EINTERNAL;  // a table of 2n slots cannot fill
         table_release(t, s);
         cap = cap * GROWTH < most ? cap * GROWTH : most;
@@ -736,7 +765,8 @@ static int unique_WARP_AGGREGATED(const void *x, int64_t n, int dtype, cua_uniqu
 
 // The block-table rungs: shared memory for `block_slots` slots per block.
 template <class T, bool FIRST, class K>
-static int block_table_build(K kernel, const T *x, int64_t n, int64_t work, cua_unique_tab *t, cua_launch *cfg)
+static int block_table_build(K kernel, const T *x, int64_t n, int64_t work, cua_unique_tab *t, cua_launch *cfg,
+                             int64_t only = 0)
 {
     using W = word_of<T>;
     t->word = (int)sizeof(W);
@@ -745,11 +775,15 @@ static int block_table_build(K kernel, const T *x, int64_t n, int64_t work, cua_
     int st = table_config(cfg, work, 4);
     if (st) return st;
     if (cfg->used_threads % 32) return cua_refuse(cfg, "the block-table rungs need whole warps: threads must be a multiple of 32 (got %d)", cfg->used_threads);
-    return grow_and_build<W>(n, t, cfg, [&](const table<W> &tab) -> int {
-        kernel<<<(unsigned)cfg->used_blocks, (unsigned)cfg->used_threads, smem, cua_stream(cfg)>>>(x, n, tab, slots);
-        CUA_CHECK_LAUNCH();
-        return 0;
-    });
+    return grow_and_build<W>(
+        n, t, cfg,
+        [&](const table<W> &tab) -> int {
+            kernel<<<(unsigned)cfg->used_blocks, (unsigned)cfg->used_threads, smem, cua_stream(cfg)>>>(x, n, tab,
+                                                                                                      slots);
+            CUA_CHECK_LAUNCH();
+            return 0;
+        },
+        only);
 }
 
 static int unique_SHARED(const void *x, int64_t n, int dtype, cua_unique_tab *t, cua_launch *cfg)
@@ -763,13 +797,238 @@ static int unique_SHARED(const void *x, int64_t n, int dtype, cua_unique_tab *t,
     });
 }
 
+
+// ------------------------------------------------ vector's radix partition
+
+// Many distinct values (the vector rung's first table overflowed, and no
+// inverse is wanted): the keys are first scattered by the top bits of their
+// hash into buckets small enough that one block counts a whole bucket in a
+// table in shared memory -- the hash table's atomics all stay in the SM,
+// where one global table would take one L2 atomic per element -- and the
+// buckets' distinct keys, a few thousand each, are then inserted once into a
+// global table sized for exactly their number.
+
+__device__ __forceinline__ unsigned bucket_of(u64 w, int pbits) { return (unsigned)(mix(w) >> (64 - pbits)); }
+
+// Each block counts its contiguous chunk's keys per bucket in shared memory
+// and adds them to the buckets' totals.
+template <class T>
+__global__ void part_count_kernel(const T *__restrict__ x, int64_t n, int pbits, int64_t chunk, unsigned *totals)
+{
+    using W = word_of<T>;
+    unsigned *hist = (unsigned *)cua_smem;
+    const unsigned P = 1u << pbits;
+    for (unsigned b = threadIdx.x; b < P; b += blockDim.x) hist[b] = 0;
+    __syncthreads();
+    const int64_t lo = (int64_t)blockIdx.x * chunk, hi = lo + chunk < n ? lo + chunk : n;
+    for (int64_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
+        const W w = to_word(x[i]);
+        if (w != empty_word<W>()) atomicAdd(&hist[bucket_of(w, pbits)], 1u);
+    }
+    __syncthreads();
+    for (unsigned b = threadIdx.x; b < P; b += blockDim.x)
+        if (hist[b]) atomicAdd(&totals[b], hist[b]);
+}
+
+// Each block counts its chunk again, reserves a run of every bucket at once
+// (one global atomicAdd per bucket: the run's start comes back), and writes
+// each key (and its index) at its bucket's run, the place taken from a
+// shared counter that started at the run's start. The empty word's key goes
+// to the side cell.
+template <bool FIRST, class T>
+__global__ void part_scatter_kernel(const T *__restrict__ x, int64_t n, int pbits, int64_t chunk, unsigned *cursor,
+                                    word_of<T> *keys, unsigned *idx, u64 *ctl)
+{
+    using W = word_of<T>;
+    unsigned *at = (unsigned *)cua_smem;
+    const unsigned P = 1u << pbits;
+    for (unsigned b = threadIdx.x; b < P; b += blockDim.x) at[b] = 0;
+    __syncthreads();
+    const int64_t lo = (int64_t)blockIdx.x * chunk, hi = lo + chunk < n ? lo + chunk : n;
+    for (int64_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
+        const W w = to_word(x[i]);
+        if (w != empty_word<W>()) atomicAdd(&at[bucket_of(w, pbits)], 1u);
+    }
+    __syncthreads();
+    for (unsigned b = threadIdx.x; b < P; b += blockDim.x)
+        if (at[b]) at[b] = atomicAdd(&cursor[b], at[b]);
+    __syncthreads();
+    for (int64_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
+        const W w = to_word(x[i]);
+        if (w == empty_word<W>()) {
+            side_add<FIRST>(ctl, 1, (u64)i);
+            continue;
+        }
+        const unsigned pos = atomicAdd(&at[bucket_of(w, pbits)], 1u);
+        keys[pos] = w;
+        if (FIRST) idx[pos] = (unsigned)i;
+    }
+}
+
+// One block per bucket (a grid-stride loop over them): the bucket's keys
+// counted in the block's table, then its distinct keys written back over
+// the bucket's own run (read whole before), their counts beside them, and
+// how many into dcount. A bucket with more distinct keys than the table
+// takes raises the overflow word: the launcher goes back to the table path.
+template <bool FIRST, class W>
+__global__ void part_table_kernel(W *keys, unsigned *idx, const unsigned *start, const unsigned *totals, int pbits,
+                                  unsigned slots, unsigned *lcount, unsigned *dcount, u64 *ctl)
+{
+    block_table<W, FIRST> b(slots);
+    __shared__ unsigned found;
+    const unsigned P = 1u << pbits;
+    for (unsigned bucket = blockIdx.x; bucket < P; bucket += gridDim.x) {
+        const unsigned s0 = start[bucket], m = totals[bucket];
+        bool full = false;
+        for (unsigned q = threadIdx.x; q < m; q += blockDim.x)
+            if (!b.add(keys[s0 + q], 1, FIRST ? (u64)idx[s0 + q] : 0)) full = true;
+        if (full) atomicExch((unsigned long long *)&ctl[CUA_UNIQUE_CTL_OVERFLOW], 1ull);
+        if (threadIdx.x == 0) found = 0;
+        __syncthreads();  // every key read, `found` zeroed
+        for (unsigned sl = threadIdx.x; sl <= b.mask; sl += blockDim.x)
+            if (b.counts[sl]) {
+                const unsigned j = atomicAdd(&found, 1u);
+                keys[s0 + j] = b.keys[sl];
+                lcount[s0 + j] = b.counts[sl];
+                if (FIRST) idx[s0 + j] = (unsigned)b.first[sl];
+            }
+        __syncthreads();  // the list written, `found` final
+        if (threadIdx.x == 0) dcount[bucket] = found;
+        b.reset();
+        __syncthreads();
+    }
+}
+
+// The buckets' lists into the global table, sized for all of them.
+template <bool FIRST, class W>
+__global__ void part_insert_kernel(const W *keys, const unsigned *idx, const unsigned *lcount, const unsigned *start,
+                                   const unsigned *dcount, int pbits, table<W> t)
+{
+    const unsigned P = 1u << pbits;
+    for (unsigned bucket = blockIdx.x; bucket < P; bucket += gridDim.x) {
+        const unsigned s0 = start[bucket], d = dcount[bucket];
+        for (unsigned j = threadIdx.x; j < d; j += blockDim.x)
+            table_add<FIRST>(t, keys[s0 + j], lcount[s0 + j], FIRST ? (u64)idx[s0 + j] : 0);
+    }
+}
+
+// The partition's sizes on this device: the bucket tables' slots (the
+// largest power of two up to 2^14 whose table fits the shared memory a
+// block may opt in to) and bucket bits (buckets of about 0.4 x slots
+// elements: under the table's half-full limit even if every key differs).
+// False when the device cannot hold the buckets' counters (4 bytes each).
+template <class W, bool FIRST>
+static bool part_sizes(int64_t n, int optin, unsigned *slots, int *pbits)
+{
+    unsigned sl = 1u << 14;
+    while (sl > 1024 && block_table_bytes<W, FIRST>(sl) > (size_t)optin) sl /= 2;
+    const int64_t per = (int64_t)sl * 2 / 5;
+    int pb = 1;
+    while (((int64_t)1 << pb) * per < n) pb++;
+    *slots = sl;
+    *pbits = pb;
+    return ((int64_t)4 << pb) <= optin && block_table_bytes<W, FIRST>(sl) <= (size_t)optin;
+}
+
+// The partition path; *done false (nothing wrong) when it cannot run here
+// or a bucket overflowed its table: the caller takes the table path.
+template <class T, bool FIRST>
+static int part_build(const T *x, int64_t n, cua_unique_tab *t, cua_launch *cfg, bool *done)
+{
+    using W = word_of<T>;
+    cudaStream_t s = cua_stream(cfg);
+    *done = false;
+    int dev, optin = 0, sms = 0;
+    CUA_CHECK(cudaGetDevice(&dev));
+    CUA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    int st = cua_sm_count(&sms);
+    if (st) return st;
+    unsigned slots;
+    int pbits;
+    if (n >= (int64_t)UINT32_MAX || !part_sizes<W, FIRST>(n, optin, &slots, &pbits)) return 0;
+    const int64_t P = (int64_t)1 << pbits;
+    const size_t hist_smem = (size_t)P * 4, table_smem = block_table_bytes<W, FIRST>(slots);
+    st = cua_allow_smem(part_count_kernel<T>, hist_smem);
+    if (!st) st = cua_allow_smem(part_scatter_kernel<FIRST, T>, hist_smem);
+    if (!st) st = cua_allow_smem(part_table_kernel<FIRST, W>, table_smem);
+    if (st) return st;
+    // Scratch: control words (8), bucket totals, starts and cursors (P each),
+    // distinct per bucket (P), the bucketed keys, indices and list counts (n each).
+    const size_t pb = round_up((size_t)P * 4), kb = round_up((size_t)n * sizeof(W)), ub = round_up((size_t)n * 4);
+    cua_scratch mem;
+    CUA_CHECK(mem.get(256 + 4 * pb + kb + (FIRST ? ub : 0) + ub, s));
+    char *p = (char *)mem.ptr;
+    u64 *ctl = (u64 *)p;
+    unsigned *totals = (unsigned *)(p + 256), *start = (unsigned *)(p + 256 + pb), *cursor = (unsigned *)(p + 256 + 2 * pb),
+             *dcount = (unsigned *)(p + 256 + 3 * pb);
+    W *keys = (W *)(p + 256 + 4 * pb);
+    unsigned *idx = FIRST ? (unsigned *)(p + 256 + 4 * pb + kb) : nullptr;
+    unsigned *lcount = (unsigned *)(p + 256 + 4 * pb + kb + (FIRST ? ub : 0));
+    const u64 init[8] = {0, 0, 0, ~0ull, 0, 0, 0, 0};
+    CUA_CHECK(cudaMemcpyAsync(ctl, init, sizeof init, cudaMemcpyHostToDevice, s));
+    CUA_CHECK(cudaMemsetAsync(totals, 0, (size_t)P * 4, s));
+    const int64_t grid = 2 * (int64_t)sms, chunk = cua_ceil_div(n, grid);
+    part_count_kernel<T><<<(unsigned)grid, 1024, hist_smem, s>>>(x, n, pbits, chunk, totals);
+    CUA_CHECK_LAUNCH();
+    st = cub_call(s, [&](void *tmp, size_t &b) { return cub::DeviceScan::ExclusiveSum(tmp, b, totals, start, P, s); });
+    if (st) return st;
+    CUA_CHECK(cudaMemcpyAsync(cursor, start, (size_t)P * 4, cudaMemcpyDeviceToDevice, s));
+    part_scatter_kernel<FIRST, T><<<(unsigned)grid, 1024, hist_smem, s>>>(x, n, pbits, chunk, cursor, keys, idx, ctl);
+    CUA_CHECK_LAUNCH();
+    int64_t blocks = 0;
+    st = cua_max_resident_blocks(part_table_kernel<FIRST, W>, 512, table_smem, &blocks);
+    if (st) return st;
+    part_table_kernel<FIRST, W><<<(unsigned)(blocks < P ? blocks : P), 512, table_smem, s>>>(
+        keys, idx, start, totals, pbits, slots, lcount, dcount, ctl);
+    CUA_CHECK_LAUNCH();
+    st = cub_call(s, [&](void *tmp, size_t &b) {
+        return cub::DeviceReduce::Sum(tmp, b, dcount, (unsigned long long *)&ctl[4], P, s);
+    });
+    if (st) return st;
+    u64 host[8];
+    CUA_CHECK(cudaMemcpyAsync(host, ctl, sizeof host, cudaMemcpyDeviceToHost, s));
+    CUA_WAIT(cfg);
+    if (host[CUA_UNIQUE_CTL_OVERFLOW]) return 0;  // a bucket overflowed its table
+    const int64_t distinct = (int64_t)host[4];
+    int64_t cap = 2;
+    while (cap < 2 * distinct) cap *= 2;
+    st = table_alloc(t, cap, s);
+    if (!st) st = table_clear(t, s);
+    if (st) return st;
+    CUA_CHECK(cudaMemcpyAsync(&t->ctl[CUA_UNIQUE_CTL_SIDE_COUNT], &ctl[CUA_UNIQUE_CTL_SIDE_COUNT], 16,
+                              cudaMemcpyDeviceToDevice, s));
+    const table<W> tab{(W *)t->keys, (u64 *)t->counts, (u64 *)t->first, (u64 *)t->ctl, (u64)cap - 1, (u64)cap / 2};
+    part_insert_kernel<FIRST, W><<<(unsigned)(P < 4 * sms ? P : 4 * sms), 256, 0, s>>>(keys, idx, lcount, start, dcount,
+                                                                                      pbits, tab);
+    CUA_CHECK_LAUNCH();
+    CUA_WAIT(cfg);  // the scratch goes back after the kernels that read it
+    t->distinct = distinct + (host[CUA_UNIQUE_CTL_SIDE_COUNT] ? 1 : 0);
+    t->builds++;
+    *done = true;
+    return 0;
+}
+
+// The vector rung: one build at the first table's size; where that
+// overflows (more than 2^13 distinct keys) and no inverse is wanted, the
+// radix partition; else (or where the partition cannot run) on with the
+// growing tables.
 static int unique_VECTOR(const void *x, int64_t n, int dtype, cua_unique_tab *t, cua_launch *cfg)
 {
     return cua_dispatch(dtype, [&](auto v) -> int {
         using T = decltype(v);
         return with_first(t->want, [&](auto first) -> int {
             constexpr bool F = decltype(first)::value;
-            return block_table_build<T, F>(vector_kernel<F, T>, (const T *)x, n, n / vec_of<T>::size + 1, t, cfg);
+            const int64_t work = n / vec_of<T>::size + 1;
+            if (!(t->want & CUA_UNIQUE_INVERSE) && n > 2 * FIRST_CAP) {
+                int st = block_table_build<T, F>(vector_kernel<F, T>, (const T *)x, n, work, t, cfg, FIRST_CAP);
+                if (st != CUA_EOVERFLOW_) return st;
+                table_release(t, cua_stream(cfg));
+                bool done = false;
+                st = part_build<T, F>((const T *)x, n, t, cfg, &done);
+                if (st || done) return st;
+                table_release(t, cua_stream(cfg));
+            }
+            return block_table_build<T, F>(vector_kernel<F, T>, (const T *)x, n, work, t, cfg);
         });
     });
 }

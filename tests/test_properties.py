@@ -852,6 +852,11 @@ def _surface():
         "histogramdd": lambda **k: cuatomic.histogramdd(X.reshape(20, 2), 4, **{**be, **k}),
         "histogram2d": lambda **k: cuatomic.histogram2d(X, X, 4, **{**be, **k}),
         "mean": lambda **k: cuatomic.mean(X.reshape(8, 5), 0, **{**be, **k}),
+        "unique": lambda **k: cuatomic.unique(X, True, True, True, **{**be, **k}),
+        "unique_values": lambda **k: cuatomic.unique_values(X, **{**be, **k}),
+        "unique_counts": lambda **k: cuatomic.unique_counts(X, **{**be, **k}),
+        "unique_inverse": lambda **k: cuatomic.unique_inverse(X, **{**be, **k}),
+        "unique_all": lambda **k: cuatomic.unique_all(X, **{**be, **k}),
     }
     args = [a for where, fn in calls.items() for a in _launch_args(where, fn)]
     is_dtype = lambda v: TypeError  # noqa: E731 - every NOT_DTYPES value is refused
@@ -864,6 +869,7 @@ def _surface():
             ("reduce", lambda v: cuatomic.reduce(v, "add", **be)), ("max", lambda v: cuatomic.max(v, **be)),
             ("argmin", lambda v: cuatomic.argmin(v, **be)), ("argmax", lambda v: cuatomic.argmax(v, **be)),
             ("flatnonzero", lambda v: cuatomic.flatnonzero(v, **be)), ("argwhere", lambda v: cuatomic.argwhere(v, **be)),
+            ("unique", lambda v: cuatomic.unique(v, **be)), ("unique_all", lambda v: cuatomic.unique_all(v, **be)),
             ("to_device", lambda v: cuatomic.to_device(v, **be)),
             ("ExactSum.add", lambda v: cuatomic.ExactSum().add(v, **be)),
             ("explain", lambda v: cuatomic.explain("sum", v, **be)),
@@ -1079,7 +1085,8 @@ def test_every_public_name_is_covered():
     results, functions without arguments, and what needs a GPU."""
     covered = {a.where.split(".")[0] for a in SURFACE}
     exempt = {"BenchmarkResult", "Choice", "CudaError", "SweepRow", "backend_info", "backends", "last_launch",
-              "DeviceArray", "Stream", "pinned_array", "pinned_empty", "datasets"}
+              "DeviceArray", "Stream", "pinned_array", "pinned_empty", "datasets",
+              "UniqueAllResult", "UniqueCountsResult", "UniqueInverseResult"}
     assert set(cuatomic.__all__) - exempt <= covered, set(cuatomic.__all__) - exempt - covered
     assert {"english_like_text", "text_to_array", "shakespeare", "dask"} <= covered
 

@@ -191,6 +191,7 @@ def _auto_call(op, backend):
         "argmin": ((data,), lambda: cuatomic.argmin(data, method="auto", backend=backend)),
         "histogramdd": ((data, 16), lambda: cuatomic.histogramdd(data, 16, method="auto", backend=backend)),
         "segmented": ((data,), lambda: cuatomic.sum(data, axis=0, method="auto", backend=backend)),
+        "unique": ((data,), lambda: cuatomic.unique(data, method="auto", backend=backend)),
     }
     return calls[op]
 

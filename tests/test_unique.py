@@ -237,3 +237,20 @@ def test_more_than_2_31_elements(backend):
     np.testing.assert_array_equal(v, [-128, -3, 5, 127])
     np.testing.assert_array_equal(i, [1000, n // 2, 0, n - 1])
     np.testing.assert_array_equal(c, [1, n - n // 2 - 1, n // 2 - 1, 1])
+
+
+@pytest.mark.parametrize("backend,method,where", where_params("unique"))
+@pytest.mark.parametrize("dtype", [np.int32, np.uint32, np.int64, np.uint64, np.float32, np.float64],
+                         ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("return_index", [False, True])
+def test_many_distinct_without_inverse(backend, method, where, dtype, return_index):
+    """Without the inverse, many distinct values take the vector rungs' other
+    path (the radix partition into buckets counted in shared memory or a
+    thread's cache): values, counts and first indices as NumPy's, the
+    tables' empty key included."""
+    x = data(dtype, 200_003, 60_000)
+    got = cuatomic.unique(placed(x, backend, where), return_index=return_index, return_counts=True, method=method,
+                          backend=backend)
+    want = np.unique(x, return_index=return_index, return_counts=True)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(host(g), w)
