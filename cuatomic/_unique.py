@@ -105,13 +105,15 @@ unique.__doc__ = f"""The distinct values of an array, as ``np.unique(a, ...)`` w
 
     Notes
     -----
-    The hash rungs' tables start at 2^14 slots and grow fourfold, built
-    again from the start, whenever one passes half full: a count is never
-    read from a table that filled, and the largest table needed (2n slots)
-    always holds every key. The key equal to the tables' empty mark (the
-    largest uint32/int32/uint64/int64 value, as a key word) is counted in a
-    cell beside the table. ``last_launch()["builds"]`` is not reported; the
-    tables' sizes are the backend's.
+    A hash table that passes half full is thrown away and built again four
+    times larger: a count is never read from a table that filled, and the
+    largest table needed (2n slots) holds every key. On a GPU the one-table
+    rungs start at 2^20 slots, and ``vector`` builds one table of 2^14
+    slots, past which (more than about 2^13 distinct values) it runs the
+    ``sort`` rung's radix sort; on a CPU tables start at 2^14 slots and
+    ``vector`` partitions the keys by hash instead. The key equal to the
+    tables' empty mark (the largest uint32/int32/uint64/int64 value, as a
+    key word) is counted in a cell beside the table.
 
     Examples
     --------

@@ -24,9 +24,7 @@
 //                     probing: neighbours share a cache sector). One pass
 //                     over the input; the table is sized to stay at most
 //                     half full, where a probe ends after 1.5 slots on
-//                     average (2.5 for a new key); a claim takes a ticket
-//                     from the table's fill counter first, so no race can
-//                     fill it past that. Every element is a global
+//                     average (2.5 for a new key). Every element is a global
 //                     atomic: few distinct values mean millions of atomics
 //                     queued on a few slots.
 //  3. shared          a block-private table in shared memory in front of the
@@ -46,21 +44,22 @@
 //                     do not repeat in a warp. sm_70.
 //  5. vector          the fast rung: 16-byte loads (four int32 or float32
 //                     keys, two of 8 bytes, per thread and step, from the
-//                     first 16-byte boundary of the data on), equal
-//                     neighbours in a thread's load counted as one insert,
-//                     the block table of rung 3 in front of the global one,
-//                     and a block that finds its table full and most keys
-//                     missing it stops probing it (many distinct values go
-//                     straight to the global table at rung 2's cost).
+//                     first 16-byte boundary of the data on) into rung 3's
+//                     block tables, 1024 threads a block. Its one table
+//                     has 2^14 slots, built over a prefix of the input
+//                     first; where it overflows (more than about 2^13
+//                     distinct values) rung 1's sort runs instead, which
+//                     measured faster than every table with that many
+//                     distinct values (docs/unique.md).
 //
 // Every hash rung shares the table's protocol (table_add), its growth and
 // the finish. A table past its load limit (half full) raises an overflow
 // word; the kernel's threads see it and stop, and the launcher builds again
 // in a table four times larger (grow_and_build): a count is never taken
 // from a table that filled, and a build always ends (a table of 2n slots
-// holds any input of n elements under its limit). The first table is small
-// (2^14 slots): few distinct values cost no large clear, many cost a few
-// short aborted builds.
+// holds any input of n elements under its limit). The first table has 2^20
+// slots (rungs 2-4: fewer builds thrown away) or 2^14 (vector, whose one
+// table is for few distinct values).
 //
 // The finish (cua_cuda_unique_finish) turns a table into NumPy's outputs:
 // the occupied slots listed in slot order (CUB DeviceSelect), for sorted
@@ -71,7 +70,6 @@
 // Keys are order-keeping words (cuatomic_abi.h); the all-ones word marks an
 // empty slot, and the one key equal to it is counted in the side cell.
 #include <cub/device/device_radix_sort.cuh>
-#include <cub/device/device_reduce.cuh>
 #include <cub/device/device_run_length_encode.cuh>
 #include <cub/device/device_scan.cuh>
 #include <cub/device/device_select.cuh>
@@ -101,10 +99,16 @@ __device__ __forceinline__ word_of<T> to_word(T v)
 {
     using W = word_of<T>;
     if constexpr (std::is_same<T, float>::value) {
-        unsigned b = v == 0.0f ? 0u : v != v ? 0x7FC00000u : __float_as_uint(v);
+        // On the bits (integer compares and selects, no float unit): a zero
+        // of either sign is 0, anything above the infinity's magnitude a NaN.
+        unsigned b = __float_as_uint(v);
+        const unsigned mag = b & 0x7FFFFFFFu;
+        b = mag == 0 ? 0u : mag > 0x7F800000u ? 0x7FC00000u : b;
         return (b & 0x80000000u) ? ~b : b | 0x80000000u;
     } else if constexpr (std::is_same<T, double>::value) {
-        u64 b = v == 0.0 ? 0ull : v != v ? 0x7FF8000000000000ull : (u64)__double_as_longlong(v);
+        u64 b = (u64)__double_as_longlong(v);
+        const u64 mag = b & 0x7FFFFFFFFFFFFFFFull;
+        b = mag == 0 ? 0ull : mag > 0x7FF0000000000000ull ? 0x7FF8000000000000ull : b;
         return (b & 0x8000000000000000ull) ? ~b : b | 0x8000000000000000ull;
     } else if constexpr (std::is_signed<T>::value) {
         using U = typename std::make_unsigned<T>::type;
@@ -136,6 +140,19 @@ constexpr int key_bits()
     return std::is_floating_point<T>::value ? 8 * (int)sizeof(word_of<T>) : 8 * (int)sizeof(T);
 }
 
+// murmur3's 32-bit finalizer, for the block tables' 4-byte keys: two 32-bit
+// multiplies where mix() takes two 64-bit ones (several instructions each on
+// a GPU). The block tables have at most 2^14 slots.
+__device__ __forceinline__ unsigned mix32(unsigned k)
+{
+    k ^= k >> 16;
+    k *= 0x85ebca6bu;
+    k ^= k >> 13;
+    k *= 0xc2b2ae35u;
+    k ^= k >> 16;
+    return k;
+}
+
 // murmur3's 64-bit finalizer: every key bit reaches the low bits a table of
 // 2^k slots reads (consecutive integers would otherwise fill runs of slots).
 __device__ __forceinline__ u64 mix(u64 k)
@@ -146,6 +163,13 @@ __device__ __forceinline__ u64 mix(u64 k)
     k *= 0xc4ceb9fe1a85ec53ull;
     k ^= k >> 33;
     return k;
+}
+
+template <class W>
+__device__ __forceinline__ unsigned block_hash(W w)
+{
+    if constexpr (sizeof(W) == 4) return mix32(w);
+    else return (unsigned)mix((u64)w);
 }
 
 // ----------------------------------------------------------- the table
@@ -191,9 +215,10 @@ __device__ __forceinline__ void side_add(u64 *ctl, u64 count, u64 index)
 // at a time. A slot read empty is claimed with atomicCAS: the CAS returns
 // what the slot held, so a thread that lost the race learns the winner's key
 // from it and goes on exactly as if it had read that key. The claim that
-// would take the table past its limit raises the overflow word instead;
-// from then on no thread claims a slot, so the table stays at most half
-// full and probes stay short.
+// takes the table past its limit raises the overflow word (the count is
+// still taken: the build is thrown away anyway); from then on no thread
+// claims a slot, and a thread deep in a probe looks at the word every 8
+// slots, so no probe walks a table that filled.
 // A probe that has seen every slot (a table that is full) raises it too and
 // gives up, so no thread spins.
 template <bool FIRST, class W>
@@ -208,28 +233,26 @@ __device__ __forceinline__ void table_add(const table<W> &t, W w, u64 count, u64
             // key probe all of its slots before giving up (seconds, measured
             // on an H100 with 10^6 keys in the first 2^14 slots).
             if (overflowed(t.ctl)) return;
-            // A ticket first: the claim is made only under the limit, so
-            // the table never holds more than `limit` keys however many
-            // threads race for slots at once. (Claiming first and counting
-            // after let a grid of 270K threads overshoot a 2^14-slot table
-            // until it was full: every later new key then probed all of it
-            // -- 0.7 s for 2^26 keys on an H200.) A ticket whose CAS loses
-            // is handed back: FILLED stays the number of keys.
-            unsigned long long *filled = (unsigned long long *)&t.ctl[CUA_UNIQUE_CTL_FILLED];
-            if (atomicAdd(filled, 1ull) >= t.limit) {
-                atomicAdd(filled, ~0ull);  // - 1
-                atomicExch((unsigned long long *)&t.ctl[CUA_UNIQUE_CTL_OVERFLOW], 1ull);
-                return;
-            }
             k = atomicCAS(&t.keys[slot], empty_word<W>(), w);
-            if (k == empty_word<W>()) k = w;  // claimed
-            else atomicAdd(filled, ~0ull);  // lost the race: the ticket back
+            if (k == empty_word<W>()) {  // claimed
+                k = w;
+                if (atomicAdd((unsigned long long *)&t.ctl[CUA_UNIQUE_CTL_FILLED], 1ull) + 1 > t.limit)
+                    atomicExch((unsigned long long *)&t.ctl[CUA_UNIQUE_CTL_OVERFLOW], 1ull);
+            }
         }
         if (k == w) {
             atomicAdd((unsigned long long *)&t.counts[slot], (unsigned long long)count);
             if (FIRST) atomicMin((unsigned long long *)&t.first[slot], (unsigned long long)index);
             return;
         }
+        // Claims in flight when the limit is passed can overshoot it (one
+        // per thread racing; a grid of 270K threads filled a 2^14-slot table
+        // whole, and every later new key then probed all of it: 0.7 s for
+        // 2^26 keys on an H200). A long probe therefore asks every 8 slots
+        // whether the build is already thrown away. (A ticket taken before
+        // the claim would bound the overshoot instead, but tickets held by
+        // racing threads that then lose their CAS raise the word falsely.)
+        if ((probes & 7) == 7 && overflowed(t.ctl)) return;
     }
     atomicExch((unsigned long long *)&t.ctl[CUA_UNIQUE_CTL_OVERFLOW], 1ull);
 }
@@ -250,7 +273,7 @@ __device__ __forceinline__ int64_t table_find(const table<W> &t, W w)
 
 // How often the grid-stride loops look at the overflow word: every this
 // many steps (a volatile load is an L2 round trip).
-#define CHECK_EVERY 16
+#define CHECK_EVERY 4
 
 // ---------------------------------------------------------- block tables
 
@@ -281,23 +304,12 @@ struct block_table {
         __syncthreads();
     }
 
-    // Empty again, for the next bucket (between two barriers of the caller's).
-    __device__ void reset()
-    {
-        for (unsigned s = threadIdx.x; s <= mask; s += blockDim.x) {
-            keys[s] = empty_word<W>();
-            counts[s] = 0;
-            if (FIRST) first[s] = ~0ull;
-        }
-        if (threadIdx.x == 0) *filled = 0;
-    }
-
     // The global table's protocol with shared-memory atomics. False: the
     // key is not here and the table takes no more keys (the caller inserts
     // it in the global table).
     __device__ __forceinline__ bool add(W w, unsigned count, u64 index)
     {
-        unsigned slot = (unsigned)mix((u64)w) & mask;
+        unsigned slot = block_hash(w) & mask;
         for (unsigned probes = 0; probes <= mask; probes++, slot = (slot + 1) & mask) {
             W k = *(volatile W *)&keys[slot];
             if (k == empty_word<W>()) {
@@ -319,10 +331,15 @@ struct block_table {
         return false;
     }
 
-    // Every slot the block filled, into the global table (after a barrier).
+    // Every slot the block filled, into the global table (after a barrier);
+    // nothing into a table already thrown away (one read decides for the
+    // block, kept in `filled`, which the merge no longer needs).
     __device__ void merge(const table<W> &t)
     {
         __syncthreads();
+        if (threadIdx.x == 0) *filled = overflowed(t.ctl);
+        __syncthreads();
+        if (*filled) return;
         for (unsigned s = threadIdx.x; s <= mask; s += blockDim.x)
             if (counts[s]) table_add<FIRST>(t, keys[s], counts[s], FIRST ? first[s] : 0);
     }
@@ -400,9 +417,10 @@ __global__ void warp_kernel(const T *__restrict__ x, int64_t n, table<word_of<T>
     }
 }
 
-// 5. vector: a thread reads V keys at once (16 bytes), counts a run of equal
-// neighbours as one insert into the block table, and the block stops
-// probing its table once it is full and misses most keys.
+// 5. vector: a thread reads V keys at once (16 bytes) and inserts them one
+// after another into the block's table (the global one for what it cannot
+// take). Elements [0, n) of this launch are elements base + [0, n) of the
+// call (the launcher runs a prefix first).
 template <class T>
 struct vec_of {
     static constexpr int size = 16 / sizeof(T) >= 1 ? 16 / sizeof(T) : 1;
@@ -411,64 +429,37 @@ struct vec_of {
     };
 };
 
-// The bypass: a block whose table is at its limit counts, per warp and step,
-// the keys that missed it; when misses outnumber hits three to one over a
-// window of 64 warp steps, it stops looking (a plain shared flag).
 template <bool FIRST, class T>
-__global__ void vector_kernel(const T *__restrict__ x, int64_t n, table<word_of<T>> t, unsigned slots)
+__global__ void vector_kernel(const T *__restrict__ x, int64_t n, int64_t base, table<word_of<T>> t, unsigned slots)
 {
     using W = word_of<T>;
     constexpr int V = vec_of<T>::size;
     using VT = typename vec_of<T>::type;
-    __shared__ unsigned hits, misses, bypass;
-    if (threadIdx.x == 0) hits = misses = bypass = 0;
-    block_table<W, FIRST> b(slots);  // its barrier publishes the three words
+    block_table<W, FIRST> b(slots);
     // Vectors from the first 16-byte boundary: the `head` elements before it
     // and the tail after the last whole vector are block 0's.
-    const int64_t head = (int64_t)(((16 - (uintptr_t)x % 16) % 16) / sizeof(T)) < n
-                             ? (int64_t)(((16 - (uintptr_t)x % 16) % 16) / sizeof(T))
-                             : n;
+    const int64_t skip = (int64_t)(((16 - (uintptr_t)x % 16) % 16) / sizeof(T));
+    const int64_t head = skip < n ? skip : n;
     const int64_t nvec = (n - head) / V;
     const VT *xv = (const VT *)(x + head);
-    const int64_t stride = cua_grid_stride();
-    const unsigned lane = threadIdx.x & 31;
     int64_t step = 0;
-    // The loop bound is the warp's (every lane reaches the ballots).
-    for (int64_t base = cua_global_id() - lane; base < nvec; base += stride, step++) {
-        if (step % CHECK_EVERY == 0 && warp_overflowed(t.ctl, lane)) break;
-        const int64_t j = base + lane;
-        unsigned hit = 0, miss = 0;
-        if (j < nvec) {
-            const VT v = xv[j];
-            const bool use_block = !*(volatile unsigned *)&bypass;
-            int r = 0;
-            while (r < V) {
-                const W w = to_word(v.v[r]);
-                int e = r + 1;
-                while (e < V && to_word(v.v[e]) == w) e++;
-                const u64 index = (u64)(head + j * V + r);
-                if (w == empty_word<W>()) side_add<FIRST>(t.ctl, (u64)(e - r), index);
-                else if (use_block && b.add(w, (unsigned)(e - r), index)) hit++;
-                else {
-                    table_add<FIRST>(t, w, (u64)(e - r), index);
-                    miss++;
-                }
-                r = e;
-            }
-        }
-        const unsigned wh = warp_sum(hit), wm = warp_sum(miss);
-        if (lane == 0 && wm && *(volatile unsigned *)b.filled >= (b.mask + 1) / 2) {
-            atomicAdd(&hits, wh);
-            if (atomicAdd(&misses, wm) + wm > 3 * *(volatile unsigned *)&hits + 64 * 32 * V) bypass = 1;
+    for (int64_t j = cua_global_id(); j < nvec; j += cua_grid_stride(), step++) {
+        if (step % CHECK_EVERY == 0 && overflowed(t.ctl)) break;
+        const VT v = xv[j];
+#pragma unroll
+        for (int r = 0; r < V; r++) {
+            const W w = to_word(v.v[r]);
+            const u64 index = (u64)(base + head + j * V + r);
+            if (w == empty_word<W>()) side_add<FIRST>(t.ctl, 1, index);
+            else if (!b.add(w, 1, index)) table_add<FIRST>(t, w, 1, index);
         }
     }
-    // The head and the tail by the first threads of block 0.
     if (blockIdx.x == 0)
         for (int64_t e = threadIdx.x; e < n - nvec * V; e += blockDim.x) {
             const int64_t i = e < head ? e : head + nvec * V + (e - head);
             const W w = to_word(x[i]);
-            if (w == empty_word<W>()) side_add<FIRST>(t.ctl, 1, (u64)i);
-            else if (!b.add(w, 1, (u64)i)) table_add<FIRST>(t, w, 1, (u64)i);
+            if (w == empty_word<W>()) side_add<FIRST>(t.ctl, 1, (u64)(base + i));
+            else if (!b.add(w, 1, (u64)(base + i))) table_add<FIRST>(t, w, 1, (u64)(base + i));
         }
     b.merge(t);
 }
@@ -515,6 +506,11 @@ static int table_clear(cua_unique_tab *t, cudaStream_t s)
 }
 
 #define FIRST_CAP (1LL << 14)
+// The first table of the one-table rungs (global, shared, warp_aggregated):
+// 2^20 slots (12 MiB for 4-byte keys, cleared in microseconds) spare inputs
+// of up to 2^19 distinct values the builds that fill and are thrown away
+// (an H100 spent 2.4 ms of a 6.4 ms call on four of them at 10^6).
+#define TABLE_FIRST_CAP (1LL << 20)
 #define GROWTH 4
 
 // Build the table with `launch(table<W>)` (one kernel over the input) in
@@ -532,8 +528,8 @@ static int grow_and_build(int64_t n, cua_unique_tab *t, cua_launch *cfg, L launc
     cudaStream_t s = cua_stream(cfg);
     int64_t most = 2;
     while (most < 2 * n) most *= 2;
-    int64_t cap = FIRST_CAP < most ? FIRST_CAP : most;
-    if (only) cap = only;
+    int64_t cap = TABLE_FIRST_CAP < most ? TABLE_FIRST_CAP : most;
+    if (only) cap = only < most ? only : most;
     t->builds = 0;
     for (;;) {
         int st = table_alloc(t, cap, s);
@@ -763,7 +759,10 @@ static int unique_WARP_AGGREGATED(const void *x, int64_t n, int dtype, cua_uniqu
     });
 }
 
-// The block-table rungs: shared memory for `block_slots` slots per block.
+// The block-table rungs: shared memory for `block_slots` slots per block,
+// 1024 threads a block (H100, 2^26 int32 keys, 10^3 distinct: shared took
+// 0.485 ms with 256, 0.330 with 1024), four blocks per SM.
+#define BLOCK_TABLE_THREADS 1024
 template <class T, bool FIRST, class K>
 static int block_table_build(K kernel, const T *x, int64_t n, int64_t work, cua_unique_tab *t, cua_launch *cfg,
                              int64_t only = 0)
@@ -772,9 +771,8 @@ static int block_table_build(K kernel, const T *x, int64_t n, int64_t work, cua_
     t->word = (int)sizeof(W);
     const unsigned slots = block_slots<W, FIRST>();
     const size_t smem = block_table_bytes<W, FIRST>(slots);
-    int st = table_config(cfg, work, 4);
+    int st = cua_grid_config(cfg, work, BLOCK_TABLE_THREADS, 4);
     if (st) return st;
-    if (cfg->used_threads % 32) return cua_refuse(cfg, "the block-table rungs need whole warps: threads must be a multiple of 32 (got %d)", cfg->used_threads);
     return grow_and_build<W>(
         n, t, cfg,
         [&](const table<W> &tab) -> int {
@@ -798,237 +796,53 @@ static int unique_SHARED(const void *x, int64_t n, int dtype, cua_unique_tab *t,
 }
 
 
-// ------------------------------------------------ vector's radix partition
-
-// Many distinct values (the vector rung's first table overflowed, and no
-// inverse is wanted): the keys are first scattered by the top bits of their
-// hash into buckets small enough that one block counts a whole bucket in a
-// table in shared memory -- the hash table's atomics all stay in the SM,
-// where one global table would take one L2 atomic per element -- and the
-// buckets' distinct keys, a few thousand each, are then inserted once into a
-// global table sized for exactly their number.
-
-__device__ __forceinline__ unsigned bucket_of(u64 w, int pbits) { return (unsigned)(mix(w) >> (64 - pbits)); }
-
-// Each block counts its contiguous chunk's keys per bucket in shared memory
-// and adds them to the buckets' totals.
-template <class T>
-__global__ void part_count_kernel(const T *__restrict__ x, int64_t n, int pbits, int64_t chunk, unsigned *totals)
-{
-    using W = word_of<T>;
-    unsigned *hist = (unsigned *)cua_smem;
-    const unsigned P = 1u << pbits;
-    for (unsigned b = threadIdx.x; b < P; b += blockDim.x) hist[b] = 0;
-    __syncthreads();
-    const int64_t lo = (int64_t)blockIdx.x * chunk, hi = lo + chunk < n ? lo + chunk : n;
-    for (int64_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
-        const W w = to_word(x[i]);
-        if (w != empty_word<W>()) atomicAdd(&hist[bucket_of(w, pbits)], 1u);
-    }
-    __syncthreads();
-    for (unsigned b = threadIdx.x; b < P; b += blockDim.x)
-        if (hist[b]) atomicAdd(&totals[b], hist[b]);
-}
-
-// Each block counts its chunk again, reserves a run of every bucket at once
-// (one global atomicAdd per bucket: the run's start comes back), and writes
-// each key (and its index) at its bucket's run, the place taken from a
-// shared counter that started at the run's start. The empty word's key goes
-// to the side cell.
-template <bool FIRST, class T>
-__global__ void part_scatter_kernel(const T *__restrict__ x, int64_t n, int pbits, int64_t chunk, unsigned *cursor,
-                                    word_of<T> *keys, unsigned *idx, u64 *ctl)
-{
-    using W = word_of<T>;
-    unsigned *at = (unsigned *)cua_smem;
-    const unsigned P = 1u << pbits;
-    for (unsigned b = threadIdx.x; b < P; b += blockDim.x) at[b] = 0;
-    __syncthreads();
-    const int64_t lo = (int64_t)blockIdx.x * chunk, hi = lo + chunk < n ? lo + chunk : n;
-    for (int64_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
-        const W w = to_word(x[i]);
-        if (w != empty_word<W>()) atomicAdd(&at[bucket_of(w, pbits)], 1u);
-    }
-    __syncthreads();
-    for (unsigned b = threadIdx.x; b < P; b += blockDim.x)
-        if (at[b]) at[b] = atomicAdd(&cursor[b], at[b]);
-    __syncthreads();
-    for (int64_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
-        const W w = to_word(x[i]);
-        if (w == empty_word<W>()) {
-            side_add<FIRST>(ctl, 1, (u64)i);
-            continue;
-        }
-        const unsigned pos = atomicAdd(&at[bucket_of(w, pbits)], 1u);
-        keys[pos] = w;
-        if (FIRST) idx[pos] = (unsigned)i;
-    }
-}
-
-// One block per bucket (a grid-stride loop over them): the bucket's keys
-// counted in the block's table, then its distinct keys written back over
-// the bucket's own run (read whole before), their counts beside them, and
-// how many into dcount. A bucket with more distinct keys than the table
-// takes raises the overflow word: the launcher goes back to the table path.
-template <bool FIRST, class W>
-__global__ void part_table_kernel(W *keys, unsigned *idx, const unsigned *start, const unsigned *totals, int pbits,
-                                  unsigned slots, unsigned *lcount, unsigned *dcount, u64 *ctl)
-{
-    block_table<W, FIRST> b(slots);
-    __shared__ unsigned found;
-    const unsigned P = 1u << pbits;
-    for (unsigned bucket = blockIdx.x; bucket < P; bucket += gridDim.x) {
-        const unsigned s0 = start[bucket], m = totals[bucket];
-        bool full = false;
-        for (unsigned q = threadIdx.x; q < m; q += blockDim.x)
-            if (!b.add(keys[s0 + q], 1, FIRST ? (u64)idx[s0 + q] : 0)) full = true;
-        if (full) atomicExch((unsigned long long *)&ctl[CUA_UNIQUE_CTL_OVERFLOW], 1ull);
-        if (threadIdx.x == 0) found = 0;
-        __syncthreads();  // every key read, `found` zeroed
-        for (unsigned sl = threadIdx.x; sl <= b.mask; sl += blockDim.x)
-            if (b.counts[sl]) {
-                const unsigned j = atomicAdd(&found, 1u);
-                keys[s0 + j] = b.keys[sl];
-                lcount[s0 + j] = b.counts[sl];
-                if (FIRST) idx[s0 + j] = (unsigned)b.first[sl];
-            }
-        __syncthreads();  // the list written, `found` final
-        if (threadIdx.x == 0) dcount[bucket] = found;
-        b.reset();
-        __syncthreads();
-    }
-}
-
-// The buckets' lists into the global table, sized for all of them.
-template <bool FIRST, class W>
-__global__ void part_insert_kernel(const W *keys, const unsigned *idx, const unsigned *lcount, const unsigned *start,
-                                   const unsigned *dcount, int pbits, table<W> t)
-{
-    const unsigned P = 1u << pbits;
-    for (unsigned bucket = blockIdx.x; bucket < P; bucket += gridDim.x) {
-        const unsigned s0 = start[bucket], d = dcount[bucket];
-        for (unsigned j = threadIdx.x; j < d; j += blockDim.x)
-            table_add<FIRST>(t, keys[s0 + j], lcount[s0 + j], FIRST ? (u64)idx[s0 + j] : 0);
-    }
-}
-
-// The partition's sizes on this device: the bucket tables' slots (the
-// largest power of two up to 2^14 whose table fits the shared memory a
-// block may opt in to) and bucket bits (buckets of about 0.4 x slots
-// elements: under the table's half-full limit even if every key differs).
-// False when the device cannot hold the buckets' counters (4 bytes each).
-template <class W, bool FIRST>
-static bool part_sizes(int64_t n, int optin, unsigned *slots, int *pbits)
-{
-    unsigned sl = 1u << 14;
-    while (sl > 1024 && block_table_bytes<W, FIRST>(sl) > (size_t)optin) sl /= 2;
-    const int64_t per = (int64_t)sl * 2 / 5;
-    int pb = 1;
-    while (((int64_t)1 << pb) * per < n) pb++;
-    *slots = sl;
-    *pbits = pb;
-    return ((int64_t)4 << pb) <= optin && block_table_bytes<W, FIRST>(sl) <= (size_t)optin;
-}
-
-// The partition path; *done false (nothing wrong) when it cannot run here
-// or a bucket overflowed its table: the caller takes the table path.
-template <class T, bool FIRST>
-static int part_build(const T *x, int64_t n, cua_unique_tab *t, cua_launch *cfg, bool *done)
-{
-    using W = word_of<T>;
-    cudaStream_t s = cua_stream(cfg);
-    *done = false;
-    int dev, optin = 0, sms = 0;
-    CUA_CHECK(cudaGetDevice(&dev));
-    CUA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-    int st = cua_sm_count(&sms);
-    if (st) return st;
-    unsigned slots;
-    int pbits;
-    if (n >= (int64_t)UINT32_MAX || !part_sizes<W, FIRST>(n, optin, &slots, &pbits)) return 0;
-    const int64_t P = (int64_t)1 << pbits;
-    const size_t hist_smem = (size_t)P * 4, table_smem = block_table_bytes<W, FIRST>(slots);
-    st = cua_allow_smem(part_count_kernel<T>, hist_smem);
-    if (!st) st = cua_allow_smem(part_scatter_kernel<FIRST, T>, hist_smem);
-    if (!st) st = cua_allow_smem(part_table_kernel<FIRST, W>, table_smem);
-    if (st) return st;
-    // Scratch: control words (8), bucket totals, starts and cursors (P each),
-    // distinct per bucket (P), the bucketed keys, indices and list counts (n each).
-    const size_t pb = round_up((size_t)P * 4), kb = round_up((size_t)n * sizeof(W)), ub = round_up((size_t)n * 4);
-    cua_scratch mem;
-    CUA_CHECK(mem.get(256 + 4 * pb + kb + (FIRST ? ub : 0) + ub, s));
-    char *p = (char *)mem.ptr;
-    u64 *ctl = (u64 *)p;
-    unsigned *totals = (unsigned *)(p + 256), *start = (unsigned *)(p + 256 + pb), *cursor = (unsigned *)(p + 256 + 2 * pb),
-             *dcount = (unsigned *)(p + 256 + 3 * pb);
-    W *keys = (W *)(p + 256 + 4 * pb);
-    unsigned *idx = FIRST ? (unsigned *)(p + 256 + 4 * pb + kb) : nullptr;
-    unsigned *lcount = (unsigned *)(p + 256 + 4 * pb + kb + (FIRST ? ub : 0));
-    const u64 init[8] = {0, 0, 0, ~0ull, 0, 0, 0, 0};
-    CUA_CHECK(cudaMemcpyAsync(ctl, init, sizeof init, cudaMemcpyHostToDevice, s));
-    CUA_CHECK(cudaMemsetAsync(totals, 0, (size_t)P * 4, s));
-    const int64_t grid = 2 * (int64_t)sms, chunk = cua_ceil_div(n, grid);
-    part_count_kernel<T><<<(unsigned)grid, 1024, hist_smem, s>>>(x, n, pbits, chunk, totals);
-    CUA_CHECK_LAUNCH();
-    st = cub_call(s, [&](void *tmp, size_t &b) { return cub::DeviceScan::ExclusiveSum(tmp, b, totals, start, P, s); });
-    if (st) return st;
-    CUA_CHECK(cudaMemcpyAsync(cursor, start, (size_t)P * 4, cudaMemcpyDeviceToDevice, s));
-    part_scatter_kernel<FIRST, T><<<(unsigned)grid, 1024, hist_smem, s>>>(x, n, pbits, chunk, cursor, keys, idx, ctl);
-    CUA_CHECK_LAUNCH();
-    int64_t blocks = 0;
-    st = cua_max_resident_blocks(part_table_kernel<FIRST, W>, 512, table_smem, &blocks);
-    if (st) return st;
-    part_table_kernel<FIRST, W><<<(unsigned)(blocks < P ? blocks : P), 512, table_smem, s>>>(
-        keys, idx, start, totals, pbits, slots, lcount, dcount, ctl);
-    CUA_CHECK_LAUNCH();
-    st = cub_call(s, [&](void *tmp, size_t &b) {
-        return cub::DeviceReduce::Sum(tmp, b, dcount, (unsigned long long *)&ctl[4], P, s);
-    });
-    if (st) return st;
-    u64 host[8];
-    CUA_CHECK(cudaMemcpyAsync(host, ctl, sizeof host, cudaMemcpyDeviceToHost, s));
-    CUA_WAIT(cfg);
-    if (host[CUA_UNIQUE_CTL_OVERFLOW]) return 0;  // a bucket overflowed its table
-    const int64_t distinct = (int64_t)host[4];
-    int64_t cap = 2;
-    while (cap < 2 * distinct) cap *= 2;
-    st = table_alloc(t, cap, s);
-    if (!st) st = table_clear(t, s);
-    if (st) return st;
-    CUA_CHECK(cudaMemcpyAsync(&t->ctl[CUA_UNIQUE_CTL_SIDE_COUNT], &ctl[CUA_UNIQUE_CTL_SIDE_COUNT], 16,
-                              cudaMemcpyDeviceToDevice, s));
-    const table<W> tab{(W *)t->keys, (u64 *)t->counts, (u64 *)t->first, (u64 *)t->ctl, (u64)cap - 1, (u64)cap / 2};
-    part_insert_kernel<FIRST, W><<<(unsigned)(P < 4 * sms ? P : 4 * sms), 256, 0, s>>>(keys, idx, lcount, start, dcount,
-                                                                                      pbits, tab);
-    CUA_CHECK_LAUNCH();
-    CUA_WAIT(cfg);  // the scratch goes back after the kernels that read it
-    t->distinct = distinct + (host[CUA_UNIQUE_CTL_SIDE_COUNT] ? 1 : 0);
-    t->builds++;
-    *done = true;
-    return 0;
-}
-
-// The vector rung: one build at the first table's size; where that
-// overflows (more than 2^13 distinct keys) and no inverse is wanted, the
-// radix partition; else (or where the partition cannot run) on with the
-// growing tables.
+// The vector rung: one table of 2^14 slots, built over a prefix of the
+// input (2^18 elements) and then the rest by a second launch on the same
+// table; where it overflows (more than about 2^13 distinct keys) -- seen by
+// the second launch's threads at their first step, so the rest is not read
+// -- rung 1's sort. With that many distinct values sorting every key beat
+// every table measured here (H100, 2^26 keys, 10^6 distinct: the sort 2.0
+// ms, the one-table rungs 4.0 to 5.4 ms; a radix partition by hash into
+// 2^10 shared-memory tables, tried and removed, 4.6 ms).
+#define VECTOR_PREFIX ((int64_t)1 << 18)
 static int unique_VECTOR(const void *x, int64_t n, int dtype, cua_unique_tab *t, cua_launch *cfg)
 {
     return cua_dispatch(dtype, [&](auto v) -> int {
         using T = decltype(v);
+        using W = word_of<T>;
         return with_first(t->want, [&](auto first) -> int {
             constexpr bool F = decltype(first)::value;
-            const int64_t work = n / vec_of<T>::size + 1;
-            if (!(t->want & CUA_UNIQUE_INVERSE) && n > 2 * FIRST_CAP) {
-                int st = block_table_build<T, F>(vector_kernel<F, T>, (const T *)x, n, work, t, cfg, FIRST_CAP);
-                if (st != CUA_EOVERFLOW_) return st;
-                table_release(t, cua_stream(cfg));
-                bool done = false;
-                st = part_build<T, F>((const T *)x, n, t, cfg, &done);
-                if (st || done) return st;
-                table_release(t, cua_stream(cfg));
-            }
-            return block_table_build<T, F>(vector_kernel<F, T>, (const T *)x, n, work, t, cfg);
+            constexpr int V = vec_of<T>::size;
+            t->word = (int)sizeof(W);
+            const unsigned slots = block_slots<W, F>();
+            const size_t smem = block_table_bytes<W, F>(slots);
+            int st = cua_grid_config(cfg, n / V + 1, BLOCK_TABLE_THREADS, 4);
+            if (st) return st;
+            const int64_t prefix = n < VECTOR_PREFIX ? n : VECTOR_PREFIX;
+            const unsigned threads = (unsigned)cfg->used_threads;
+            const int64_t want = cua_ceil_div(prefix / V + 1, threads);
+            const unsigned pblocks = (unsigned)(want < cfg->used_blocks ? want : cfg->used_blocks);
+            const T *xs = (const T *)x;
+            st = grow_and_build<W>(
+                n, t, cfg,
+                [&](const table<W> &tab) -> int {
+                    vector_kernel<F, T><<<pblocks, threads, smem, cua_stream(cfg)>>>(xs, prefix, 0, tab, slots);
+                    CUA_CHECK_LAUNCH();
+                    if (n > prefix) {
+                        vector_kernel<F, T><<<(unsigned)cfg->used_blocks, threads, smem, cua_stream(cfg)>>>(
+                            xs + prefix, n - prefix, prefix, tab, slots);
+                        CUA_CHECK_LAUNCH();
+                    }
+                    return 0;
+                },
+                FIRST_CAP);
+            if (st != CUA_EOVERFLOW_) return st;
+            table_release(t, cua_stream(cfg));
+            const int64_t builds = t->builds;
+            cfg->blocks = cfg->threads = 0;  // the sort's own grid
+            st = unique_SORT(x, n, dtype, t, cfg);
+            t->builds += builds;
+            return st;
         });
     });
 }
@@ -1173,7 +987,7 @@ static const cua_unique_row unique_rows[] = {
      unique_SHARED},
     {{"warp_aggregated", 4, "equal keys of a warp found by __match_any_sync: the lowest lane inserts once for the group", 0},
      unique_WARP_AGGREGATED},
-    {{"vector", 5, "16-byte loads, equal neighbours counted once, block tables that step aside when most keys miss them", 0},
+    {{"vector", 5, "16-byte loads into block tables of 1024 threads, one table of 2^14 slots; past 2^13 distinct values, the sort", 0},
      unique_VECTOR},
 };
 extern "C" const cua_ladder cua_cuda_unique_ladder = CUA_LADDER(unique_rows);
