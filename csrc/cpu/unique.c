@@ -17,9 +17,9 @@
  *                     first (a short scan for an equal key: the CPU has no
  *                     match instruction), one atomic insert per distinct key
  *                     of the 32.
- *  5. vector          the fast rung: equal neighbours counted once, a
- *                     private table per OS thread sized for its cache (no
- *                     atomics), merged once; where a thread's share has more
+ *  5. vector          the fast rung: a private table per OS thread sized
+ *                     for its cache (no atomics; 2^12 slots growing to
+ *                     2^14), merged once; where a thread's share has more
  *                     distinct keys than that table takes, the call switches
  *                     to a radix partition: the keys are scattered by their
  *                     hash's top bits into buckets of a few thousand distinct
@@ -601,7 +601,7 @@ static int vector_private(const void *x, int64_t n, int dtype, cua_unique_tab *t
     ptable *p = calloc((size_t)team, sizeof *p);
     if (!p) return CUA_ENOMEM;
     int st = 0, full = 0;
-    for (int i = 0; i < team && !st; i++) st = ptable_init(&p[i], 1u << 10, THREAD_SLOTS, first);
+    for (int i = 0; i < team && !st; i++) st = ptable_init(&p[i], BLOCK_SLOTS, THREAD_SLOTS, first);
     uint64_t side_count = 0, side_first = UINT64_MAX;
     if (!st) {
 #pragma omp parallel num_threads(team) reduction(+ : side_count) reduction(min : side_first)
@@ -611,7 +611,7 @@ static int vector_private(const void *x, int64_t n, int dtype, cua_unique_tab *t
 #else
             const int me = 0;
 #endif
-            ptable *mine = &p[me];
+            ptable mine = p[me]; /* a copy on this thread's stack: the compiler keeps its fields in registers */
             int64_t lo, hi;
             uint64_t w[PIECE];
             cua_cpu_share(n, team, me, &lo, &hi);
@@ -619,20 +619,18 @@ static int vector_private(const void *x, int64_t n, int dtype, cua_unique_tab *t
                  a += PIECE) {
                 const int64_t e = a + PIECE < hi ? a + PIECE : hi;
                 to_words(x, dtype, a, e, w);
-                for (int64_t i = a; i < e;) {
+                for (int64_t i = a; i < e; i++) {
                     const uint64_t k = w[i - a];
-                    int64_t j = i + 1;
-                    while (j < e && w[j - a] == k) j++; /* equal neighbours: one insert */
                     if (k == EMPTY) {
-                        side_count += (uint64_t)(j - i);
+                        side_count++;
                         if ((uint64_t)i < side_first) side_first = (uint64_t)i;
-                    } else if (!ptable_add(mine, k, (uint64_t)(j - i), (uint64_t)i)) {
+                    } else if (!ptable_add(&mine, k, 1, (uint64_t)i)) {
                         __atomic_store_n(&full, 1, __ATOMIC_RELAXED);
                         break;
                     }
-                    i = j;
                 }
             }
+            p[me] = mine;
         }
     }
     if (!st && cfg->interrupted) st = CUA_EINTR;
@@ -997,7 +995,7 @@ static const cua_unique_row unique_rows[] = {
      unique_SHARED},
     {{"warp_aggregated", 4, "32 consecutive elements of a block combined first (a short scan: no match instruction), one atomic insert per distinct key", 0},
      unique_WARP_AGGREGATED},
-    {{"vector", 5, "equal neighbours counted once, a cache-sized table per OS thread; many distinct keys: a radix partition by hash, a bucket per thread", 0},
+    {{"vector", 5, "a cache-sized table per OS thread (no atomics), merged once; past 2^13 distinct values in a share, a radix partition by hash, a bucket per thread", 0},
      unique_VECTOR},
 };
 const cua_ladder cua_cpu_unique_ladder = CUA_LADDER(unique_rows);
