@@ -110,8 +110,8 @@ unique.__doc__ = f"""The distinct values of an array, as ``np.unique(a, ...)`` w
     largest table needed (2n slots) holds every key. On a GPU the one-table
     rungs start at 2^20 slots, and ``vector`` builds one table of 2^14
     slots, past which (more than about 2^13 distinct values) it runs the
-    ``sort`` rung's radix sort; on a CPU tables start at 2^14 slots and
-    ``vector`` partitions the keys by hash instead. The key equal to the
+    ``sort`` rung's radix sort; on a CPU the one-table rungs start at 2^14
+    slots and ``vector`` partitions the keys by hash instead. The key equal to the
     tables' empty mark (the largest uint32/int32/uint64/int64 value, as a
     key word) is counted in a cell beside the table.
 
@@ -215,8 +215,12 @@ def _unique(a, return_index, return_inverse, return_counts, equal_nan, want_sort
             counts = DeviceArray._vector(counts, k, _INDEX)
             index = None if index is None else DeviceArray._vector(index, k, _INDEX)
             inverse = None if inverse is None else DeviceArray._shaped(inverse, inv_shape, inp.n, _INDEX)
-        elif inverse is not None:
-            inverse = inverse.reshape(inv_shape)
+        else:
+            if inverse is not None:
+                inverse = inverse.reshape(inv_shape)
+            given = getattr(a, "dtype", None)
+            if isinstance(given, np.dtype) and given != values.dtype and given.newbyteorder("=") == values.dtype:
+                values = values.astype(given)  # a's byte order, as NumPy's (k elements)
         parts = [values, index, inverse, counts]
         if float_nans:
             parts = _split_nans(a, inp, parts)
@@ -231,9 +235,13 @@ def _split_nans(a, inp, parts):
     and back only when there are two NaNs or more)."""
     values, index, inverse, counts = parts
     device = isinstance(values, DeviceArray)
-    host_values = values.copy_to_host() if device else values
-    if host_values.size == 0 or not np.isnan(host_values[-1]):
+    if device:  # the last value and its count first: the input is fetched only for two NaNs or more
+        last, last_count = values.copy_to_host()[-1:], counts.copy_to_host()[-1:]  # (k elements, not n)
+    else:
+        last, last_count = values[-1:], counts[-1:]
+    if last.size == 0 or not np.isnan(last[0]) or last_count[0] < 2:
         return parts
+    host_values = values.copy_to_host() if device else values
     x = (host_copy(a) if inp.device else inp.x).reshape(-1)
     nans = np.flatnonzero(np.isnan(x))
     if nans.size < 2:

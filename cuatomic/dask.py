@@ -605,7 +605,8 @@ def unique_counts(x, *, method="auto", backend=None):
     _supported(x.dtype, "x")
     _check_method("unique", method, backend)
     dt = x.dtype.newbyteorder("=")
-    total = _per_chunk("unique_counts", _chunk_unique_counts, [x.reshape(-1)], (method, backend),
+    # The blocks as they are (each is flattened by its own call; counts do not need C order): no rechunk
+    total = _per_chunk("unique_counts", _chunk_unique_counts, [x], (method, backend),
                        _combine_unique_counts, (dt, method, backend))
     return cuatomic.UniqueCountsResult(da.from_delayed(total[0], shape=(np.nan,), dtype=dt),
                                        da.from_delayed(total[1], shape=(np.nan,), dtype=np.int64))

@@ -165,16 +165,20 @@ int cua_cub_select_at_least(const void *x, int64_t n, int dtype, double value, v
 /* nonzero: the indices of x's nonzero elements into `out` (int64), by
  * DeviceSelect::Flagged (int32). */
 int cua_cub_nonzero(const void *x, int64_t n, int dtype, int64_t *out, int64_t *count, void *stream);
+/* unique: SortKeys then RunLengthEncode::Encode of n <= 2^31 - 1 int32,
+ * int64 or float32 keys: the distinct values and int64 counts into device
+ * memory, their number into *count (host), waited for. */
+int cua_cub_unique(const void *x, int64_t n, int dtype, void *values, int64_t *counts, int64_t *count,
+                   void *stream);
 /* rows x m contiguous float32, each row's sum ('+'), min ('m') or max ('M') into out (device memory), waited for. */
+int cua_cub_segmented(const void *x, int64_t rows, int64_t m, int dtype, char op, void *out, void *stream);
+
 /* unique (unique.cu): after a rung built the table, NumPy's outputs from
  * it (cua_unique_out, and the inverse unless the rung wrote it), waited
  * for; and the table's memory given back (queued on the stream). */
 int cua_cuda_unique_finish(const void *x, int64_t n, int dtype, cua_unique_tab *t, const cua_unique_out *out,
                            cua_launch *cfg);
 void cua_cuda_unique_free(cua_unique_tab *t, void *stream);
-int cua_cub_unique(const void *x, int64_t n, int dtype, void *values, int64_t *counts, int64_t *count,
-                   void *stream);
-int cua_cub_segmented(const void *x, int64_t rows, int64_t m, int dtype, char op, void *out, void *stream);
 
 /* cudaGetErrorName / cudaGetErrorString of a positive status (errors.cu). */
 const char *cua_cuda_error_name(int status);

@@ -264,6 +264,7 @@ extern "C" int cua_cub_segmented(const void *x, int64_t rows, int64_t m, int dty
 extern "C" int cua_cub_unique(const void *x, int64_t n, int dtype, void *values, int64_t *counts, int64_t *count,
                               void *stream)
 {
+    if (n > INT32_MAX) return CUA_EINVAL;  // RunLengthEncode::Encode counts items in an int
     cudaStream_t s = (cudaStream_t)stream;
     auto run = [&](auto t) -> int {
         using T = decltype(t);

@@ -83,6 +83,12 @@ namespace {
 
 // ------------------------------------------------------------------ keys
 
+// NumPy's bool, one byte, any nonzero byte True (cua_dispatch reads bool as
+// uint8_t: its own type here, so its key is 0 or 1).
+struct bool8 {
+    uint8_t v;
+};
+
 // The word a key is kept in: 32 bits for elements of up to 4 bytes, 64 for 8.
 template <class T>
 using word_of = typename std::conditional<(sizeof(T) > 4), u64, unsigned>::type;
@@ -110,6 +116,8 @@ __device__ __forceinline__ word_of<T> to_word(T v)
         const u64 mag = b & 0x7FFFFFFFFFFFFFFFull;
         b = mag == 0 ? 0ull : mag > 0x7FF0000000000000ull ? 0x7FF8000000000000ull : b;
         return (b & 0x8000000000000000ull) ? ~b : b | 0x8000000000000000ull;
+    } else if constexpr (std::is_same<T, bool8>::value) {
+        return (W)(v.v != 0);
     } else if constexpr (std::is_signed<T>::value) {
         using U = typename std::make_unsigned<T>::type;
         return (W)(U)((U)v ^ ((U)1 << (8 * sizeof(T) - 1)));
@@ -125,6 +133,8 @@ __device__ __forceinline__ T from_word(word_of<T> w)
         return __uint_as_float((w & 0x80000000u) ? w ^ 0x80000000u : ~w);
     } else if constexpr (std::is_same<T, double>::value) {
         return __longlong_as_double((long long)((w & 0x8000000000000000ull) ? w ^ 0x8000000000000000ull : ~w));
+    } else if constexpr (std::is_same<T, bool8>::value) {
+        return bool8{(uint8_t)w};
     } else if constexpr (std::is_signed<T>::value) {
         using U = typename std::make_unsigned<T>::type;
         return (T)(U)((U)w ^ ((U)1 << (8 * sizeof(T) - 1)));
@@ -133,11 +143,19 @@ __device__ __forceinline__ T from_word(word_of<T> w)
     }
 }
 
+// cua_dispatch with bool as bool8.
+template <class F>
+static inline int unique_dispatch(int dtype, F &&f)
+{
+    if (dtype == CUA_BOOL) return f(bool8());
+    return cua_dispatch(dtype, f);
+}
+
 // The bits of a key's word that can differ between keys (the sort's end bit).
 template <class T>
 constexpr int key_bits()
 {
-    return std::is_floating_point<T>::value ? 8 * (int)sizeof(word_of<T>) : 8 * (int)sizeof(T);
+    return std::is_floating_point<T>::value ? 8 * (int)sizeof(word_of<T>) : std::is_same<T, bool8>::value ? 1 : 8 * (int)sizeof(T);
 }
 
 // murmur3's 32-bit finalizer, for the block tables' 4-byte keys: two 32-bit
@@ -708,9 +726,12 @@ static int sort_keys(const T *x, int64_t n, cua_unique_tab *t, cua_launch *cfg)
 
 static int unique_SORT(const void *x, int64_t n, int dtype, cua_unique_tab *t, cua_launch *cfg)
 {
-    return cua_dispatch(dtype, [&](auto v) -> int {
+    return unique_dispatch(dtype, [&](auto v) -> int {
         using T = decltype(v);
-        if (!(t->want & (CUA_UNIQUE_FIRST | CUA_UNIQUE_INVERSE))) return sort_keys<T>((const T *)x, n, t, cfg);
+        // (RunLengthEncode::Encode counts items in an int: longer inputs
+        // find their runs as the pairs' path does, with 64-bit counts.)
+        if (!(t->want & (CUA_UNIQUE_FIRST | CUA_UNIQUE_INVERSE)) && n <= INT32_MAX)
+            return sort_keys<T>((const T *)x, n, t, cfg);
         if (n <= (int64_t)UINT32_MAX) return sort_pairs<T, unsigned>((const T *)x, n, t, cfg);
         return sort_pairs<T, u64>((const T *)x, n, t, cfg);
     });
@@ -718,7 +739,7 @@ static int unique_SORT(const void *x, int64_t n, int dtype, cua_unique_tab *t, c
 
 static int unique_GLOBAL(const void *x, int64_t n, int dtype, cua_unique_tab *t, cua_launch *cfg)
 {
-    return cua_dispatch(dtype, [&](auto v) -> int {
+    return unique_dispatch(dtype, [&](auto v) -> int {
         using T = decltype(v);
         using W = word_of<T>;
         t->word = (int)sizeof(W);
@@ -739,7 +760,7 @@ static int unique_GLOBAL(const void *x, int64_t n, int dtype, cua_unique_tab *t,
 
 static int unique_WARP_AGGREGATED(const void *x, int64_t n, int dtype, cua_unique_tab *t, cua_launch *cfg)
 {
-    return cua_dispatch(dtype, [&](auto v) -> int {
+    return unique_dispatch(dtype, [&](auto v) -> int {
         using T = decltype(v);
         using W = word_of<T>;
         t->word = (int)sizeof(W);
@@ -759,6 +780,17 @@ static int unique_WARP_AGGREGATED(const void *x, int64_t n, int dtype, cua_uniqu
     });
 }
 
+// A block table counts in 32 bits: a block's share of the input (about
+// n / blocks elements) must stay below 2^31. The default grids are far from
+// it; a grid asked for that is not is refused.
+static int block_counts_fit(int64_t n, cua_launch *cfg)
+{
+    const int64_t least = cua_ceil_div(n, (int64_t)1 << 31);  // (a share then stays under 2^31 + a block's step)
+    if (cfg->used_blocks >= least) return 0;
+    return cua_refuse(cfg, "the block tables count a block's keys in 32 bits: %lld elements need at least %lld blocks "
+                      "(got %lld)", (long long)n, (long long)least, (long long)cfg->used_blocks);
+}
+
 // The block-table rungs: shared memory for `block_slots` slots per block,
 // 1024 threads a block (H100, 2^26 int32 keys, 10^3 distinct: shared took
 // 0.485 ms with 256, 0.330 with 1024), four blocks per SM.
@@ -773,6 +805,8 @@ static int block_table_build(K kernel, const T *x, int64_t n, int64_t work, cua_
     const size_t smem = block_table_bytes<W, FIRST>(slots);
     int st = cua_grid_config(cfg, work, BLOCK_TABLE_THREADS, 4);
     if (st) return st;
+    st = block_counts_fit(n, cfg);
+    if (st) return st;
     return grow_and_build<W>(
         n, t, cfg,
         [&](const table<W> &tab) -> int {
@@ -786,7 +820,7 @@ static int block_table_build(K kernel, const T *x, int64_t n, int64_t work, cua_
 
 static int unique_SHARED(const void *x, int64_t n, int dtype, cua_unique_tab *t, cua_launch *cfg)
 {
-    return cua_dispatch(dtype, [&](auto v) -> int {
+    return unique_dispatch(dtype, [&](auto v) -> int {
         using T = decltype(v);
         return with_first(t->want, [&](auto first) -> int {
             constexpr bool F = decltype(first)::value;
@@ -807,7 +841,7 @@ static int unique_SHARED(const void *x, int64_t n, int dtype, cua_unique_tab *t,
 #define VECTOR_PREFIX ((int64_t)1 << 18)
 static int unique_VECTOR(const void *x, int64_t n, int dtype, cua_unique_tab *t, cua_launch *cfg)
 {
-    return cua_dispatch(dtype, [&](auto v) -> int {
+    return unique_dispatch(dtype, [&](auto v) -> int {
         using T = decltype(v);
         using W = word_of<T>;
         return with_first(t->want, [&](auto first) -> int {
@@ -817,6 +851,7 @@ static int unique_VECTOR(const void *x, int64_t n, int dtype, cua_unique_tab *t,
             const unsigned slots = block_slots<W, F>();
             const size_t smem = block_table_bytes<W, F>(slots);
             int st = cua_grid_config(cfg, n / V + 1, BLOCK_TABLE_THREADS, 4);
+            if (!st) st = block_counts_fit(n, cfg);
             if (st) return st;
             const int64_t prefix = n < VECTOR_PREFIX ? n : VECTOR_PREFIX;
             const unsigned threads = (unsigned)cfg->used_threads;
@@ -970,7 +1005,7 @@ extern "C" int cua_cuda_unique_finish(const void *x, int64_t n, int dtype, cua_u
                                       const cua_unique_out *out, cua_launch *cfg)
 {
     if (t->distinct == 0) return 0;
-    return cua_dispatch(dtype, [&](auto v) -> int { return finish((const decltype(v) *)x, n, t, out, cfg); });
+    return unique_dispatch(dtype, [&](auto v) -> int { return finish((const decltype(v) *)x, n, t, out, cfg); });
 }
 
 extern "C" void cua_cuda_unique_free(cua_unique_tab *t, void *stream)

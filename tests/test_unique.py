@@ -6,6 +6,8 @@ values repeated far apart (first indices), few and many distinct values
 (tables that grow and are built again) -- with every return flag."""
 import functools
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -256,3 +258,46 @@ def test_many_distinct_without_inverse(backend, method, where, dtype, return_ind
     want = np.unique(x, return_index=return_index, return_counts=True)
     for g, w in zip(got, want):
         np.testing.assert_array_equal(host(g), w)
+
+
+@pytest.mark.parametrize("backend,method,where", where_params("unique"))
+def test_bool_bytes_and_byte_order(backend, method, where):
+    """Any nonzero byte of a bool is True (NumPy's reading); a big-endian
+    array's values come back in its byte order, as NumPy's."""
+    b = np.array([0, 2, 1, 2, 0, 255], np.uint8).view(np.bool_)
+    got = cuatomic.unique(placed(b, backend, where), return_counts=True, method=method, backend=backend)
+    np.testing.assert_array_equal(host(got[0]), [False, True])
+    np.testing.assert_array_equal(host(got[1]), [2, 4])
+    if where == "host":
+        big = np.array([3, 1, 3, 70000], ">i4")
+        v = cuatomic.unique(big, method=method, backend=backend)
+        assert v.dtype == big.dtype
+        np.testing.assert_array_equal(v, np.unique(big))
+
+
+def test_cpu_vector_with_fewer_threads_than_asked():
+    """OpenMP may start fewer threads than a region asks for (a thread
+    limit, OMP_DYNAMIC): the shares are cut among those that run, so no
+    part of the input is left out."""
+    code = ("import numpy as np, cuatomic\n"
+            "x = np.random.default_rng(3).integers(0, 10**6, 300_000)\n"
+            "for m in ('vector', 'shared', 'global'):\n"
+            "    v, i, inv, c = cuatomic.unique(x, True, True, True, method=m, backend='cpu')\n"
+            "    w = np.unique(x, True, True, True)\n"
+            "    assert all(np.array_equal(g, e) for g, e in zip((v, i, inv, c), w)), m\n"
+            "print('ok')\n")
+    env = dict(os.environ, OMP_NUM_THREADS="2", OMP_THREAD_LIMIT="1", CUATOMIC_BACKEND="cpu")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
+
+
+def test_dask_unique_counts_of_any_shape():
+    da = pytest.importorskip("dask.array")
+    import cuatomic.dask as cd
+    x = data(np.int16, 2000, 30).reshape(40, 50)
+    got = cd.unique_counts(da.from_array(x, chunks=(7, 11)), backend="cpu")
+    want = np.unique(x, return_counts=True)
+    np.testing.assert_array_equal(got.values.compute(), want[0])
+    np.testing.assert_array_equal(got.counts.compute(), want[1])
+    empty = cd.unique_counts(da.zeros((4, 0), chunks=2, dtype=np.int32), backend="cpu")
+    assert empty.values.compute().size == 0 and empty.counts.compute().size == 0

@@ -73,7 +73,7 @@ static void to_words(const void *x, int dtype, int64_t lo, int64_t hi, uint64_t 
         for (int64_t i = 0; i < m; i++) w[i] = (expr); \
     } while (0)
     switch (dtype) {
-    case CUA_BOOL:
+    case CUA_BOOL: LOOP(uint8_t, p[i] != 0); break; /* any nonzero byte is True */
     case CUA_UINT8: LOOP(uint8_t, p[i]); break;
     case CUA_INT8: LOOP(uint8_t, (uint8_t)(p[i] ^ 0x80u)); break;
     case CUA_UINT16: LOOP(uint16_t, p[i]); break;
@@ -585,6 +585,27 @@ static int unique_SORT(const void *x, int64_t n, int dtype, cua_unique_tab *t, c
 
 /* ------------------------------------------------------------- 5. vector */
 
+/* This OpenMP thread's number and its team's size: the team a parallel
+ * region starts may be smaller than it asked for (OMP_DYNAMIC, a thread
+ * limit, nesting), and the shares are cut among those that run. */
+static int thread_num(void)
+{
+#ifdef _OPENMP
+    return omp_get_thread_num();
+#else
+    return 0;
+#endif
+}
+
+static int thread_count(void)
+{
+#ifdef _OPENMP
+    return omp_get_num_threads();
+#else
+    return 1;
+#endif
+}
+
 /* A thread's private table: 2^14 slots (384 KiB with first indices: its
  * share of a core's L2). */
 #define THREAD_SLOTS ((uint64_t)1 << 14)
@@ -606,15 +627,11 @@ static int vector_private(const void *x, int64_t n, int dtype, cua_unique_tab *t
     if (!st) {
 #pragma omp parallel num_threads(team) reduction(+ : side_count) reduction(min : side_first)
         {
-#ifdef _OPENMP
-            const int me = omp_get_thread_num();
-#else
-            const int me = 0;
-#endif
+            const int me = thread_num(), nt = thread_count(); /* nt: those OpenMP started (may be < team) */
             ptable mine = p[me]; /* a copy on this thread's stack: the compiler keeps its fields in registers */
             int64_t lo, hi;
             uint64_t w[PIECE];
-            cua_cpu_share(n, team, me, &lo, &hi);
+            cua_cpu_share(n, nt, me, &lo, &hi);
             for (int64_t a = lo; a < hi && !__atomic_load_n(&full, __ATOMIC_RELAXED) && !cua_cpu_stop(cfg);
                  a += PIECE) {
                 const int64_t e = a + PIECE < hi ? a + PIECE : hi;
@@ -684,15 +701,11 @@ static int vector_partition(const void *x, int64_t n, int dtype, cua_unique_tab 
     if (!st) {
 #pragma omp parallel num_threads(team) reduction(+ : side_count) reduction(min : side_first)
         {
-#ifdef _OPENMP
-            const int me = omp_get_thread_num();
-#else
-            const int me = 0;
-#endif
+            const int me = thread_num(), nt = thread_count(); /* nt: those OpenMP started (may be < team) */
             int64_t lo, hi;
             uint64_t w[PIECE];
             int64_t *h = hist + (int64_t)me * P;
-            cua_cpu_share(n, team, me, &lo, &hi);
+            cua_cpu_share(n, nt, me, &lo, &hi); /* (the rows of threads not started stay zero) */
             for (int64_t a = lo; a < hi && !cua_cpu_stop(cfg); a += PIECE) {
                 const int64_t e = a + PIECE < hi ? a + PIECE : hi;
                 to_words(x, dtype, a, e, w);
@@ -893,7 +906,9 @@ int cua_cpu_unique_finish(const void *x, int64_t n, int dtype, cua_unique_tab *t
     const int64_t k = t->distinct;
     if (k == 0) return 0;
     const int inv = (t->want & CUA_UNIQUE_INVERSE) != 0;
+    const int ran = cfg->used_team; /* what last_launch reports is the rung's team, not the finish's */
     const int team = cua_cpu_team(cfg, n, cua_cpu_threads());
+    cfg->used_team = ran;
     uint64_t *keys = t->keys, *counts = t->counts, *first = t->first;
     uint64_t *lk = NULL, *lc = NULL, *lf = NULL; /* the list, when made here from a table */
     int64_t *slot_id = NULL, *order = NULL, *rank = NULL;
