@@ -902,7 +902,6 @@ static int unique_VECTOR(const void *x, int64_t n, int dtype, cua_unique_tab *t,
 int cua_cpu_unique_finish(const void *x, int64_t n, int dtype, cua_unique_tab *t, const cua_unique_out *out,
                           cua_launch *cfg)
 {
-    (void)cfg;
     const int64_t k = t->distinct;
     if (k == 0) return 0;
     const int inv = (t->want & CUA_UNIQUE_INVERSE) != 0;
