@@ -248,9 +248,9 @@ def test_more_than_2_31_elements(backend):
                          ids=lambda d: np.dtype(d).name)
 @pytest.mark.parametrize("return_index", [False, True])
 def test_many_distinct_without_inverse(backend, method, where, dtype, return_index):
-    """Many distinct values take the vector rungs' other path (on a GPU the
-    sort, on a CPU the radix partition into buckets counted in a thread's
-    cache): values, counts and first indices as NumPy's, the tables' empty
+    """Many distinct values take the vector rungs' other path (a radix
+    partition by hash into buckets counted in a block's shared memory or a
+    thread's cache): values, counts and first indices as NumPy's, the tables' empty
     key included."""
     x = data(dtype, 200_003, 60_000)
     got = cuatomic.unique(placed(x, backend, where), return_index=return_index, return_counts=True, method=method,
@@ -258,6 +258,33 @@ def test_many_distinct_without_inverse(backend, method, where, dtype, return_ind
     want = np.unique(x, return_index=return_index, return_counts=True)
     for g, w in zip(got, want):
         np.testing.assert_array_equal(host(g), w)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.float32], ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("distinct", [1 << 21, 1 << 22])
+@pytest.mark.parametrize("sort", [True, False])
+def test_vector_many_buckets(backend, dtype, distinct, sort):
+    """2^22 keys with 2^21 distinct values (each twice, far apart) or every
+    key distinct: on a GPU the vector rung's partition into 2^11 to 2^12
+    buckets (sized from its sketch of the distinct values), the empty key
+    among them; counts, first indices and the order as NumPy's."""
+    n = 1 << 22
+    rng = np.random.default_rng(distinct)
+    keys = rng.permutation(n)[:distinct].astype(np.int64) * 2654435761 % (1 << 31) - (1 << 30)
+    x = np.concatenate([keys, rng.permutation(keys)[:n - distinct]]).astype(dtype)
+    if np.dtype(dtype).kind == "i":
+        x[[5, n // 2, n - 3]] = np.iinfo(dtype).max
+    v, i, c = (host(g) for g in cuatomic.unique(x, return_index=True, return_counts=True, sorted=sort,
+                                                method="vector", backend=backend))
+    ev, ei, ec = np.unique(x, return_index=True, return_counts=True)
+    if not sort:
+        assert np.unique(v).size == v.size
+        order = np.argsort(v, kind="stable")
+        v, i, c = v[order], i[order], c[order]
+    np.testing.assert_array_equal(v, ev)
+    np.testing.assert_array_equal(i, ei)
+    np.testing.assert_array_equal(c, ec)
 
 
 @pytest.mark.parametrize("backend,method,where", where_params("unique"))
