@@ -33,6 +33,7 @@
  * built again when one passes half full (rungs 2-4), as on the GPU. */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "cpu.h"
 
@@ -63,14 +64,20 @@ static inline uint64_t word_f64(double v)
     return (b & 0x8000000000000000ull) ? ~b : (b | 0x8000000000000000ull);
 }
 
-/* The words of x[lo, hi) into w (a typed loop per dtype). */
-static void to_words(const void *x, int dtype, int64_t lo, int64_t hi, uint64_t *w)
+/* The words of x[lo, hi) into w: uint64_t words, or (wide 0: elements of
+ * up to 4 bytes) uint32_t ones. A typed loop per dtype and width. */
+static void to_keys(const void *x, int dtype, int64_t lo, int64_t hi, void *w, int wide)
 {
     const int64_t m = hi - lo;
-#define LOOP(T, expr)                                  \
-    do {                                               \
-        const T *p = (const T *)x + lo;                \
-        for (int64_t i = 0; i < m; i++) w[i] = (expr); \
+    uint64_t *w64 = w;
+    uint32_t *w32 = w;
+#define LOOP(T, expr)                                                       \
+    do {                                                                    \
+        const T *p = (const T *)x + lo;                                     \
+        if (wide)                                                           \
+            for (int64_t i = 0; i < m; i++) w64[i] = (expr);                \
+        else                                                                \
+            for (int64_t i = 0; i < m; i++) w32[i] = (uint32_t)(expr);      \
     } while (0)
     switch (dtype) {
     case CUA_BOOL: LOOP(uint8_t, p[i] != 0); break; /* any nonzero byte is True */
@@ -87,6 +94,11 @@ static void to_words(const void *x, int dtype, int64_t lo, int64_t hi, uint64_t 
     default: break;
     }
 #undef LOOP
+}
+
+static void to_words(const void *x, int dtype, int64_t lo, int64_t hi, uint64_t *w)
+{
+    to_keys(x, dtype, lo, hi, w, 1);
 }
 
 /* Element j of `out` (dtype) from its word. */
@@ -498,32 +510,43 @@ static int unique_WARP_AGGREGATED(const void *x, int64_t n, int dtype, cua_uniqu
 
 /* ------------------------------------------------------------ radix sort */
 
-/* Sort n words (with their values `v`, may be NULL) by their low `bits`
- * bits, LSD, 8 bits a pass, stable, between the arrays and the scratch
- * (tk/tv, n each) in turn; a pass whose digit is the same for every word is
- * skipped. The result ends in k/v. */
+/* Sort n words (with their values `v`, may be NULL) by their bits [lo, hi),
+ * LSD, 8 bits a pass, stable, between the arrays and the scratch (tk/tv, n
+ * each) in turn. One read counts the digits of every pass; a pass whose
+ * digit is the same for every word is skipped. The result ends in k/v.
+ * The counts live on the stack: as a _Thread_local array in this shared
+ * library they were reached through __tls_get_addr at every increment, and
+ * sorting 10^6 keys took 100 ms instead of a few. */
 #define RADIX_BITS 8
-static void radix_sort(uint64_t *k, int64_t *v, int64_t n, int bits, uint64_t *tk, int64_t *tv)
+#define RADIX (1 << RADIX_BITS)
+static void radix_sort(uint64_t *k, int64_t *v, int64_t n, int lo, int hi, uint64_t *tk, int64_t *tv)
 {
+    int64_t count[64 / RADIX_BITS][RADIX];
+    const int passes = (hi - lo + RADIX_BITS - 1) / RADIX_BITS;
     uint64_t *src = k, *dst = tk;
     int64_t *vsrc = v, *vdst = tv;
-    static _Thread_local int64_t count[(1 << RADIX_BITS) + 1];
-    for (int shift = 0; shift < bits; shift += RADIX_BITS) {
-        const uint64_t digit = (1u << RADIX_BITS) - 1;
-        memset(count, 0, sizeof count);
-        for (int64_t i = 0; i < n; i++) count[((src[i] >> shift) & digit) + 1]++;
+    memset(count, 0, sizeof count);
+    for (int64_t i = 0; i < n; i++)
+        for (int p = 0; p < passes; p++) count[p][(k[i] >> (lo + p * RADIX_BITS)) & (RADIX - 1)]++;
+    for (int p = 0; p < passes; p++) {
+        const int shift = lo + p * RADIX_BITS;
+        int64_t *c = count[p], at = 0;
         int uniform = 0;
-        for (int d = 1; d <= (1 << RADIX_BITS); d++) uniform |= count[d] == n;
+        for (int d = 0; d < RADIX; d++) { /* counts to starts */
+            const int64_t m = c[d];
+            uniform |= m == n;
+            c[d] = at;
+            at += m;
+        }
         if (uniform) continue;
-        for (int d = 1; d <= (1 << RADIX_BITS); d++) count[d] += count[d - 1];
         if (vsrc)
             for (int64_t i = 0; i < n; i++) {
-                const int64_t to = count[(src[i] >> shift) & digit]++;
+                const int64_t to = c[(src[i] >> shift) & (RADIX - 1)]++;
                 dst[to] = src[i];
                 vdst[to] = vsrc[i];
             }
         else
-            for (int64_t i = 0; i < n; i++) dst[count[(src[i] >> shift) & digit]++] = src[i];
+            for (int64_t i = 0; i < n; i++) dst[c[(src[i] >> shift) & (RADIX - 1)]++] = src[i];
         uint64_t *t = src;
         src = dst;
         dst = t;
@@ -554,7 +577,7 @@ static int unique_SORT(const void *x, int64_t n, int dtype, cua_unique_tab *t, c
             for (int64_t i = 0; i < n; i++) v[i] = i;
         if (cua_cpu_stop(cfg)) st = CUA_EINTR;
     }
-    if (!st) radix_sort(k, v, n, key_bits(dtype), tk, tv);
+    if (!st) radix_sort(k, v, n, 0, key_bits(dtype), tk, tv);
     int64_t runs = 0;
     if (!st) {
         for (int64_t p = 0; p < n; p++) runs += p == 0 || k[p] != k[p - 1];
@@ -606,11 +629,159 @@ static int thread_count(void)
 #endif
 }
 
-/* A thread's private table: 2^14 slots (384 KiB with first indices: its
- * share of a core's L2). */
+/* vector holds a 4-byte word's key in 32 bits and an 8-byte word's in 64
+ * (`wide`): the narrow types move and keep in cache half the bytes. The
+ * helpers are inlined with `wide` a constant, so each loop below is
+ * compiled once per width. A table's empty mark is its width's all-ones
+ * word, so here uint32's and int32's largest values, too, are counted
+ * beside the tables (they are ordinary keys of the 64-bit shared table and
+ * list). */
+#define INLINE static inline __attribute__((always_inline))
+
+INLINE uint64_t key_empty(int wide)
+{
+    return wide ? EMPTY : CUA_UNIQUE_EMPTY32;
+}
+
+INLINE uint64_t key_get(const void *p, int64_t i, int wide)
+{
+    return wide ? ((const uint64_t *)p)[i] : ((const uint32_t *)p)[i];
+}
+
+INLINE void key_put(void *p, int64_t i, uint64_t k, int wide)
+{
+    if (wide) ((uint64_t *)p)[i] = k;
+    else ((uint32_t *)p)[i] = (uint32_t)k;
+}
+
+static int log2_of(uint64_t pow2)
+{
+    int b = 0;
+    while (((uint64_t)1 << b) < pow2) b++;
+    return b;
+}
+
+/* A thread's private table: 2^12 slots to start, 2^14 at most (128 KiB of
+ * 4-byte keys and counts: its share of a core's L2). */
 #define THREAD_SLOTS ((uint64_t)1 << 14)
-/* The partition's target: about this many elements a bucket. */
-#define BUCKET_ELEMS ((int64_t)1 << 16)
+
+/* Phase A's table of one thread: keys of the call's width, counts, first
+ * indices (NULL: not wanted); at most half full. */
+typedef struct {
+    void *keys;
+    uint64_t *counts, *first;
+    uint64_t slots, filled;
+} vtable;
+
+static void vtable_free(vtable *v)
+{
+    free(v->keys);
+    free(v->counts);
+    free(v->first);
+    v->keys = NULL;
+    v->counts = v->first = NULL;
+}
+
+/* An empty table of `slots` (a power of two): 0 or CUA_ENOMEM. Both
+ * widths' empty marks are all ones: one memset clears the keys. */
+static int vtable_alloc(vtable *v, uint64_t slots, int wide, int first)
+{
+    v->slots = slots;
+    v->filled = 0;
+    v->keys = malloc(slots * (wide ? 8 : 4));
+    v->counts = calloc(slots, 8);
+    v->first = first ? malloc(slots * 8) : NULL;
+    if (!v->keys || !v->counts || (first && !v->first)) return CUA_ENOMEM;
+    memset(v->keys, 0xFF, slots * (wide ? 8 : 4));
+    return 0;
+}
+
+/* Twice the slots, every key moved: 0, or CUA_ENOMEM with v unchanged. */
+static int vtable_grow(vtable *v, int wide)
+{
+    const uint64_t E = key_empty(wide);
+    vtable q;
+    if (vtable_alloc(&q, 2 * v->slots, wide, v->first != NULL)) {
+        vtable_free(&q);
+        return CUA_ENOMEM;
+    }
+    const int bits = log2_of(q.slots);
+    for (uint64_t s = 0; s < v->slots; s++) {
+        const uint64_t k = key_get(v->keys, (int64_t)s, wide);
+        if (k == E) continue;
+        uint64_t y = fib(k, bits);
+        while (key_get(q.keys, (int64_t)y, wide) != E) y = (y + 1) & (q.slots - 1);
+        key_put(q.keys, (int64_t)y, k, wide);
+        q.counts[y] = v->counts[s];
+        if (q.first) q.first[y] = v->first[s];
+    }
+    q.filled = v->filled;
+    vtable_free(v);
+    *v = q;
+    return 0;
+}
+
+/* Phase A for one thread's elements [lo, hi): counted in v, which grows
+ * up to `most` slots. 1 when a new key found v at its limit with `most`
+ * slots (or no memory to grow): the call goes to phase B. The key equal to
+ * the empty mark is counted in side[0], its first index in side[1]. */
+INLINE int private_count(const void *x, int dtype, int64_t lo, int64_t hi, vtable *v, uint64_t most, uint64_t side[2],
+                         const int *full, cua_launch *cfg, const int wide)
+{
+    const uint64_t E = key_empty(wide);
+    uint64_t buf[PIECE];
+    /* The table's fields in locals, kept in registers (read through v they
+     * were loaded again at every element). */
+    void *keys = v->keys;
+    uint64_t *counts = v->counts, *first = v->first, mask = v->slots - 1, filled = v->filled, limit = v->slots / 2;
+    int bits = log2_of(v->slots), spilled = 0;
+    for (int64_t a = lo; a < hi && !spilled && !__atomic_load_n(full, __ATOMIC_RELAXED) && !cua_cpu_stop(cfg);
+         a += PIECE) {
+        const int64_t e = a + PIECE < hi ? a + PIECE : hi;
+        to_keys(x, dtype, a, e, buf, wide);
+        for (int64_t i = a; i < e; i++) {
+            const uint64_t k = key_get(buf, i - a, wide);
+            if (k == E) {
+                if (side[0]++ == 0) side[1] = (uint64_t)i; /* the share runs in index order */
+                continue;
+            }
+            uint64_t s = fib(k, bits), c;
+            while ((c = key_get(keys, (int64_t)s, wide)) != k && c != E) s = (s + 1) & mask;
+            if (c == E) { /* a new key */
+                if (filled == limit) {
+                    v->filled = filled;
+                    if (v->slots >= most || vtable_grow(v, wide)) {
+                        spilled = 1;
+                        break;
+                    }
+                    keys = v->keys;
+                    counts = v->counts;
+                    first = v->first;
+                    mask = v->slots - 1;
+                    limit = v->slots / 2;
+                    bits = log2_of(v->slots);
+                    s = fib(k, bits);
+                    while (key_get(keys, (int64_t)s, wide) != E) s = (s + 1) & mask;
+                }
+                key_put(keys, (int64_t)s, k, wide);
+                filled++;
+                if (first) first[s] = (uint64_t)i; /* index order: the first */
+            }
+            counts[s]++;
+        }
+    }
+    v->filled = filled;
+    return spilled;
+}
+
+static void vtable_merge(const vtable *v, const table *t, int wide)
+{
+    const uint64_t E = key_empty(wide);
+    for (uint64_t s = 0; s < v->slots; s++) {
+        const uint64_t k = key_get(v->keys, (int64_t)s, wide);
+        if (k != E) table_add(t, k, v->counts[s], v->first ? v->first[s] : 0, v->first != NULL);
+    }
+}
 
 /* Phase A: private tables, merged into a shared table sized for what they
  * hold. 1 in *spill when a thread met more distinct keys than its table
@@ -618,41 +789,32 @@ static int thread_count(void)
 static int vector_private(const void *x, int64_t n, int dtype, cua_unique_tab *t, cua_launch *cfg, int team,
                           int *spill)
 {
-    const int first = (t->want & CUA_UNIQUE_FIRST) != 0;
-    ptable *p = calloc((size_t)team, sizeof *p);
+    const int first = (t->want & CUA_UNIQUE_FIRST) != 0, wide = cua_dtype_size(dtype) == 8;
+    vtable *p = calloc((size_t)team, sizeof *p);
     if (!p) return CUA_ENOMEM;
     int st = 0, full = 0;
-    for (int i = 0; i < team && !st; i++) st = ptable_init(&p[i], BLOCK_SLOTS, THREAD_SLOTS, first);
+    for (int i = 0; i < team && !st; i++) st = vtable_alloc(&p[i], BLOCK_SLOTS, wide, first);
     uint64_t side_count = 0, side_first = UINT64_MAX;
     if (!st) {
 #pragma omp parallel num_threads(team) reduction(+ : side_count) reduction(min : side_first)
         {
             const int me = thread_num(), nt = thread_count(); /* nt: those OpenMP started (may be < team) */
-            ptable mine = p[me]; /* a copy on this thread's stack: the compiler keeps its fields in registers */
             int64_t lo, hi;
-            uint64_t w[PIECE];
+            uint64_t side[2] = {0, UINT64_MAX};
             cua_cpu_share(n, nt, me, &lo, &hi);
-            for (int64_t a = lo; a < hi && !__atomic_load_n(&full, __ATOMIC_RELAXED) && !cua_cpu_stop(cfg);
-                 a += PIECE) {
-                const int64_t e = a + PIECE < hi ? a + PIECE : hi;
-                to_words(x, dtype, a, e, w);
-                for (int64_t i = a; i < e; i++) {
-                    const uint64_t k = w[i - a];
-                    if (k == EMPTY) {
-                        side_count++;
-                        if ((uint64_t)i < side_first) side_first = (uint64_t)i;
-                    } else if (!ptable_add(&mine, k, 1, (uint64_t)i)) {
-                        __atomic_store_n(&full, 1, __ATOMIC_RELAXED);
-                        break;
-                    }
-                }
-            }
-            p[me] = mine;
+            const int spilled = wide ? private_count(x, dtype, lo, hi, &p[me], THREAD_SLOTS, side, &full, cfg, 1)
+                                     : private_count(x, dtype, lo, hi, &p[me], THREAD_SLOTS, side, &full, cfg, 0);
+            if (spilled) __atomic_store_n(&full, 1, __ATOMIC_RELAXED);
+            side_count += side[0];
+            side_first = side[1];
         }
     }
     if (!st && cfg->interrupted) st = CUA_EINTR;
     if (!st && !full) {
-        uint64_t total = 0;
+        /* The merge adds the side cell's key as an ordinary key of the
+         * 64-bit table when it is the narrow mark: room for it, too (a key
+         * past the limit would be dropped). */
+        uint64_t total = side_count ? 1 : 0;
         for (int i = 0; i < team; i++) total += p[i].filled;
         int64_t cap = 2;
         while ((uint64_t)cap < 2 * total) cap *= 2;
@@ -660,199 +822,371 @@ static int vector_private(const void *x, int64_t n, int dtype, cua_unique_tab *t
         if (!st) {
             const table tab = table_of(t);
 #pragma omp parallel for schedule(static, 1) num_threads(team)
-            for (int i = 0; i < team; i++) ptable_merge(&p[i], &tab);
-            if (side_count) side_add(&tab, side_count, side_first, first);
-            t->distinct = (int64_t)t->ctl[CUA_UNIQUE_CTL_FILLED] + (side_count ? 1 : 0);
+            for (int i = 0; i < team; i++) vtable_merge(&p[i], &tab, wide);
+            if (side_count) table_add(&tab, key_empty(wide), side_count, side_first, first);
+            t->distinct = (int64_t)t->ctl[CUA_UNIQUE_CTL_FILLED] + (t->ctl[CUA_UNIQUE_CTL_SIDE_COUNT] ? 1 : 0);
             t->compact = TABLE;
             t->builds = 1;
         }
     }
     *spill = full;
-    for (int i = 0; i < team; i++) ptable_free(&p[i]);
+    for (int i = 0; i < team; i++) vtable_free(&p[i]);
     free(p);
     return st;
 }
 
-/* Phase B: the radix partition. Every element's word goes to bucket
- * mix(word)'s top `pbits` bits (thread shares in order, so a bucket's
- * elements keep index order); each bucket is then counted by one thread in
- * a table of its own, growing by rehash, whose keys become a list (in the
- * order they were met) -- the buckets' lists concatenated are the values.
- * The inverse holds list positions (the finish ranks them). */
+/* Phase B, the radix partition. About this many elements a bucket: at 10^6
+ * distinct values in 2^24 elements a bucket's table holds ~2,000 keys (32
+ * KiB of 4-byte keys and ids: L1). */
+#define BUCKET_ELEMS ((int64_t)1 << 15)
+
+/* Memory for the partition's scratch (n keys, n indices): from 2 MiB on,
+ * aligned to 2 MiB and asked to be backed by huge pages, as scatter.c's
+ * accumulators. Fresh memory costs a page fault at each page's first
+ * touch: 4 KiB pages made the faults of one call's 64 MiB (16,000 of them,
+ * each zeroing its page) about a fifth of the call. free() releases it. */
+static void *big_alloc(size_t bytes)
+{
+    const size_t huge = (size_t)2 << 20;
+    void *p = NULL;
+    if (bytes < huge) return malloc(bytes ? bytes : 1);
+    if (posix_memalign(&p, huge, (bytes + huge - 1) / huge * huge)) return NULL;
+#ifdef MADV_HUGEPAGE
+    madvise(p, (bytes + huge - 1) / huge * huge, MADV_HUGEPAGE); /* advice: ignored where unsupported */
+#endif
+    return p;
+}
+
+/* Pass 1: how many keys of thread elements [lo, hi) go to each bucket (the
+ * top pbits bits of mix(key): independent of the fib() that places a key in
+ * its bucket's table). */
+INLINE void bucket_sizes(const void *x, int dtype, int64_t lo, int64_t hi, int64_t *h, int pbits, cua_launch *cfg,
+                         const int wide)
+{
+    const uint64_t E = key_empty(wide);
+    uint64_t buf[PIECE];
+    for (int64_t a = lo; a < hi && !cua_cpu_stop(cfg); a += PIECE) {
+        const int64_t e = a + PIECE < hi ? a + PIECE : hi;
+        to_keys(x, dtype, a, e, buf, wide);
+        for (int64_t i = 0; i < e - a; i++) {
+            const uint64_t k = key_get(buf, i, wide);
+            if (k != E) h[mix(k) >> (64 - pbits)]++;
+        }
+    }
+}
+
+/* Pass 2: the keys (and indices, bi not NULL) of [lo, hi) to their
+ * buckets' next places h[bucket] (thread shares in order, so a bucket's
+ * elements keep index order). The empty-mark key is counted in side[]. */
+INLINE void bucket_scatter(const void *x, int dtype, int64_t lo, int64_t hi, int64_t *h, int pbits, void *bw,
+                           int64_t *bi, int64_t *inverse, uint64_t side[2], cua_launch *cfg, const int wide)
+{
+    const uint64_t E = key_empty(wide);
+    uint64_t buf[PIECE];
+    for (int64_t a = lo; a < hi && !cua_cpu_stop(cfg); a += PIECE) {
+        const int64_t e = a + PIECE < hi ? a + PIECE : hi;
+        to_keys(x, dtype, a, e, buf, wide);
+        for (int64_t i = a; i < e; i++) {
+            const uint64_t k = key_get(buf, i - a, wide);
+            if (k == E) {
+                if (side[0]++ == 0) side[1] = (uint64_t)i;
+                if (inverse) inverse[i] = -1; /* set once the lists are numbered */
+                continue;
+            }
+            const int64_t to = h[mix(k) >> (64 - pbits)]++;
+            key_put(bw, to, k, wide);
+            if (bi) bi[to] = i;
+        }
+    }
+}
+
+/* A thread's table for its buckets, one after another. A slot holds a key
+ * and its count side by side, so that counting an element touches one
+ * cache line: narrow, one uint64_t (count above, key below); wide, two
+ * (key, count). Every bit set is an empty slot (no key in a bucket is the
+ * empty mark). `first`: the first index of each slot's key (NULL: not
+ * wanted). `slots`: what the arrays hold; a bucket uses a power of two of
+ * them. */
+typedef struct {
+    uint64_t *slot, *first;
+    uint64_t slots;
+} btable;
+
+/* A thread's lists: each bucket it counted appends its distinct keys
+ * (64-bit words), their counts and first indices. */
 typedef struct {
     uint64_t *keys, *counts, *first;
-    int64_t k;
-} bucket_list;
+    int64_t k, cap;
+} vlist;
 
+/* Room in L for `more` entries: 0 or CUA_ENOMEM. */
+static int vlist_reserve(vlist *L, int64_t more, int first)
+{
+    if (L->k + more <= L->cap) return 0;
+    int64_t cap = L->cap ? L->cap : 4096;
+    while (cap < L->k + more) cap *= 2;
+    uint64_t *k = realloc(L->keys, (size_t)cap * 8);
+    if (k) L->keys = k;
+    uint64_t *c = realloc(L->counts, (size_t)cap * 8);
+    if (c) L->counts = c;
+    uint64_t *f = first ? realloc(L->first, (size_t)cap * 8) : NULL;
+    if (f) L->first = f;
+    if (!k || !c || (first && !f)) return CUA_ENOMEM;
+    L->cap = cap;
+    return 0;
+}
+
+/* A key's first slot in a bucket's table of 2^bits slots: one multiply
+ * (fib()), as the private tables; mix()'s top bits chose the bucket. */
+INLINE uint64_t bucket_slot(uint64_t k, int bits)
+{
+    return fib(k, bits);
+}
+
+INLINE uint64_t slot_key(const uint64_t *t, uint64_t s, int wide)
+{
+    return wide ? t[2 * s] : (uint32_t)t[s];
+}
+
+INLINE uint64_t slot_count(const uint64_t *t, uint64_t s, int wide)
+{
+    return wide ? t[2 * s + 1] : t[s] >> 32;
+}
+
+INLINE int slot_empty(const uint64_t *t, uint64_t s, int wide)
+{
+    return t[wide ? 2 * s : s] == EMPTY;
+}
+
+/* Key k's slot in a table of mask + 1 slots: where it is, or the empty
+ * slot where it goes. */
+INLINE uint64_t slot_find(const uint64_t *t, uint64_t k, uint64_t mask, int bits, int wide)
+{
+    uint64_t s = bucket_slot(k, bits);
+    while (slot_key(t, s, wide) != k && !slot_empty(t, s, wide)) s = (s + 1) & mask;
+    return s;
+}
+
+/* Room in b for `slots` slots, all empty: 0 or CUA_ENOMEM. */
+static int btable_clear(btable *b, uint64_t slots, int first, int wide)
+{
+    const size_t per = wide ? 16 : 8;
+    if (slots > b->slots) {
+        free(b->slot);
+        free(b->first);
+        b->slot = malloc(slots * per);
+        b->first = first ? malloc(slots * 8) : NULL;
+        b->slots = b->slot && (!first || b->first) ? slots : 0;
+        if (!b->slots) return CUA_ENOMEM;
+    }
+    memset(b->slot, 0xFF, slots * per);
+    return 0;
+}
+
+/* b's table, `slots` in use, moved into twice the slots: 0 or CUA_ENOMEM. */
+static int btable_grow(btable *b, uint64_t slots, int wide)
+{
+    const int first = b->first != NULL;
+    btable q = {NULL, NULL, 0};
+    if (btable_clear(&q, 2 * slots, first, wide)) {
+        free(q.slot);
+        free(q.first);
+        return CUA_ENOMEM;
+    }
+    const int bits = log2_of(2 * slots);
+    for (uint64_t s = 0; s < slots; s++) {
+        if (slot_empty(b->slot, s, wide)) continue;
+        const uint64_t y = slot_find(q.slot, slot_key(b->slot, s, wide), 2 * slots - 1, bits, wide);
+        if (wide) {
+            q.slot[2 * y] = b->slot[2 * s];
+            q.slot[2 * y + 1] = b->slot[2 * s + 1];
+        } else {
+            q.slot[y] = b->slot[s];
+        }
+        if (first) q.first[y] = b->first[s];
+    }
+    free(b->slot);
+    free(b->first);
+    *b = q;
+    return 0;
+}
+
+/* A bucket's table is at most 1/LOAD full: a probe past a key's first
+ * slot is a mispredicted branch, and at half full (0.48 more probes an
+ * element) counting 2^24 keys into L1-sized tables took 130 ms on one
+ * core, at an eighth 45 ms (the table then in L2). */
+#ifndef LOAD
+#define LOAD 4
+#endif
+
+/* Pass 3 for one bucket, elements [lo, hi) of bw (their indices in bi:
+ * NULL without first indices and inverse): counted in the thread's table,
+ * whose keys are then appended to the thread's list (slot order). With the
+ * inverse, each slot's count is then replaced by the key's place in the
+ * list, and the bucket is read again to give each element its key's place
+ * (within the bucket's list: the caller adds the bucket's offset). 0 or
+ * CUA_ENOMEM. Narrow counts are 32 bits: the caller keeps every bucket
+ * under 2^32 elements (n < 2^32, else the call is wide). */
+INLINE int bucket_count(const void *bw, const int64_t *bi, int64_t lo, int64_t hi, btable *b, vlist *L, int first,
+                        int64_t *inverse, const int wide)
+{
+    /* Room for every element's key at half load, but no more than the
+     * thread's table has grown to (the buckets are alike: the last one's
+     * size fits the next), so that clearing it costs little. */
+    uint64_t slots = 16;
+    while (slots < LOAD * (uint64_t)(hi - lo) && (slots < b->slots || slots < BLOCK_SLOTS)) slots *= 2;
+    if (btable_clear(b, slots, first, wide)) return CUA_ENOMEM;
+    uint64_t *t = b->slot, *tf = b->first, mask = slots - 1, limit = slots / LOAD, d = 0;
+    int bits = log2_of(slots);
+    for (int64_t q = lo; q < hi; q++) {
+        const uint64_t k = key_get(bw, q, wide);
+        uint64_t s = bucket_slot(k, bits);
+        for (;; s = (s + 1) & mask) {
+            if (slot_key(t, s, wide) == k) { /* the common case: one load, one add */
+                if (wide) t[2 * s + 1]++;
+                else t[s] += (uint64_t)1 << 32;
+                break;
+            }
+            if (slot_empty(t, s, wide)) { /* a new key */
+                if (d == limit) {
+                    if (btable_grow(b, slots, wide)) return CUA_ENOMEM;
+                    slots *= 2;
+                    t = b->slot;
+                    tf = b->first;
+                    mask = slots - 1;
+                    limit = slots / LOAD;
+                    bits = log2_of(slots);
+                    s = slot_find(t, k, mask, bits, wide);
+                }
+                if (wide) {
+                    t[2 * s] = k;
+                    t[2 * s + 1] = 1;
+                } else {
+                    t[s] = (uint64_t)1 << 32 | k;
+                }
+                if (tf) tf[s] = (uint64_t)bi[q]; /* index order: the first */
+                d++;
+                break;
+            }
+        }
+    }
+    if (vlist_reserve(L, (int64_t)d, first)) return CUA_ENOMEM;
+    uint64_t *lk = L->keys + L->k, *lc = L->counts + L->k, *lf = first ? L->first + L->k : NULL, j = 0;
+    for (uint64_t s = 0; s < slots; s++) {
+        if (slot_empty(t, s, wide)) continue;
+        lk[j] = slot_key(t, s, wide);
+        lc[j] = slot_count(t, s, wide);
+        if (lf) lf[j] = tf[s];
+        if (inverse) { /* the slot now holds the key's place */
+            if (wide) t[2 * s + 1] = j;
+            else t[s] = j << 32 | (uint32_t)t[s];
+        }
+        j++;
+    }
+    if (inverse)
+        for (int64_t q = lo; q < hi; q++) {
+            const uint64_t s = slot_find(t, key_get(bw, q, wide), mask, bits, wide);
+            inverse[bi[q]] = (int64_t)slot_count(t, s, wide);
+        }
+    L->k += (int64_t)j;
+    return 0;
+}
+
+/* Phase B: every element's key goes to bucket mix(key)'s top `pbits` bits
+ * (pass 1 sizes the buckets, pass 2 scatters), and each bucket is counted
+ * by one thread in a table that stays in cache (pass 3), giving a list of
+ * its distinct keys; the buckets' lists concatenated are the values. The
+ * inverse holds list positions (the finish ranks them). */
 static int vector_partition(const void *x, int64_t n, int dtype, cua_unique_tab *t, cua_launch *cfg, int team)
 {
     const int first = (t->want & CUA_UNIQUE_FIRST) != 0, inv = (t->want & CUA_UNIQUE_INVERSE) != 0;
-    const int need_idx = first || inv;
+    /* Keys of 4-byte words in 32 bits, unless a bucket could count past
+     * 2^32 (the narrow slots' counts are 32 bits). */
+    const int wide = cua_dtype_size(dtype) == 8 || (uint64_t)n > UINT32_MAX, need_idx = first || inv;
+    int64_t *inverse = inv ? t->inverse : NULL;
     int pbits = 4;
     while (pbits < 12 && (n >> pbits) > BUCKET_ELEMS) pbits++;
     const int64_t P = (int64_t)1 << pbits;
     int64_t *hist = calloc((size_t)(team * P + 1), 8);
-    uint64_t *bw = malloc((size_t)(n ? n : 1) * 8);
-    int64_t *bi = need_idx ? malloc((size_t)(n ? n : 1) * 8) : NULL;
-    bucket_list *lists = calloc((size_t)P, sizeof *lists);
-    int64_t *offset = calloc((size_t)P + 1, 8);
-    int st = (!hist || !bw || (need_idx && !bi) || !lists || !offset) ? CUA_ENOMEM : 0;
+    void *bw = big_alloc((size_t)n * (wide ? 8 : 4));
+    int64_t *bi = need_idx ? big_alloc((size_t)n * 8) : NULL;
+    int64_t *range = calloc((size_t)P + 1, 8);         /* bucket b: bw[range[b], range[b + 1]) */
+    int64_t *where = calloc((size_t)P * 3, 8); /* bucket b's list: thread where[3b]'s, from where[3b + 1], where[3b + 2] long */
+    int64_t *offset = calloc((size_t)P + 1, 8);        /* bucket b's list in the concatenation */
+    vlist *lists = calloc((size_t)team, sizeof *lists);
+    btable *tabs = calloc((size_t)team, sizeof *tabs);
+    int st = (!hist || !bw || (need_idx && !bi) || !range || !where || !offset || !lists || !tabs) ? CUA_ENOMEM : 0;
     uint64_t side_count = 0, side_first = UINT64_MAX;
     if (!st) {
 #pragma omp parallel num_threads(team) reduction(+ : side_count) reduction(min : side_first)
         {
             const int me = thread_num(), nt = thread_count(); /* nt: those OpenMP started (may be < team) */
             int64_t lo, hi;
-            uint64_t w[PIECE];
             int64_t *h = hist + (int64_t)me * P;
+            uint64_t side[2] = {0, UINT64_MAX};
             cua_cpu_share(n, nt, me, &lo, &hi); /* (the rows of threads not started stay zero) */
-            for (int64_t a = lo; a < hi && !cua_cpu_stop(cfg); a += PIECE) {
-                const int64_t e = a + PIECE < hi ? a + PIECE : hi;
-                to_words(x, dtype, a, e, w);
-                for (int64_t i = a; i < e; i++)
-                    if (w[i - a] != EMPTY) h[mix(w[i - a]) >> (64 - pbits)]++;
-            }
+            if (wide) bucket_sizes(x, dtype, lo, hi, h, pbits, cfg, 1);
+            else bucket_sizes(x, dtype, lo, hi, h, pbits, cfg, 0);
 #pragma omp barrier
 #pragma omp single
-            { /* bucket p's run for thread me: after every earlier bucket, and earlier threads' share of p */
+            { /* bucket b's run for thread me: after every earlier bucket, and earlier threads' share of b */
                 int64_t at = 0;
-                for (int64_t b = 0; b < P; b++)
+                for (int64_t b = 0; b < P; b++) {
+                    range[b] = at;
                     for (int th = 0; th < team; th++) {
                         const int64_t c = hist[(int64_t)th * P + b];
                         hist[(int64_t)th * P + b] = at;
                         at += c;
                     }
-                for (int64_t b = 0; b < P; b++) offset[b] = hist[b]; /* thread 0's start is the bucket's */
-                offset[P] = at;
-            }
-            for (int64_t a = lo; a < hi && !cua_cpu_stop(cfg); a += PIECE) {
-                const int64_t e = a + PIECE < hi ? a + PIECE : hi;
-                to_words(x, dtype, a, e, w);
-                for (int64_t i = a; i < e; i++) {
-                    const uint64_t k = w[i - a];
-                    if (k == EMPTY) {
-                        side_count++;
-                        if ((uint64_t)i < side_first) side_first = (uint64_t)i;
-                        if (inv) t->inverse[i] = -1; /* set once the lists are numbered */
-                        continue;
-                    }
-                    const int64_t to = h[mix(k) >> (64 - pbits)]++;
-                    bw[to] = k;
-                    if (bi) bi[to] = i;
                 }
+                range[P] = at;
             }
+            if (wide) bucket_scatter(x, dtype, lo, hi, h, pbits, bw, bi, inverse, side, cfg, 1);
+            else bucket_scatter(x, dtype, lo, hi, h, pbits, bw, bi, inverse, side, cfg, 0);
+            side_count += side[0];
+            side_first = side[1];
 #pragma omp barrier
             /* Each bucket by one thread: a table that stays in cache. */
+            btable *b = &tabs[me];
+            vlist *L = &lists[me];
 #pragma omp for schedule(dynamic, 1)
-            for (int64_t b = 0; b < P; b++) {
+            for (int64_t u = 0; u < P; u++) {
                 if (cua_cpu_stop(cfg)) continue;
-                const int64_t lo_b = offset[b], hi_b = offset[b + 1], m = hi_b - lo_b;
-                uint64_t slots = 16;
-                while (slots < 2 * (uint64_t)(m < 8192 ? m : 8192)) slots *= 2;
-                uint64_t *key = malloc(slots * 8);
-                int64_t *id = malloc(slots * 8);
-                bucket_list *L = &lists[b];
-                int64_t cap = 64;
-                L->keys = malloc((size_t)cap * 8);
-                L->counts = malloc((size_t)cap * 8);
-                L->first = first ? malloc((size_t)cap * 8) : NULL;
-                if (!key || !id || !L->keys || !L->counts || (first && !L->first)) {
+                const int64_t start = L->k;
+                const int rc = wide ? bucket_count(bw, bi, range[u], range[u + 1], b, L, first, inverse, 1)
+                              : bucket_count(bw, bi, range[u], range[u + 1], b, L, first, inverse, 0);
+                where[3 * u] = me;
+                where[3 * u + 1] = start;
+                where[3 * u + 2] = L->k - start;
+                if (rc) {
 #pragma omp atomic write
-                    st = CUA_ENOMEM;
-                    free(key);
-                    free(id);
-                    continue;
+                    st = rc;
                 }
-                for (uint64_t s = 0; s < slots; s++) key[s] = EMPTY;
-                uint64_t mask = slots - 1;
-                int bits = 0;
-                while (((uint64_t)1 << bits) < slots) bits++;
-                for (int64_t q = lo_b; q < hi_b; q++) {
-                    const uint64_t k = bw[q];
-                    uint64_t s = fib(k, bits);
-                    while (key[s] != k && key[s] != EMPTY) s = (s + 1) & mask;
-                    if (key[s] == EMPTY) { /* a new value: the next list position */
-                        if (L->k == cap) {
-                            cap *= 2;
-                            uint64_t *nk = realloc(L->keys, (size_t)cap * 8), *nc = realloc(L->counts, (size_t)cap * 8);
-                            if (nk) L->keys = nk;
-                            if (nc) L->counts = nc;
-                            uint64_t *nf = first ? realloc(L->first, (size_t)cap * 8) : NULL;
-                            if (nf) L->first = nf;
-                            if (!nk || !nc || (first && !nf)) {
-#pragma omp atomic write
-                                st = CUA_ENOMEM;
-                                break;
-                            }
-                        }
-                        key[s] = k;
-                        id[s] = L->k;
-                        L->keys[L->k] = k;
-                        L->counts[L->k] = 0;
-                        if (first) L->first[L->k] = (uint64_t)bi[q]; /* index order: the first */
-                        L->k++;
-                        if ((uint64_t)L->k * 2 > slots) { /* rehash into twice the slots */
-                            const uint64_t ns = slots * 2;
-                            uint64_t *k2 = malloc(ns * 8);
-                            int64_t *id2 = malloc(ns * 8);
-                            if (!k2 || !id2) {
-                                free(k2);
-                                free(id2);
-#pragma omp atomic write
-                                st = CUA_ENOMEM;
-                                break;
-                            }
-                            for (uint64_t z = 0; z < ns; z++) k2[z] = EMPTY;
-                            for (uint64_t z = 0; z < slots; z++)
-                                if (key[z] != EMPTY) {
-                                    uint64_t y = fib(key[z], bits + 1);
-                                    while (k2[y] != EMPTY) y = (y + 1) & (ns - 1);
-                                    k2[y] = key[z];
-                                    id2[y] = id[z];
-                                }
-                            free(key);
-                            free(id);
-                            key = k2;
-                            id = id2;
-                            slots = ns;
-                            mask = ns - 1;
-                            bits++;
-                            s = fib(k, bits);
-                            while (key[s] != k) s = (s + 1) & mask;
-                        }
-                    }
-                    L->counts[id[s]]++;
-                    if (inv) t->inverse[bi[q]] = id[s];
-                }
-                free(key);
-                free(id);
             }
         }
     }
     if (!st && cfg->interrupted) st = CUA_EINTR;
     int64_t k = 0;
-    int64_t *bstart = NULL;
     if (!st) {
-        bstart = malloc((size_t)(P + 1) * 8);
-        if (!bstart) st = CUA_ENOMEM;
-    }
-    if (!st) {
-        memcpy(bstart, offset, (size_t)(P + 1) * 8);
-        for (int64_t b = 0; b < P; b++) {
-            offset[b] = k;
-            k += lists[b].k;
+        for (int64_t u = 0; u < P; u++) {
+            offset[u] = k;
+            k += where[3 * u + 2];
         }
+        offset[P] = k;
         st = table_alloc(t, k + (side_count ? 1 : 0), 0);
     }
     if (!st) {
         uint64_t *keys = t->keys, *counts = t->counts, *firsts = t->first;
-        for (int64_t b = 0; b < P; b++) {
-            memcpy(keys + offset[b], lists[b].keys, (size_t)lists[b].k * 8);
-            memcpy(counts + offset[b], lists[b].counts, (size_t)lists[b].k * 8);
-            if (first) memcpy(firsts + offset[b], lists[b].first, (size_t)lists[b].k * 8);
+#pragma omp parallel for schedule(static) num_threads(team)
+        for (int64_t u = 0; u < P; u++) {
+            const vlist *L = &lists[where[3 * u]];
+            const size_t from = (size_t)where[3 * u + 1], bytes = (size_t)where[3 * u + 2] * 8;
+            memcpy(keys + offset[u], L->keys + from, bytes);
+            memcpy(counts + offset[u], L->counts + from, bytes);
+            if (first) memcpy(firsts + offset[u], L->first + from, bytes);
         }
-        if (side_count) {
-            keys[k] = EMPTY;
+        if (side_count) { /* the side cell last: its key is the largest word of the width */
+            keys[k] = key_empty(wide);
             counts[k] = side_count;
             if (first) firsts[k] = side_first;
         }
@@ -864,24 +1198,30 @@ static int vector_partition(const void *x, int64_t n, int dtype, cua_unique_tab 
         /* List positions: each bucket's own, moved past the lists of the
          * buckets before it; the side cell's elements (-1) the last. */
 #pragma omp parallel for schedule(dynamic, 1) num_threads(team)
-        for (int64_t b = 0; b < P; b++)
-            for (int64_t q = bstart[b]; q < bstart[b + 1]; q++) t->inverse[bi[q]] += offset[b];
+        for (int64_t u = 0; u < P; u++)
+            for (int64_t q = range[u]; q < range[u + 1]; q++) inverse[bi[q]] += offset[u];
         if (side_count)
 #pragma omp parallel for schedule(static) num_threads(team)
             for (int64_t i = 0; i < n; i++)
-                if (t->inverse[i] < 0) t->inverse[i] = k;
+                if (inverse[i] < 0) inverse[i] = k;
     }
-    for (int64_t b = 0; b < P && lists; b++) {
-        free(lists[b].keys);
-        free(lists[b].counts);
-        free(lists[b].first);
+    for (int i = 0; i < team && lists; i++) {
+        free(lists[i].keys);
+        free(lists[i].counts);
+        free(lists[i].first);
+    }
+    for (int i = 0; i < team && tabs; i++) {
+        free(tabs[i].slot);
+        free(tabs[i].first);
     }
     free(lists);
+    free(tabs);
     free(hist);
     free(bw);
     free(bi);
+    free(range);
+    free(where);
     free(offset);
-    free(bstart);
     return st;
 }
 
@@ -910,9 +1250,9 @@ int cua_cpu_unique_finish(const void *x, int64_t n, int dtype, cua_unique_tab *t
     cfg->used_team = ran;
     uint64_t *keys = t->keys, *counts = t->counts, *first = t->first;
     uint64_t *lk = NULL, *lc = NULL, *lf = NULL; /* the list, when made here from a table */
-    int64_t *slot_id = NULL, *order = NULL, *rank = NULL;
-    uint64_t *tk = NULL;
-    int64_t *tv = NULL;
+    int64_t *slot_id = NULL, *rank = NULL;
+    uint64_t *sk = NULL, *tk = NULL;
+    int64_t *sv = NULL, *tv = NULL;
     int st = 0;
     if (t->compact == TABLE) { /* the occupied slots in slot order, the side cell last */
         lk = malloc((size_t)k * 8);
@@ -954,32 +1294,50 @@ int cua_cpu_unique_finish(const void *x, int64_t n, int dtype, cua_unique_tab *t
         counts = lc;
         first = lf;
     }
-    /* Sorted output: the k keys sorted with their list positions. */
+    /* Sorted output: the k keys sorted, each with a payload -- its count
+     * where only counts are wanted (nothing to gather after), else its
+     * list position. A key of up to 32 bits shares one word with a 32-bit
+     * payload (key above): half the bytes a pass moves. */
     const int sort = (t->want & CUA_UNIQUE_SORTED) && t->compact != RUNS && k > 1;
+    const int direct = !first && !inv, bits = key_bits(dtype);
+    const int packed = bits <= 32 && (uint64_t)(direct ? n : k) <= UINT32_MAX;
     if (!st && sort) {
-        uint64_t *sk = malloc((size_t)k * 8);
-        order = malloc((size_t)k * 8);
+        sk = malloc((size_t)k * 8);
         tk = malloc((size_t)k * 8);
-        tv = malloc((size_t)k * 8);
+        sv = packed ? NULL : malloc((size_t)k * 8);
+        tv = packed ? NULL : malloc((size_t)k * 8);
         rank = inv ? malloc((size_t)k * 8) : NULL;
-        if (!sk || !order || !tk || !tv || (inv && !rank)) st = CUA_ENOMEM;
-        if (!st) {
-            memcpy(sk, keys, (size_t)k * 8);
-            for (int64_t j = 0; j < k; j++) order[j] = j;
-            radix_sort(sk, order, k, key_bits(dtype), tk, tv);
-            if (inv)
-                for (int64_t j = 0; j < k; j++) rank[order[j]] = j;
+        if (!sk || !tk || (!packed && (!sv || !tv)) || (inv && !rank)) st = CUA_ENOMEM;
+    }
+    if (!st && sort) {
+        if (packed) {
+            for (int64_t j = 0; j < k; j++) sk[j] = keys[j] << 32 | (direct ? counts[j] : (uint64_t)j);
+            radix_sort(sk, NULL, k, 32, 32 + bits, tk, NULL);
+        } else {
+            for (int64_t j = 0; j < k; j++) {
+                sk[j] = keys[j];
+                sv[j] = direct ? (int64_t)counts[j] : j;
+            }
+            radix_sort(sk, sv, k, 0, bits, tk, tv);
         }
-        free(sk);
     }
     if (!st) {
+#pragma omp parallel for schedule(static) num_threads(k >= CUA_CPU_GRAIN ? team : 1)
         for (int64_t j = 0; j < k; j++) {
-            const int64_t s = order ? order[j] : j;
-            if (out->values) from_word(keys[s], dtype, out->values, j);
-            if (out->counts) out->counts[j] = (int64_t)counts[s];
-            if (out->index) out->index[j] = (int64_t)first[s];
+            uint64_t w = keys[j], p = (uint64_t)j; /* the j-th value's word and payload */
+            if (sort && packed) {
+                w = sk[j] >> 32;
+                p = sk[j] & 0xFFFFFFFFu;
+            } else if (sort) {
+                w = sk[j];
+                p = (uint64_t)sv[j];
+            }
+            if (out->values) from_word(w, dtype, out->values, j);
+            if (out->counts) out->counts[j] = (int64_t)(sort && direct ? p : counts[p]);
+            if (out->index) out->index[j] = (int64_t)first[p];
+            if (rank) rank[p] = j;
         }
-        if (inv && rank) {
+        if (rank) {
 #pragma omp parallel for schedule(static) num_threads(team)
             for (int64_t i = 0; i < n; i++) t->inverse[i] = rank[t->inverse[i]];
         }
@@ -988,9 +1346,10 @@ int cua_cpu_unique_finish(const void *x, int64_t n, int dtype, cua_unique_tab *t
     free(lc);
     free(lf);
     free(slot_id);
-    free(order);
     free(rank);
+    free(sk);
     free(tk);
+    free(sv);
     free(tv);
     return st;
 }
