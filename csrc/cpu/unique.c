@@ -19,18 +19,24 @@
  *                     of the 32.
  *  5. vector          the fast rung: a private table per OS thread sized
  *                     for its cache (no atomics; 2^12 slots growing to
- *                     2^14), merged once; where a thread's share has more
- *                     distinct keys than that table takes, the call switches
- *                     to a radix partition: the keys are scattered by their
- *                     hash's top bits into buckets of a few thousand distinct
- *                     keys each, and each bucket is counted by one thread in
- *                     a table that stays in cache (its elements in index
- *                     order: a key's first element is its first index).
+ *                     2^14; 4-byte keys held in 32 bits), merged once; where
+ *                     a thread's share has more distinct keys than that
+ *                     table takes, the call switches to a radix partition:
+ *                     the keys are scattered by their hash's top bits into
+ *                     buckets of about 2^15 elements, and each bucket is
+ *                     counted by one thread in a table (key and count in one
+ *                     slot, at most a quarter full) that stays in cache (its
+ *                     elements in index order: a key's first element is its
+ *                     first index).
  *
- * Keys are cuatomic_abi.h's order-keeping words, all held in 64 bits here
- * (a 4-byte key's word never is the all-ones empty mark: only int64's and
- * uint64's largest values go to the side cell). Tables grow by four and are
- * built again when one passes half full (rungs 2-4), as on the GPU. */
+ * Keys are cuatomic_abi.h's order-keeping words, held in 64 bits by rungs
+ * 1-4 and the shared table (a 4-byte key's word never is the all-ones
+ * empty mark there: only int64's and uint64's largest values go to the
+ * side cell); vector's own tables hold 4-byte keys in 32 bits, so there
+ * uint32's and int32's largest values, too, are counted beside them. Tables
+ * grow by four and are built again when one passes half full (rungs 2-4),
+ * as on the GPU. The finish sorts only the distinct keys: MSD on the top 8
+ * bits where they differ, then in cache. */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
