@@ -53,7 +53,7 @@
 //                     sketch of the distinct values, each bucket counted
 //                     whole by one block in a shared-memory table, so no
 //                     element takes a global atomic. Without it, rung 1's
-//                     sort (the inverse wanted, 2^32 elements or more,
+//                     sort (the inverse wanted, 2^32 - 1 elements or more,
 //                     more distinct values than the buckets take).
 //
 // Every hash rung shares the table's protocol (table_add), its growth and
@@ -315,7 +315,7 @@ struct block_table {
 
     __device__ block_table(unsigned slots)
     {
-        first = (I *)cua_smem;  // the widest words first: each array stays aligned
+        first = (I *)cua_smem;  // first indices first: the arrays stay aligned (slots is even)
         keys = (W *)(cua_smem + (FIRST ? (size_t)slots * sizeof(I) : 0));
         counts = (unsigned *)((char *)keys + (size_t)slots * sizeof(W));
         filled = counts + slots;
@@ -569,7 +569,8 @@ static int grow_and_build(int64_t n, cua_unique_tab *t, cua_launch *cfg, L launc
         CUA_WAIT(cfg);
         t->builds++;
         if (!ctl[CUA_UNIQUE_CTL_OVERFLOW]) {
-            t->distinct = (int64_t)ctl[CUA_UNIQUE_CTL_FILLED] + (ctl[CUA_UNIQUE_CTL_SIDE_COUNT] ? 1 : 0);
+            t->filled = (int64_t)ctl[CUA_UNIQUE_CTL_FILLED];
+            t->distinct = t->filled + (ctl[CUA_UNIQUE_CTL_SIDE_COUNT] ? 1 : 0);
             return 0;
         }
         if (only) return CUA_EOVERFLOW_;
@@ -1125,7 +1126,7 @@ __global__ void __launch_bounds__(PART_THREADS) part_scatter_kernel(const T *__r
 }
 
 // Pass 3, one block per bucket: its keys counted in a shared-memory table,
-// then its distinct keys listed at the bucket's place in lkeys (`slots` a
+// then its distinct keys listed at the bucket's place in lkeys (`stride` a
 // bucket: no more can be distinct), their counts and first indices beside
 // them, and how many into found[bucket]. A bucket whose table cannot take a key
 // raises the overflow word (the call goes to the sort).
@@ -1139,15 +1140,15 @@ __global__ void __launch_bounds__(PART_THREADS) part_scatter_kernel(const T *__r
 template <bool FIRST, class W>
 __global__ void __launch_bounds__(BUCKET_THREADS) part_table_kernel(const W *keys, const unsigned *idx,
                                                                   const unsigned *runs, int64_t blocks, unsigned slots,
-                                                                  W *lkeys, unsigned *lcount, unsigned *lfirst,
-                                                                  unsigned *found, u64 *ctl)
+                                                                  unsigned stride, W *lkeys, unsigned *lcount,
+                                                                  unsigned *lfirst, unsigned *found, u64 *ctl)
 {
     block_table<W, FIRST, unsigned> b(slots);
     __shared__ unsigned listed;
     const unsigned s0 = runs[blockIdx.x * blocks], s1 = runs[(blockIdx.x + 1) * blocks];
     const unsigned step = blockDim.x, half = (b.mask + 1) / 2;
     bool full = false;
-    for (unsigned q = s0 + threadIdx.x; q < s1; q += 4 * step) {
+    for (int64_t q = s0 + threadIdx.x; q < s1; q += 4 * step) {  // (64-bit: a run may end near 2^32)
         W k[4];
         unsigned ix[4];
         int left = 0;
@@ -1203,7 +1204,7 @@ __global__ void __launch_bounds__(BUCKET_THREADS) part_table_kernel(const W *key
         if (lane == 0 && m) j0 = atomicAdd(&listed, (unsigned)__popc(m));
         j0 = __shfl_sync(0xffffffffu, j0, 0);
         if (has) {
-            const size_t j = (size_t)blockIdx.x * slots + j0 + __popc(m & ((1u << lane) - 1));
+            const size_t j = (size_t)blockIdx.x * stride + j0 + __popc(m & ((1u << lane) - 1));
             lkeys[j] = b.keys[sl];
             lcount[j] = b.counts[sl];
             if (FIRST) lfirst[j] = b.first[sl];
@@ -1217,10 +1218,10 @@ __global__ void __launch_bounds__(BUCKET_THREADS) part_table_kernel(const W *key
 // the keys into `out`, and beside each where its count and first index
 // wait (src).
 template <class W>
-__global__ void part_list_kernel(const W *lkeys, unsigned slots, const unsigned *found, const unsigned *at, W *out,
+__global__ void part_list_kernel(const W *lkeys, unsigned stride, const unsigned *found, const unsigned *at, W *out,
                                  unsigned *src)
 {
-    const unsigned s0 = blockIdx.x * slots, d = found[blockIdx.x], p0 = at[blockIdx.x];
+    const unsigned s0 = blockIdx.x * stride, d = found[blockIdx.x], p0 = at[blockIdx.x];
     for (unsigned j = threadIdx.x; j < d; j += blockDim.x) {
         out[p0 + j] = lkeys[s0 + j];
         src[p0 + j] = s0 + j;
@@ -1301,6 +1302,11 @@ static int part_build(const T *x, int64_t n, cua_unique_tab *t, cua_launch *cfg,
     const int64_t P_MOST = (int64_t)1 << PART_MAX_BITS;
     const unsigned tile = PART_VECS * V * PART_THREADS;
     const size_t most_smem = part_tile<W, FIRST>::bytes((unsigned)P_MOST, tile);
+    // (A GPU whose blocks cannot have that much shared memory -- before
+    // Hopper, for the wider tiles -- takes the sort.)
+    cudaFuncAttributes fa;
+    CUA_CHECK(cudaFuncGetAttributes(&fa, part_scatter_kernel<FIRST, T>));
+    if (most_smem + fa.sharedSizeBytes > (size_t)optin) return 0;
     int st = cua_allow_smem(part_scatter_kernel<FIRST, T>, most_smem);
     int64_t blocks = 0;
     if (!st) st = cua_max_resident_blocks(part_scatter_kernel<FIRST, T>, PART_THREADS, most_smem, &blocks);
@@ -1347,14 +1353,16 @@ static int part_build(const T *x, int64_t n, cua_unique_tab *t, cua_launch *cfg,
         x, n, per, pbits, runs, keys, idx, ctl);
     CUA_CHECK_LAUNCH();
     CUA_CHECK(cudaMemsetAsync(found + P, 0, 4, s));
-    // The buckets' lists: `slots` places a bucket.
+    // The buckets' lists: a bucket's table takes half its slots, and claims
+    // racing past that limit one more per thread at most.
+    const unsigned stride = slots / 2 + BUCKET_THREADS < slots ? slots / 2 + BUCKET_THREADS : slots;
     cua_scratch blists;
-    const size_t lb = round_up((size_t)P * slots * sizeof(W)), cb = round_up((size_t)P * slots * 4);
+    const size_t lb = round_up((size_t)P * stride * sizeof(W)), cb = round_up((size_t)P * stride * 4);
     CUA_CHECK(blists.get(lb + cb + (FIRST ? cb : 0), s));
     W *lkeys = (W *)blists.ptr;
     unsigned *lcount = (unsigned *)((char *)blists.ptr + lb), *lfirst = FIRST ? lcount + (cb / 4) : nullptr;
-    part_table_kernel<FIRST, W><<<(unsigned)P, BUCKET_THREADS, tsmem, s>>>(keys, idx, runs, blocks, slots, lkeys,
-                                                                          lcount, lfirst, found, ctl);
+    part_table_kernel<FIRST, W><<<(unsigned)P, BUCKET_THREADS, tsmem, s>>>(keys, idx, runs, blocks, slots, stride,
+                                                                          lkeys, lcount, lfirst, found, ctl);
     CUA_CHECK_LAUNCH();
     st = cub_call(s, [&](void *tmp, size_t &b) { return cub::DeviceScan::ExclusiveSum(tmp, b, found, at, P + 1, s); });
     if (st) return st;
@@ -1370,11 +1378,11 @@ static int part_build(const T *x, int64_t n, cua_unique_tab *t, cua_launch *cfg,
     if (st) return st;
     const bool sorted = (t->want & CUA_UNIQUE_SORTED) && k > 1;
     cua_scratch lists;
-    const size_t lk = round_up((size_t)(k + 1) * sizeof(W)), ls = round_up((size_t)(k + 1) * 4);
+    const size_t lk = sorted ? round_up((size_t)(k + 1) * sizeof(W)) : 0, ls = round_up((size_t)(k + 1) * 4);
     CUA_CHECK(lists.get(lk + 2 * ls, s));
     W *listed_keys = sorted ? (W *)lists.ptr : (W *)t->keys;
     unsigned *src = (unsigned *)((char *)lists.ptr + lk), *src_sorted = (unsigned *)((char *)lists.ptr + lk + ls);
-    part_list_kernel<W><<<(unsigned)P, 256, 0, s>>>(lkeys, slots, found, at, listed_keys, src);
+    part_list_kernel<W><<<(unsigned)P, 256, 0, s>>>(lkeys, stride, found, at, listed_keys, src);
     CUA_CHECK_LAUNCH();
     if (sorted) {  // only the distinct keys are sorted
         st = cub_call(s, [&](void *tmp, size_t &b) {
@@ -1400,7 +1408,7 @@ static int part_build(const T *x, int64_t n, cua_unique_tab *t, cua_launch *cfg,
 // table; where it overflows (more than about 2^13 distinct keys) -- seen by
 // the second launch's threads at their first step, so the rest is not read
 // -- the partition by hash above, and where that cannot run (the inverse
-// wanted, 2^32 elements or more, more distinct values than its buckets
+// wanted, 2^32 - 1 elements or more, more distinct values than its buckets
 // take) rung 1's sort. (Every one-table rung measured slower than the sort
 // with that many distinct values -- H100, 2^26 keys, 10^6 distinct: the sort
 // 2.0 ms, the one-table rungs 4.0 to 5.4 ms -- and so did a first partition
@@ -1533,12 +1541,10 @@ static int finish(const T *x, int64_t n, cua_unique_tab *t, const cua_unique_out
         CUA_WAIT(cfg);
         return 0;
     }
-    // The occupied slots, listed in slot order.
-    uint64_t ctl[CUA_UNIQUE_CTL_WORDS];
-    CUA_CHECK(cudaMemcpyAsync(ctl, t->ctl, sizeof ctl, cudaMemcpyDeviceToHost, s));
-    CUA_WAIT(cfg);
-    const int64_t k = (int64_t)ctl[CUA_UNIQUE_CTL_FILLED], with_side = ctl[CUA_UNIQUE_CTL_SIDE_COUNT] ? 1 : 0;
-    if (k + with_side != t->distinct) return CUA_EINTERNAL;
+    // The occupied slots, listed in slot order (k of them, and the side
+    // cell when it counted anything: the build read both back already).
+    const int64_t k = t->filled, with_side = t->distinct - t->filled;
+    if (with_side != 0 && with_side != 1) return CUA_EINTERNAL;
     cua_scratch mem;
     const size_t sb = round_up((size_t)(k + 1) * 8), kb = round_up((size_t)(k + 1) * sizeof(W));
     const size_t rb = want_inverse ? round_up((size_t)t->cap * 8) : 0;

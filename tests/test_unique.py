@@ -266,7 +266,7 @@ def test_many_distinct_without_inverse(backend, method, where, dtype, return_ind
 @pytest.mark.parametrize("sort", [True, False])
 def test_vector_many_buckets(backend, dtype, distinct, sort):
     """2^22 keys with 2^21 distinct values (each twice, far apart) or every
-    key distinct: on a GPU the vector rung's partition into 2^11 to 2^12
+    key distinct: on a GPU the vector rung's partition into 2^10
     buckets (sized from its sketch of the distinct values), the empty key
     among them; counts, first indices and the order as NumPy's."""
     n = 1 << 22

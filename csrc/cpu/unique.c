@@ -523,6 +523,24 @@ static int unique_WARP_AGGREGATED(const void *x, int64_t n, int dtype, cua_uniqu
  * The counts live on the stack: as a _Thread_local array in this shared
  * library they were reached through __tls_get_addr at every increment, and
  * sorting 10^6 keys took 100 ms instead of a few. */
+/* Each thread's counts per bin (count[th * bins + b]) become where its
+ * elements of bin b go: after every earlier bin, and after earlier threads'
+ * share of b (a stable scatter); start[b] is bin b's first place and
+ * start[bins] the total. */
+static void team_runs(int64_t *count, int team, int64_t bins, int64_t *start)
+{
+    int64_t at = 0;
+    for (int64_t b = 0; b < bins; b++) {
+        start[b] = at;
+        for (int th = 0; th < team; th++) {
+            const int64_t m = count[(int64_t)th * bins + b];
+            count[(int64_t)th * bins + b] = at;
+            at += m;
+        }
+    }
+    start[bins] = at;
+}
+
 #define RADIX_BITS 8
 #define RADIX (1 << RADIX_BITS)
 static void radix_sort(uint64_t *k, int64_t *v, int64_t n, int lo, int hi, uint64_t *tk, int64_t *tv)
@@ -643,18 +661,7 @@ static void team_sort(uint64_t *k, int64_t *v, int64_t n, int lo, int hi, uint64
         for (int64_t i = a; i < b; i++) c[(k[i] >> shift) & (RADIX - 1)]++;
 #pragma omp barrier
 #pragma omp single
-        { /* digit d's run for thread th: after every smaller digit, and earlier threads' share of d */
-            int64_t at = 0;
-            for (int d = 0; d < RADIX; d++) {
-                start[d] = at;
-                for (int th = 0; th < team; th++) {
-                    const int64_t m = count[(int64_t)th * RADIX + d];
-                    count[(int64_t)th * RADIX + d] = at;
-                    at += m;
-                }
-            }
-            start[RADIX] = at;
-        }
+        team_runs(count, team, RADIX, start); /* digit d's run for thread th */
         for (int64_t i = a; i < b; i++) {
             const int64_t to = c[(k[i] >> shift) & (RADIX - 1)]++;
             tk[to] = k[i];
@@ -773,8 +780,9 @@ static int log2_of(uint64_t pow2)
     return b;
 }
 
-/* A thread's private table: 2^12 slots to start, 2^14 at most (128 KiB of
- * 4-byte keys and counts: its share of a core's L2). */
+/* A thread's private table: 2^12 slots to start, 2^14 at most (192 KiB of
+ * 4-byte keys and 8-byte counts, 128 KiB more with first indices: its share
+ * of a core's L2). */
 #define THREAD_SLOTS ((uint64_t)1 << 14)
 
 /* Phase A's table of one thread: keys of the call's width, counts, first
@@ -948,8 +956,8 @@ static int vector_private(const void *x, int64_t n, int dtype, cua_unique_tab *t
 }
 
 /* Phase B, the radix partition. About this many elements a bucket: at 10^6
- * distinct values in 2^24 elements a bucket's table holds ~2,000 keys (32
- * KiB of 4-byte keys and ids: L1). */
+ * distinct values in 2^24 elements a bucket's table holds ~2,000 keys (8,192
+ * slots of key and count together, 64 KiB: L2). */
 #define BUCKET_ELEMS ((int64_t)1 << 15)
 
 /* Memory for the partition's scratch (n keys, n indices): from 2 MiB on,
@@ -1142,7 +1150,7 @@ static int btable_grow(btable *b, uint64_t slots, int wide)
 INLINE int bucket_count(const void *bw, const int64_t *bi, int64_t lo, int64_t hi, btable *b, vlist *L, int first,
                         int64_t *inverse, const int wide)
 {
-    /* Room for every element's key at half load, but no more than the
+    /* Room for every element's key at 1/LOAD load, but no more than the
      * thread's table has grown to (the buckets are alike: the last one's
      * size fits the next), so that clearing it costs little. */
     uint64_t slots = 16;
@@ -1241,18 +1249,7 @@ static int vector_partition(const void *x, int64_t n, int dtype, cua_unique_tab 
             else bucket_sizes(x, dtype, lo, hi, h, pbits, cfg, 0);
 #pragma omp barrier
 #pragma omp single
-            { /* bucket b's run for thread me: after every earlier bucket, and earlier threads' share of b */
-                int64_t at = 0;
-                for (int64_t b = 0; b < P; b++) {
-                    range[b] = at;
-                    for (int th = 0; th < team; th++) {
-                        const int64_t c = hist[(int64_t)th * P + b];
-                        hist[(int64_t)th * P + b] = at;
-                        at += c;
-                    }
-                }
-                range[P] = at;
-            }
+            team_runs(hist, team, P, range); /* bucket b's run for thread me */
             if (wide) bucket_scatter(x, dtype, lo, hi, h, pbits, bw, bi, inverse, side, cfg, 1);
             else bucket_scatter(x, dtype, lo, hi, h, pbits, bw, bi, inverse, side, cfg, 0);
             side_count += side[0];
