@@ -109,9 +109,12 @@ unique.__doc__ = f"""The distinct values of an array, as ``np.unique(a, ...)`` w
     times larger: a count is never read from a table that filled, and the
     largest table needed (2n slots) holds every key. On a GPU the one-table
     rungs start at 2^20 slots, and ``vector`` builds one table of 2^14
-    slots, past which (more than about 2^13 distinct values) it runs the
-    ``sort`` rung's radix sort; on a CPU the one-table rungs start at 2^14
-    slots and ``vector`` partitions the keys by hash instead. The key equal to the
+    slots, past which (more than about 2^13 distinct values) it partitions
+    the keys by hash into buckets that one block each counts in shared
+    memory (the inverse wanted, or more distinct values than 1024 such
+    tables hold: the ``sort`` rung's radix sort); on a CPU the one-table
+    rungs start at 2^14 slots and ``vector`` partitions the keys by hash
+    into buckets that one thread each counts in its cache. The key equal to the
     tables' empty mark (the largest uint32/int32/uint64/int64 value, as a
     key word) is counted in a cell beside the table.
 
