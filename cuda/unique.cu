@@ -841,7 +841,7 @@ static int unique_SHARED(const void *x, int64_t n, int dtype, cua_unique_tab *t,
 // ------------------------------------------------ vector's partition
 
 // Many distinct values (vector's one table overflowed; no inverse wanted;
-// fewer than 2^32 elements). One global table would take an L2 atomic per
+// fewer than 2^32 - 1 elements). One global table would take an L2 atomic per
 // element and the sort moves every key four times; instead the keys are
 // scattered by the top bits of their hash into P buckets (a radix
 // partition: each block counts its chunk's buckets, a scan gives every
@@ -849,9 +849,9 @@ static int unique_SHARED(const void *x, int64_t n, int dtype, cua_unique_tab *t,
 // bucket small enough in distinct values that one block counts it whole in
 // a shared-memory table -- every hash-table atomic stays in the SM -- and
 // the buckets' distinct keys are then listed one after another. Sorted
-// output sorts only those k keys. The keys move through memory about twice
-// (read to count, read and written to scatter, read to count in the
-// tables), against eight times for the sort.
+// output sorts only those k keys. The keys move through memory four times
+// (read to count, read and written to scatter, read into the tables),
+// against eight for the sort's four passes.
 //
 // P comes from the count pass's estimate of the distinct values: a
 // HyperLogLog sketch (256 registers, each the longest run of leading zeros
