@@ -454,23 +454,40 @@ struct vec_of {
     };
 };
 
+// n elements as 16-byte vectors from the first 16-byte boundary on: the
+// `head` elements before it and those after the last whole vector are the
+// rest, element(e) the input index of the rest's e-th.
+template <class T>
+struct vec_span {
+    static constexpr int V = vec_of<T>::size;
+    int64_t head, nvec;
+    const typename vec_of<T>::type *xv;
+
+    __device__ vec_span(const T *x, int64_t n)
+    {
+        const int64_t skip = (int64_t)(((16 - (uintptr_t)x % 16) % 16) / sizeof(T));
+        head = skip < n ? skip : n;
+        nvec = (n - head) / V;
+        xv = (const typename vec_of<T>::type *)(x + head);
+    }
+    __device__ int64_t rest(int64_t n) const { return n - nvec * V; }
+    __device__ int64_t element(int64_t e) const { return e < head ? e : head + nvec * V + (e - head); }
+};
+
 template <bool FIRST, class T>
 __global__ void vector_kernel(const T *__restrict__ x, int64_t n, int64_t base, table<word_of<T>> t, unsigned slots)
 {
     using W = word_of<T>;
     constexpr int V = vec_of<T>::size;
-    using VT = typename vec_of<T>::type;
     block_table<W, FIRST> b(slots);
-    // Vectors from the first 16-byte boundary: the `head` elements before it
-    // and the tail after the last whole vector are block 0's.
-    const int64_t skip = (int64_t)(((16 - (uintptr_t)x % 16) % 16) / sizeof(T));
-    const int64_t head = skip < n ? skip : n;
-    const int64_t nvec = (n - head) / V;
-    const VT *xv = (const VT *)(x + head);
+    // The rest of the vectors (vec_span) is block 0's.
+    const vec_span<T> span(x, n);
+    const int64_t head = span.head, nvec = span.nvec;
+    const auto *xv = span.xv;
     int64_t step = 0;
     for (int64_t j = cua_global_id(); j < nvec; j += cua_grid_stride(), step++) {
         if (step % CHECK_EVERY == 0 && overflowed(t.ctl)) break;
-        const VT v = xv[j];
+        const auto v = xv[j];
 #pragma unroll
         for (int r = 0; r < V; r++) {
             const W w = to_word(v.v[r]);
@@ -480,8 +497,8 @@ __global__ void vector_kernel(const T *__restrict__ x, int64_t n, int64_t base, 
         }
     }
     if (blockIdx.x == 0)
-        for (int64_t e = threadIdx.x; e < n - nvec * V; e += blockDim.x) {
-            const int64_t i = e < head ? e : head + nvec * V + (e - head);
+        for (int64_t e = threadIdx.x; e < span.rest(n); e += blockDim.x) {
+            const int64_t i = span.element(e);
             const W w = to_word(x[i]);
             if (w == empty_word<W>()) side_add<FIRST>(t.ctl, 1, (u64)(base + i));
             else if (!b.add(w, 1, (u64)(base + i))) table_add<FIRST>(t, w, 1, (u64)(base + i));
@@ -901,9 +918,9 @@ __device__ __forceinline__ void chunk_keys(const T *__restrict__ x, int64_t n, i
 {
     using VT = typename vec_of<T>::type;
     constexpr int V = vec_of<T>::size;
-    const int64_t skip = (int64_t)(((16 - (uintptr_t)x % 16) % 16) / sizeof(T));
-    const int64_t head = skip < n ? skip : n, nvec = (n - head) / V;
-    const VT *xv = (const VT *)(x + head);
+    const vec_span<T> span(x, n);
+    const int64_t head = span.head, nvec = span.nvec;
+    const VT *xv = span.xv;
     const int64_t g = blockIdx.x / PART_COUNT_SPLIT, c = blockIdx.x % PART_COUNT_SPLIT;
     const int64_t sub = cua_ceil_div(per, PART_COUNT_SPLIT), end = g * per + per < nvec ? g * per + per : nvec;
     const int64_t lo = g * per + c * sub, hi = lo + sub < end ? lo + sub : end, step = blockDim.x;
@@ -921,8 +938,8 @@ __device__ __forceinline__ void chunk_keys(const T *__restrict__ x, int64_t n, i
         for (int r = 0; r < V; r++) f(to_word(a.v[r]), head + j * V + r);
     }
     if (blockIdx.x == gridDim.x - 1)  // (the last chunk's last part)
-        for (int64_t e = threadIdx.x; e < n - nvec * V; e += blockDim.x) {
-            const int64_t i = e < head ? e : head + nvec * V + (e - head);
+        for (int64_t e = threadIdx.x; e < span.rest(n); e += blockDim.x) {
+            const int64_t i = span.element(e);
             f(to_word(x[i]), i);
         }
 }
@@ -1088,9 +1105,9 @@ __global__ void __launch_bounds__(PART_THREADS) part_scatter_kernel(const T *__r
         }
         __syncthreads();  // the tile's arrays are free again
     };
-    const int64_t skip = (int64_t)(((16 - (uintptr_t)x % 16) % 16) / sizeof(T));
-    const int64_t head = skip < n ? skip : n, nvec = (n - head) / V;
-    const VT *xv = (const VT *)(x + head);
+    const vec_span<T> span(x, n);
+    const int64_t head = span.head, nvec = span.nvec;
+    const VT *xv = span.xv;
     const int64_t lo = (int64_t)blockIdx.x * per, hi = lo + per < nvec ? lo + per : nvec;
     for (int64_t base = lo; base < hi; base += PART_VECS * PART_THREADS) {  // (the same bound for the whole block)
         ok = 0;
@@ -1108,11 +1125,8 @@ __global__ void __launch_bounds__(PART_THREADS) part_scatter_kernel(const T *__r
         tile_pass([&](int e) { return (unsigned)(head + (base + tid + (e / V) * PART_THREADS) * V + e % V); });
     }
     if (blockIdx.x == gridDim.x - 1) {  // the elements before the first vector and after the last (fewer than 2V)
-        const int64_t rest = n - nvec * V;
-        auto at_q = [&](int e) {
-            const int64_t q = (int64_t)tid * K + e;
-            return q < head ? q : head + nvec * V + (q - head);
-        };
+        const int64_t rest = span.rest(n);
+        auto at_q = [&](int e) { return span.element((int64_t)tid * K + e); };
         ok = 0;
 #pragma unroll
         for (int e = 0; e < K; e++) {
@@ -1452,9 +1466,8 @@ static int unique_VECTOR(const void *x, int64_t n, int dtype, cua_unique_tab *t,
             if constexpr (sizeof(T) >= 4) {  // (narrower keys have at most 2^16 values: the sort)
                 if (!(t->want & CUA_UNIQUE_INVERSE) && n < (int64_t)UINT32_MAX) {
                     bool done = false;
-                    st = part_build<T, F>(xs, n, t, cfg, &done);
+                    st = part_build<T, F>(xs, n, t, cfg, &done);  // (not done: no table made)
                     if (st || done) return st;
-                    table_release(t, cua_stream(cfg));
                 }
             }
             const int64_t builds = t->builds;
