@@ -33,6 +33,19 @@ static PyObject *build_info(PyObject *self, PyObject *noargs)
 /* The same keys in every build: code that reads backend_info()["cuda"]["name"]
  * must not need to know how cuatomic was built. Without CUDA, the device is
  * an unusable one with every number 0. */
+static PyObject *device_dict(const cua_cuda_device *d)
+{
+    /* peak bandwidth: the clock (kHz) times two transfers a cycle times the bus's bytes */
+    const double gbps = 2.0 * d->memory_clock_khz * 1e3 * (d->memory_bus_bits / 8) / 1e9;
+    return Py_BuildValue("{s:O,s:s,s:s,s:i,s:(ii),s:i,s:i,s:i,s:i,s:L,s:L,s:L,s:d}", "usable",
+                         d->usable ? Py_True : Py_False, "reason", d->reason, "name", d->name, "device", d->device,
+                         "compute_capability", d->cc_major, d->cc_minor, "sm_count", d->sm_count,
+                         "cooperative_launch", d->cooperative_launch, "driver_version", d->driver_version,
+                         "runtime_version", d->runtime_version, "total_memory", (long long)d->total_memory,
+                         "shared_per_block_optin", (long long)d->shared_per_block_optin, "l2_bytes",
+                         (long long)d->l2_bytes, "memory_gbps", gbps);
+}
+
 static PyObject *cuda_probe(PyObject *self, PyObject *noargs)
 {
     (void)self, (void)noargs;
@@ -45,11 +58,29 @@ static PyObject *cuda_probe(PyObject *self, PyObject *noargs)
 #else
     snprintf(d.reason, sizeof d.reason, "cuatomic was built without CUDA: %s", CUATOMIC_NO_CUDA_WHY);
 #endif
-    return Py_BuildValue("{s:O,s:s,s:s,s:i,s:(ii),s:i,s:i,s:i,s:i,s:L,s:L}", "usable", d.usable ? Py_True : Py_False,
-                         "reason", d.reason, "name", d.name, "device", d.device, "compute_capability", d.cc_major,
-                         d.cc_minor, "sm_count", d.sm_count, "cooperative_launch", d.cooperative_launch,
-                         "driver_version", d.driver_version, "runtime_version", d.runtime_version, "total_memory",
-                         (long long)d.total_memory, "shared_per_block_optin", (long long)d.shared_per_block_optin);
+    return device_dict(&d);
+}
+
+/* device_facts(ordinal) -> dict: what GPU `ordinal` is (name, compute
+ * capability, SMs, memory, L2, peak memory bandwidth), asked without making
+ * it current: the facts auto's rules are matched by. */
+static PyObject *device_facts(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    int ordinal = (int)PyLong_AsLong(arg);
+    if (ordinal == -1 && PyErr_Occurred()) return NULL;
+#ifdef CUATOMIC_WITH_CUDA
+    cua_cuda_device d;
+    int st;
+    Py_BEGIN_ALLOW_THREADS
+    st = cua_cuda_device_facts(ordinal, &d);
+    Py_END_ALLOW_THREADS
+    CUA_CALL(st);
+    d.usable = 1;
+    return device_dict(&d);
+#else
+    return cua_no_cuda();
+#endif
 }
 
 static PyObject *cpu_threads(PyObject *self, PyObject *noargs)
@@ -97,6 +128,8 @@ static PyMethodDef methods[] = {
     {"build_info", build_info, METH_NOARGS, "build_info() -> {'cuda': bool, 'archs': str}: what this build contains"},
     {"cuda_probe", cuda_probe, METH_NOARGS,
      "cuda_probe() -> dict: the current CUDA device (usable, reason, name, ...); makes CUDA calls"},
+    {"device_facts", device_facts, METH_O,
+     "device_facts(ordinal) -> dict: GPU ordinal's name, compute capability, SMs, L2, memory_gbps, ..."},
     {"cpu_threads", cpu_threads, METH_NOARGS, "cpu_threads() -> int: threads in the OpenMP team"},
     {"variants", variants, METH_VARARGS,
      "variants(backend, op) -> [(name, step, summary, flags)]: one op's ladder, in table (= step) order"},

@@ -5,8 +5,11 @@ The rule is data. ``python -m cuatomic bench auto`` times every rung of
 every ladder on a set of cases (op, dtype, size, bins, and for some ops
 the data's kind and at's row length) and writes, per case, each rung's
 median time; the files measured for this release ship in
-``cuatomic/rules/<backend>.json``, and ``CUATOMIC_AUTO_RULES`` may name a
-file measured on your own hardware instead. For a call, auto takes the
+``cuatomic/rules/``: ``cpu.json``, and a ``cuda-<GPU name>.json`` per GPU
+measured (an H100 and an H200), read on the GPU of that name, or on
+another GPU the file of the GPU most like it (architecture, memory
+bandwidth, SMs, L2: :func:`nearest_gpu_rules`). ``CUATOMIC_AUTO_RULES``
+may name a file measured on your own hardware instead. For a call, auto takes the
 measured case nearest to it (same dtype first, then the nearest bin count,
 data kind and row length, then the nearest size, on a log scale: the
 weights below) and runs the fastest rung of that
@@ -75,26 +78,107 @@ class Choice:
         return f"{self.op} on {self.backend}: method={self.method!r} -- {self.reason}" + (f" [{facts}]" if facts else "")
 
 
-@functools.lru_cache(maxsize=None)
-def rules(backend):
+def rules(backend, gpu=None):
     """The measurements auto reads for `backend`: the file named by
     ``CUATOMIC_AUTO_RULES`` when it was measured on that backend, else the
-    one shipped with cuatomic; {"cases": []} when there is none. A file
-    that cannot be read, is not JSON or is not a measurement file is a
-    ValueError naming the variable and the file (raised again by every
-    call that asks auto, until the variable or the file is mended)."""
+    one shipped with cuatomic -- on cuda, the file measured on the GPU the
+    call runs on (`gpu`: an ordinal; None: the current one), else the one
+    measured on the GPU most like it (:func:`nearest_gpu_rules`); {"cases":
+    []} when there is none. A file that cannot be read, is not JSON or is
+    not a measurement file is a ValueError naming the variable and the file
+    (raised again by every call that asks auto, until the variable or the
+    file is mended)."""
+    return _rules(backend, _gpu(backend) if gpu is None else gpu)
+
+
+def _gpu(backend):
+    """The ordinal of the GPU a cuda call runs on (the current one: a call
+    on another GPU's arrays has made it current), None on the cpu; no
+    question asked in a process that sees one GPU."""
+    if backend != "cuda":
+        return None
+    from . import _interop  # (imports _auto's importers)
+    return 0 if _interop.gpu_count() == 1 else _C.devices()[1]
+
+
+@functools.lru_cache(maxsize=None)
+def _rules(backend, gpu):
     override = os.environ.get(RULES_ENV)
     if override:
         data = _read_rules(pathlib.Path(override), f"{RULES_ENV}={override!r}")
         if data["backend"] == backend:
             data["source"] = str(override)
             return data
+    if backend == "cuda":
+        return nearest_gpu_rules(dict(_C.device_facts(gpu)))
     path = RULES_DIR / f"{backend}.json"
     if not path.exists():
         return {"backend": backend, "cases": [], "source": None}
     data = _read_rules(path, f"the rules shipped with cuatomic, {path}")
     data["source"] = f"cuatomic/rules/{path.name}"
     return data
+
+
+def forget():
+    """Forget every cached rule and ranking (after CUATOMIC_AUTO_RULES or a
+    rules file changed)."""
+    for cached in (_rules, _ranking, _candidates):
+        cached.cache_clear()
+
+
+def rules_file_name(backend, device):
+    """The name a rules file measured on `device` ships under:
+    ``cpu.json``, or ``cuda-<the GPU's name, lowercase, words joined by
+    '-'>.json`` (``cuda-nvidia-h100-80gb-hbm3.json``)."""
+    if backend != "cuda":
+        return f"{backend}.json"
+    slug = "-".join("".join(c if c.isalnum() else " " for c in device.lower()).split())
+    return f"cuda-{slug}.json"
+
+
+# How unlike two GPUs are, for rules measured on one read on the other: a
+# different architecture (compute capability) outweighs the rest; then a
+# factor of two in memory bandwidth (what most calls wait on), in SMs (the
+# grids and how many blocks contend), and in L2 (where tables and bins live).
+_ARCH_WEIGHT, _BANDWIDTH_WEIGHT, _SM_WEIGHT, _L2_WEIGHT = 8.0, 2.0, 1.0, 0.5
+
+
+def gpu_distance(a, b):
+    """How unlike GPUs `a` and `b` are (dicts of :func:`cuatomic._C.device_facts`'s
+    keys): 0 for the same name."""
+    if a.get("name") == b.get("name"):
+        return 0.0
+    (ma, na), (mb, nb) = a["compute_capability"], b["compute_capability"]
+    d = _ARCH_WEIGHT * (abs(ma - mb) + 0.1 * abs(na - nb))
+    for key, weight in (("memory_gbps", _BANDWIDTH_WEIGHT), ("sm_count", _SM_WEIGHT), ("l2_bytes", _L2_WEIGHT)):
+        d += weight * _log_distance(a[key], b[key])
+    return d + 1e-3  # another GPU, however alike, after the same one
+
+
+def nearest_gpu_rules(facts):
+    """The shipped cuda rules for a GPU with these facts: the file measured
+    on a GPU of its name, else the one measured on the GPU nearest it
+    (:func:`gpu_distance` to each file's ``device_facts``); a file whose
+    GPU's facts were not recorded stands in for another GPU only when no
+    file has them. Its ``source`` names the file and, when the GPU
+    differs, ``nearest_to`` the GPU it stands in for."""
+    best, best_d = None, None
+    for path in sorted(RULES_DIR.glob("cuda-*.json")):
+        data = _read_rules(path, f"the rules shipped with cuatomic, {path}")
+        measured = data.get("device_facts")
+        if data.get("device") == facts["name"]:
+            d = 0.0
+        elif isinstance(measured, dict):
+            d = gpu_distance(facts, measured)
+        else:
+            d = math.inf
+        if best_d is None or d < best_d:
+            best, best_d = dict(data, source=f"cuatomic/rules/{path.name}"), d
+    if best is None:
+        return {"backend": "cuda", "cases": [], "source": None}
+    if best_d > 0:
+        best["nearest_to"] = facts["name"]
+    return best
 
 
 def _read_rules(path, what):
@@ -168,12 +252,13 @@ def _case_name(op, case):
 
 
 @functools.lru_cache(maxsize=1024)
-def _ranking(op, backend, dtype, n, bins, data=None, row=None):
+def _ranking(op, backend, dtype, n, bins, data=None, row=None, gpu=None):
     """(rungs fastest first, a sentence on where that order comes from, the
     nearest case's name or None, its {rung name: ms} measured) for one op
     on one backend."""
     ladder = _backend.table(op, backend)
-    cases = [c for c in rules(backend)["cases"] if c["op"] == op]
+    measured_on = _rules(backend, gpu)
+    cases = [c for c in measured_on["cases"] if c["op"] == op]
     if len(ladder) == 1:
         return ladder, "the only rung of the ladder", None, {}
     if not cases:
@@ -185,7 +270,9 @@ def _ranking(op, backend, dtype, n, bins, data=None, row=None):
     measured = sorted((name for name in ms if name in by_name), key=lambda name: ms[name])
     rest = sorted((r for r in ladder if r.name not in ms), key=lambda r: -r.step)
     ranked = tuple(by_name[name] for name in measured) + tuple(rest)
-    where = rules(backend).get("device") or backend
+    where = measured_on.get("device") or backend
+    if measured_on.get("nearest_to"):
+        where += f", standing in for this {measured_on['nearest_to']}, which has no rules of its own"
     times = ", ".join(f"{name} {ms[name]:.3g} ms" for name in measured[:3])
     return ranked, f"fastest where measured nearest ({_case_name(op, case)} on {where}: {times})", \
         _case_name(op, case), ms
@@ -194,7 +281,8 @@ def _ranking(op, backend, dtype, n, bins, data=None, row=None):
 def measured_ms(op, backend, n, dtype=None, bins=None, data=None, row=None):
     """{rung name: median ms} of the measured case nearest a call (empty
     where none is), as :func:`choose` reads it."""
-    return _ranking(op, backend, None if dtype is None else np.dtype(dtype).name, int(n), bins, data, row)[3]
+    return _ranking(op, backend, None if dtype is None else np.dtype(dtype).name, int(n), bins, data, row,
+                    _gpu(backend))[3]
 
 
 _LACKS = ((_C.F_ORDERED, "does not keep input order"), (_C.F_WIDE, "is not compensated"),
@@ -220,14 +308,14 @@ def accuracy_flags(op, dtype):
 
 
 @functools.lru_cache(maxsize=4096)
-def _candidates(op, backend, dtype, n, bins, require, data=None, row=None):
+def _candidates(op, backend, dtype, n, bins, require, data=None, row=None, gpu=None):
     """Every rung fastest first, each with why auto may not run it (None
     when it may), the ranking's sentence and the nearest case; `dtype` is
     a NumPy dtype or its name (both hash), so a call pays for the rule once
-    per distinct (op, backend, dtype, n, bins, require, data, row)."""
+    per distinct (op, backend, dtype, n, bins, require, data, row, gpu)."""
     name = None if dtype is None else np.dtype(dtype).name
     require |= accuracy_flags(op, name)
-    ranked, why, case, _ = _ranking(op, backend, name, n, bins, data, row)
+    ranked, why, case, _ = _ranking(op, backend, name, n, bins, data, row, gpu)
     return tuple((rung, _why_not(rung, require)) for rung in ranked), why, case
 
 
@@ -238,7 +326,7 @@ def choose(op, backend, facts, *, require=0, fits=None):
     `require` flags (and :func:`accuracy_flags`), is not racy, and that
     ``fits(rung)`` (None, or why it cannot run) accepts."""
     rows, why, case = _candidates(op, backend, facts.get("dtype"), int(facts.get("n", 1)), facts.get("bins"),
-                                  require, facts.get("data"), facts.get("row"))
+                                  require, facts.get("data"), facts.get("row"), _gpu(backend))
     skipped = []
     for row, why_not in rows:
         why_not = why_not or (fits(row) if fits else None)
@@ -266,7 +354,7 @@ def is_wide(op, backend, method):
 def rung_for(op, backend, n, dtype=None, bins=None, *, require=0, fits=None, data=None, row=None):
     """The rung :func:`choose` picks, without building its Choice: the
     per-call path of ``method="auto"``."""
-    rows, _, _ = _candidates(op, backend, dtype, int(n), bins, require, data, row)
+    rows, _, _ = _candidates(op, backend, dtype, int(n), bins, require, data, row, _gpu(backend))
     for rung, why_not in rows:
         if why_not is None and (fits is None or fits(rung) is None):
             return rung

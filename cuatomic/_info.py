@@ -235,8 +235,9 @@ def backend_info():
         ``cuda``: the probe of the current device (``usable``, ``reason``:
         why it is not, ``name``, ``device``, ``compute_capability``,
         ``sm_count``, ``cooperative_launch``, ``driver_version``,
-        ``runtime_version``, ``total_memory``, ``shared_per_block_optin``;
-        numbers are 0 and strings empty where there is no device or no CUDA).
+        ``runtime_version``, ``total_memory``, ``shared_per_block_optin``,
+        ``l2_bytes``, ``memory_gbps``: the peak memory bandwidth; numbers
+        are 0 and strings empty where there is no device or no CUDA).
     """
     build = dict(_C.build_info())
     build["archs"] = [a for a in build["archs"].split(",") if a]

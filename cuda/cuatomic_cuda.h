@@ -24,10 +24,19 @@ typedef struct {
     int runtime_version;
     int64_t total_memory;
     int64_t shared_per_block_optin;
+    int64_t l2_bytes;        /* the L2 cache */
+    int memory_clock_khz;    /* peak memory clock; with the bus width, the peak bandwidth */
+    int memory_bus_bits;
 } cua_cuda_device;
 
 /* Probe the current device without failing: fills info, returns 0 (probe.cu). */
 int cua_cuda_probe(cua_cuda_device *info);
+
+/* What GPU `device` is -- name, compute capability, SMs, memory, shared
+ * memory, L2, memory clock and bus -- without making it current or
+ * launching anything: the facts auto's measured rules are matched by.
+ * Fills those fields of info (the rest 0); a status (probe.cu). */
+int cua_cuda_device_facts(int device, cua_cuda_device *info);
 
 /* The ladder of one op, in tutorial order; NULL for an unknown op (ladders.cu). */
 const cua_ladder *cua_cuda_ladder(int op);

@@ -14,6 +14,25 @@ static void say(cua_cuda_device *info, const char *what, cudaError_t e)
     snprintf(info->reason, sizeof info->reason, "%s: %s (%s)", what, cudaGetErrorName(e), cudaGetErrorString(e));
 }
 
+extern "C" int cua_cuda_device_facts(int device, cua_cuda_device *info)
+{
+    memset(info, 0, sizeof *info);
+    info->device = device;
+    cudaDeviceProp prop;
+    CUA_CHECK(cudaGetDeviceProperties(&prop, device));
+    snprintf(info->name, sizeof info->name, "%s", prop.name);
+    info->cc_major = prop.major;
+    info->cc_minor = prop.minor;
+    info->sm_count = prop.multiProcessorCount;
+    info->total_memory = (int64_t)prop.totalGlobalMem;
+    info->shared_per_block_optin = (int64_t)prop.sharedMemPerBlockOptin;
+    info->l2_bytes = (int64_t)prop.l2CacheSize;
+    CUA_CHECK(cudaDeviceGetAttribute(&info->cooperative_launch, cudaDevAttrCooperativeLaunch, device));
+    CUA_CHECK(cudaDeviceGetAttribute(&info->memory_clock_khz, cudaDevAttrMemoryClockRate, device));
+    CUA_CHECK(cudaDeviceGetAttribute(&info->memory_bus_bits, cudaDevAttrGlobalMemoryBusWidth, device));
+    return 0;
+}
+
 extern "C" int cua_cuda_probe(cua_cuda_device *info)
 {
     memset(info, 0, sizeof *info);
@@ -44,19 +63,15 @@ extern "C" int cua_cuda_probe(cua_cuda_device *info)
         return 0;
     }
     e = cudaGetDevice(&info->device);
-    cudaDeviceProp prop;
-    if (e == cudaSuccess) e = cudaGetDeviceProperties(&prop, info->device);
-    if (e != cudaSuccess) {
-        say(info, "cannot query the CUDA device", e);
+    cua_cuda_device facts;
+    int st = e == cudaSuccess ? cua_cuda_device_facts(info->device, &facts) : (int)e;
+    if (st != 0) {
+        say(info, "cannot query the CUDA device", (cudaError_t)st);
+        cudaGetLastError();
         return 0;
     }
-    snprintf(info->name, sizeof info->name, "%s", prop.name);
-    info->cc_major = prop.major;
-    info->cc_minor = prop.minor;
-    info->sm_count = prop.multiProcessorCount;
-    info->total_memory = (int64_t)prop.totalGlobalMem;
-    info->shared_per_block_optin = (int64_t)prop.sharedMemPerBlockOptin;
-    cudaDeviceGetAttribute(&info->cooperative_launch, cudaDevAttrCooperativeLaunch, info->device);
+    facts.driver_version = info->driver_version, facts.runtime_version = info->runtime_version;
+    *info = facts;
     probe_kernel<<<1, 1>>>(NULL);
     e = cudaGetLastError();
     if (e == cudaSuccess) e = cudaDeviceSynchronize();
@@ -65,7 +80,7 @@ extern "C" int cua_cuda_probe(cua_cuda_device *info)
             snprintf(info->reason, sizeof info->reason,
                      "this build has no kernel image for %s (compute capability %d.%d): rebuild with "
                      "CUATOMIC_CUDA_ARCHS including %d%d",
-                     prop.name, prop.major, prop.minor, prop.major, prop.minor);
+                     info->name, info->cc_major, info->cc_minor, info->cc_major, info->cc_minor);
         else say(info, "a test kernel failed to run", e);
         return 0;
     }

@@ -40,7 +40,7 @@ def test_backends_and_info():
 INFO_KEYS = {"build", "backends", "default_backend", "default_backend_error", "cpu_threads", "numpy", "cuda"}
 BUILD_KEYS = {"cuda", "archs", "ptx"}
 CUDA_KEYS = {"usable", "reason", "name", "device", "compute_capability", "sm_count", "cooperative_launch",
-             "driver_version", "runtime_version", "total_memory", "shared_per_block_optin"}
+             "driver_version", "runtime_version", "total_memory", "shared_per_block_optin", "l2_bytes", "memory_gbps"}
 
 
 def test_backend_info_keys_are_the_same_in_every_build():

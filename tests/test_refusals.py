@@ -6,7 +6,7 @@ import re
 
 import numpy as np
 import pytest
-from conftest import BACKENDS
+from conftest import BACKENDS, requires_cuda
 
 import cuatomic
 
@@ -243,8 +243,7 @@ def fresh_rules():
     from cuatomic import _auto
 
     def forget():
-        for cached in (_auto.rules, _auto._ranking, _auto._candidates):
-            cached.cache_clear()
+        _auto.forget()
     forget()
     yield
     forget()
@@ -383,3 +382,93 @@ def test_cpu_private_histograms_cost_one_per_os_thread(method):
     assert np.array_equal(got, np.histogram(x, bins=1024)[0])
     got, _ = cuatomic.histogram(x, bins=4, method=method, blocks=3, backend="cpu")
     assert np.array_equal(got, np.histogram(x, bins=4)[0])
+
+
+H100 = {"name": "NVIDIA H100 80GB HBM3", "compute_capability": [9, 0], "sm_count": 132, "memory_gbps": 3352.3,
+        "l2_bytes": 52428800}
+H200 = {"name": "NVIDIA H200", "compute_capability": [9, 0], "sm_count": 132, "memory_gbps": 4800.0,
+        "l2_bytes": 62914560}
+A100 = {"name": "NVIDIA A100-SXM4-80GB", "compute_capability": [8, 0], "sm_count": 108, "memory_gbps": 2039.0,
+        "l2_bytes": 41943040}
+
+
+def _gpu_rules(tmp_path, monkeypatch, *gpus):
+    """A rules folder with one cuda file per GPU (each a sum case whose
+    fastest rung is named after the GPU), and auto reading it."""
+    from cuatomic import _auto
+    for facts, fastest in gpus:
+        name = _auto.rules_file_name("cuda", facts["name"])
+        (tmp_path / name).write_text(json.dumps({"backend": "cuda", "device": facts["name"], "device_facts": facts,
+                                                 "cases": [dict(GOOD_CASE, ms={fastest: 0.1})]}))
+    monkeypatch.setattr(_auto, "RULES_DIR", tmp_path)
+    monkeypatch.delenv("CUATOMIC_AUTO_RULES", raising=False)
+    return _auto
+
+
+def test_rules_file_names_follow_the_gpu():
+    from cuatomic import _auto
+    assert _auto.rules_file_name("cuda", "NVIDIA H100 80GB HBM3") == "cuda-nvidia-h100-80gb-hbm3.json"
+    assert _auto.rules_file_name("cuda", "NVIDIA A100-SXM4-80GB") == "cuda-nvidia-a100-sxm4-80gb.json"
+    assert _auto.rules_file_name("cpu", "x86_64, 2 OpenMP threads") == "cpu.json"
+
+
+def test_each_gpu_reads_its_own_rules_else_the_nearest_gpus(tmp_path, monkeypatch, fresh_rules):
+    _auto = _gpu_rules(tmp_path, monkeypatch, (H100, "vector"), (H200, "block_tree"))
+    h100 = _auto.nearest_gpu_rules(H100)
+    assert (h100["device"], h100["source"], "nearest_to" in h100) == (
+        H100["name"], "cuatomic/rules/cuda-nvidia-h100-80gb-hbm3.json", False)
+    assert _auto.nearest_gpu_rules(H200)["cases"][0]["ms"] == {"block_tree": 0.1}
+    # another Hopper with an H200's memory reads the H200's; an A100 the H100's (bandwidth nearer)
+    h200_nvl = dict(H200, name="NVIDIA H200 NVL", sm_count=132, memory_gbps=4800.0)
+    assert _auto.nearest_gpu_rules(h200_nvl)["device"] == H200["name"]
+    assert _auto.nearest_gpu_rules(h200_nvl)["nearest_to"] == "NVIDIA H200 NVL"
+    assert _auto.nearest_gpu_rules(A100)["device"] == H100["name"]
+    # the same name is the same GPU, whatever its numbers say
+    assert _auto.gpu_distance(H100, dict(H100, memory_gbps=1.0)) == 0.0
+    assert 0 < _auto.gpu_distance(H100, H200) < _auto.gpu_distance(H100, A100)
+    # no cuda file at all: nothing measured (auto takes the top rung)
+    for path in tmp_path.glob("cuda-*.json"):
+        path.unlink()
+    assert _auto.nearest_gpu_rules(H100) == {"backend": "cuda", "cases": [], "source": None}
+
+
+def test_a_gpu_file_without_facts_stands_in_only_where_no_file_has_them(tmp_path, monkeypatch, fresh_rules):
+    _auto = _gpu_rules(tmp_path, monkeypatch)
+    (tmp_path / "cuda-x.json").write_text(json.dumps({"backend": "cuda", "device": "x", "cases": []}))
+    assert _auto.nearest_gpu_rules(dict(H100, name="x"))["source"] == "cuatomic/rules/cuda-x.json"
+    assert _auto.nearest_gpu_rules(H100)["nearest_to"] == H100["name"]  # the only file there is
+    _gpu_rules(tmp_path, monkeypatch, (H200, "block_tree"))
+    assert _auto.nearest_gpu_rules(H100)["device"] == H200["name"]  # a file with facts comes first
+
+
+def test_the_shipped_gpu_rules_are_measurements_named_after_their_gpu():
+    from cuatomic import _auto
+    from cuatomic.bench.auto import FACTS
+    shipped = sorted(_auto.RULES_DIR.glob("cuda-*.json"))
+    assert "cuda-nvidia-h200.json" in {p.name for p in shipped}
+    for path in shipped:
+        data = _auto._read_rules(path, str(path))
+        assert data["backend"] == "cuda" and len(data["cases"]) > 50
+        assert path.name == _auto.rules_file_name("cuda", data["device"])
+        if "device_facts" in data:
+            assert set(data["device_facts"]) == set(FACTS) and data["device_facts"]["name"] == data["device"]
+            assert _auto.nearest_gpu_rules(data["device_facts"])["source"] == f"cuatomic/rules/{path.name}"
+
+
+@requires_cuda
+def test_the_gpu_a_call_runs_on_reads_the_rules_of_its_kind(fresh_rules):
+    from cuatomic import _C, _auto, _backend
+    facts = _C.device_facts(_C.devices()[1])
+    probe = _backend.cuda_probe()
+    for key in ("name", "compute_capability", "sm_count", "l2_bytes", "memory_gbps"):
+        assert facts[key] == probe[key]
+    assert facts["memory_gbps"] > 100 and facts["l2_bytes"] > 0
+    read = _auto.rules("cuda")
+    shipped = {p.name for p in _auto.RULES_DIR.glob("cuda-*.json")}
+    if _auto.rules_file_name("cuda", facts["name"]) in shipped:
+        assert read["device"] == facts["name"] and "nearest_to" not in read
+    else:
+        assert read["nearest_to"] == facts["name"]
+    assert read["device"] in cuatomic.explain("sum", np.ones(1 << 20, np.float32), backend="cuda").reason
+    with pytest.raises(cuatomic.CudaError, match="cudaErrorInvalidDevice"):
+        _C.device_facts(_C.devices()[0] + 7)

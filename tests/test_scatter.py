@@ -482,8 +482,7 @@ def at_rules(monkeypatch, tmp_path):
         forget()
 
     def forget():
-        for cached in (_auto.rules, _auto._ranking, _auto._candidates):
-            cached.cache_clear()
+        _auto.forget()
     yield use
     forget()
 

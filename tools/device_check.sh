@@ -110,7 +110,7 @@ if [ "${RUN_BENCH:-0}" = 1 ]; then  # the whole suite (narrow it with BENCH_ARGS
   tail -3 "$WORK/bench/bench.txt"; pack
 fi
 
-if [ "${RUN_AUTO:-0}" = 1 ]; then  # what method="auto" reads: commit as cuatomic/rules/cuda.json
+if [ "${RUN_AUTO:-0}" = 1 ]; then  # what method="auto" reads: commit as cuatomic/rules/cuda-<GPU name>.json
   timeout "${AUTO_TIMEOUT:-240}" python3 -m cuatomic bench auto --backend cuda --out "$OUT/rules_cuda.json" \
     > "$WORK/auto.txt" 2>&1 || status=1
   tail -5 "$WORK/auto.txt"; pack

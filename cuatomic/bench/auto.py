@@ -9,8 +9,11 @@ there. The racy lesson is not timed.
 
     python -m cuatomic bench auto [--backend cpu|cuda] [--quick] [--out FILE]
 
-The files measured for a release live in ``cuatomic/rules/<backend>.json``;
-to use one measured on your own machine, point ``CUATOMIC_AUTO_RULES`` at it.
+The files measured for a release live in ``cuatomic/rules/``: ``cpu.json``,
+and one ``cuda-<GPU name>.json`` per GPU measured, each with the GPU's
+facts (``device_facts``) that auto matches the GPU a call runs on against.
+To use one measured on your own machine, point ``CUATOMIC_AUTO_RULES`` at
+it (the file this command writes is named as a shipped one would be).
 """
 import argparse
 import textwrap
@@ -23,7 +26,7 @@ import numpy as np
 
 import cuatomic
 
-from .. import _C, _backend
+from .. import _C, _auto, _backend
 from ..datasets import english_like_text, text_to_array
 from ..timing import benchmark
 from .measure import agrees
@@ -199,6 +202,17 @@ def _device(backend):
     return f"{platform.processor() or platform.machine()}, {_C.cpu_threads()} OpenMP threads"
 
 
+# The facts of the measured GPU that auto matches another GPU against (_auto.gpu_distance).
+FACTS = ("name", "compute_capability", "sm_count", "memory_gbps", "l2_bytes", "shared_per_block_optin",
+         "total_memory")
+
+
+def device_facts():
+    """The current GPU's facts as a rules file keeps them."""
+    facts = _C.device_facts(_C.devices()[1])
+    return {k: list(facts[k]) if isinstance(facts[k], tuple) else facts[k] for k in FACTS}
+
+
 def run(backend=None, quick=False, repeat=10, ops=None, progress=print):
     """Measure every case on one backend: the rules file's contents."""
     be = _backend.resolve(backend)
@@ -208,6 +222,7 @@ def run(backend=None, quick=False, repeat=10, ops=None, progress=print):
     return {
         "backend": be,
         "device": _device(be),
+        **({"device_facts": device_facts()} if be == "cuda" else {}),
         "produced_by": f"python -m cuatomic bench auto --backend {be}" + (" --quick" if quick else "")
                        + f" --repeat {repeat}" + (f" --ops {' '.join(ops)}" if ops else ""),
         "cuatomic": cuatomic.__version__,
@@ -240,9 +255,10 @@ def main(argv=None):
                                   "this machine, and writes the measurements auto reads: point CUATOMIC_AUTO_RULES "
                                   "at the file."),
         epilog="examples:\n"
-               "  python -m cuatomic bench auto --backend cpu                 writes cuatomic-rules-cpu.json\n"
-               "  CUATOMIC_AUTO_RULES=cuatomic-rules-cpu.json python -m cuatomic   the demo with those rules\n"
-               "  python -m cuatomic bench auto --ops histogram --update cuatomic-rules-cpu.json\n"
+               "  python -m cuatomic bench auto --backend cpu                 writes cpu.json\n"
+               "  CUATOMIC_AUTO_RULES=cpu.json python -m cuatomic             the demo with those rules\n"
+               "  python -m cuatomic bench auto --backend cuda                writes cuda-<this GPU's name>.json\n"
+               "  python -m cuatomic bench auto --ops histogram --update cpu.json\n"
                "                                                             re-measures the histograms only\n")
     parser.add_argument("--backend", choices=["cpu", "cuda"], default=None,
                         help="where to measure (default: CUATOMIC_BACKEND, else cuda when usable, else cpu)")
@@ -253,7 +269,8 @@ def main(argv=None):
                         help=f"the ops to measure, of {', '.join(MEASURED_OPS)} (default: all of them; the other "
                              f"ops' auto takes the top rung that fits)")
     parser.add_argument("--out", default=None, metavar="FILE",
-                        help="default: the --update FILE, else cuatomic-rules-<backend>.json")
+                        help="default: the --update FILE, else the name a shipped file of this backend and device "
+                             "has: cpu.json, cuda-<GPU name>.json (e.g. cuda-nvidia-h100-80gb-hbm3.json)")
     parser.add_argument("--update", default=None, metavar="FILE",
                         help="keep FILE's measurements of the ops not measured now (with --ops: re-measure some ops "
                              "of a rules file from the same device)")
@@ -265,7 +282,7 @@ def main(argv=None):
             data = merge(old, data)
         except ValueError as e:
             parser.error(str(e))
-    out = pathlib.Path(args.out or args.update or f"cuatomic-rules-{data['backend']}.json")
+    out = pathlib.Path(args.out or args.update or _auto.rules_file_name(data["backend"], data["device"]))
     out.write_text(json.dumps(data, indent=1) + "\n")
     print(f"bench auto: {len(data['cases'])} cases written to {out}; use them with CUATOMIC_AUTO_RULES={out}")
     return 0
