@@ -79,6 +79,7 @@ def test_targets_only_times_the_named_works(tmp_path):
                        "--out", str(tmp_path)]) == 0
     table = json.loads((tmp_path / "targets.json").read_text())
     assert table["only"] == "sum float32"
+    assert not (tmp_path / "targets.partial.json").exists()  # the checkpoint file goes once the table is written
     assert {r["work"] for r in table["rows"]} == {"sum float32, 2^18"}
     # auto's row names the rung that ran, as last_launch reports it: the one explain() says auto picks
     ran = cuatomic.explain("sum", np.zeros(1 << 18, np.float32), backend="cpu").method
@@ -176,3 +177,21 @@ def test_scatter_jax_child_on_the_cpu():
         assert [r["dtype"] for r in rows] == ["float32"] * 3 + ["int64"] and rows[2]["outputs"] == 400
     rows, note = scatter._jax_rows("jax .at[].add", "", SCATTER_CASES[:1], 0, np.float32, 2)
     assert rows or "jax .at[].add: jax has no gpu device" in note  # a note, not a crash, where it has none
+
+
+def test_a_slow_row_is_timed_over_fewer_calls_and_every_row_is_checkpointed():
+    import importlib
+    import time
+    targets = importlib.import_module("cuatomic.bench.targets")  # (cuatomic.bench.targets is the function)
+    calls, saved = [], []
+
+    def slow():
+        calls.append(1)
+        time.sleep(targets._Targets.SLOW_S + 0.01)
+        return 1
+    t = targets._Targets(None, checkpoint=lambda rows: saved.append([r["system"] for r in rows]))
+    row = t.add("work", "slow system", slow, lambda v: v == 1, 8, repeat=20)
+    assert len(calls) == 1 + 1 + targets._Targets.SLOW_REPEAT  # validated, one warm-up, the timed calls
+    assert row["median_ms"] >= 1e3 * targets._Targets.SLOW_S
+    t.add("work", "wrong system", lambda: 2, lambda v: v == 1, 8, repeat=2)
+    assert saved == [["slow system"], ["slow system", "wrong system"]]

@@ -281,7 +281,13 @@ def main(argv=None):
         return 1 if wrong else 0
     if args.targets or args.toolkit:
         table, name = (toolkit_targets, "toolkit") if args.toolkit else (targets, "targets")
-        results = table(backend=args.backend, repeat=args.repeat, quick=args.quick, only=args.only)
+
+        def checkpoint(rows):  # what a run cut short measured, in partial.json until the table is done
+            (out / f"{name}.partial.json").write_text(json.dumps({"environment": env, "rows": rows}, indent=1))
+        env = environment(_backend.resolve(args.backend))
+        results = table(backend=args.backend, repeat=args.repeat, quick=args.quick, only=args.only,
+                        checkpoint=checkpoint)
+        (out / f"{name}.partial.json").unlink(missing_ok=True)
         (out / f"{name}.json").write_text(json.dumps(results, indent=1))
         (out / f"{name}.md").write_text(targets_markdown(results))
         print(targets_markdown(results))

@@ -9,6 +9,7 @@ call: the label is read from the library, never written in by hand
 table (``toolkit``) collects its rows with the same :class:`_Targets`.
 """
 import statistics
+import time
 
 import numpy as np
 
@@ -32,8 +33,13 @@ def _ms(fn, repeat, warmup=3, warm_s=0.2):
 class _Targets:
     """Collects rows of the targets table: one per (work, system)."""
 
-    def __init__(self, progress, only=None):
-        self.rows, self.progress, self.only = [], progress, only
+    # A row whose validating call took longer (a peer's or a lesson's slow
+    # kernel) is timed over SLOW_REPEAT calls after one warm-up call: the
+    # table's time goes to the rows that decide its goals.
+    SLOW_S, SLOW_REPEAT = 0.05, 3
+
+    def __init__(self, progress, only=None, checkpoint=None):
+        self.rows, self.progress, self.only, self.checkpoint = [], progress, only, checkpoint
 
     def add(self, work, system, fn, check, nbytes, repeat, goal=None, note="", warmup=3):
         """Validate fn() with check(result) first; time it only if right.
@@ -43,7 +49,9 @@ class _Targets:
         if self.only and self.only not in work:
             return None
         try:
+            t0 = time.perf_counter()
             value = fn()
+            first = time.perf_counter() - t0
             system = _ran(system)  # before check(), which may make calls of its own
             ok = bool(check(value))
         except Exception as e:  # a peer that cannot run this input is reported, not fatal
@@ -52,9 +60,13 @@ class _Targets:
             return None
         row = {"work": work, "system": system, "ok": ok, "note": note}
         if ok:
-            self._timed(row, _ms(fn, repeat, warmup), nbytes, goal)
+            slow = first > self.SLOW_S
+            self._timed(row, _ms(fn, min(repeat, self.SLOW_REPEAT) if slow else repeat, 1 if slow else warmup,
+                                 0.0 if slow else 0.2), nbytes, goal)
         self.rows.append(row)
         self._show(row)
+        if self.checkpoint:
+            self.checkpoint(self.rows)
         return row
 
     def difference(self, work, system, minuend, subtrahend, goal=None, note=""):
@@ -121,7 +133,7 @@ def _hist_ref(x, bins, lo, hi):
     return np.histogram(x, bins, (lo, hi))[0]
 
 
-def targets(backend=None, repeat=20, quick=False, progress=print, only=None):
+def targets(backend=None, repeat=20, quick=False, progress=print, only=None, checkpoint=None):
     """The target table (issue 12's goals on the GPU): each work measured
     for cuatomic's top rungs and every peer, in one run, as whole calls
     (wall clock, device synchronized, median of `repeat` after at least 3
@@ -137,6 +149,9 @@ def targets(backend=None, repeat=20, quick=False, progress=print, only=None):
         Sizes divided by 2^8 (a smoke run; not the targets' sizes).
     only : str, optional
         Only the works whose name contains it (every work by default).
+    checkpoint : callable, optional
+        Called with the rows so far after each row (a run cut short keeps
+        what it measured).
 
     Returns
     -------
@@ -145,7 +160,7 @@ def targets(backend=None, repeat=20, quick=False, progress=print, only=None):
         goal, met, ratio_to_best_peer, note); ``only`` when given.
     """
     be = _backend.resolve(backend)
-    t = _Targets(progress, only)
+    t = _Targets(progress, only, checkpoint)
     shrink = 8 if quick else 0
     rng = np.random.default_rng(0)
     text = text_to_array(english_like_text(5_700_000 >> shrink))
@@ -209,14 +224,24 @@ def _gpu_targets(t, rng, text, shrink, repeat):
     work = f"sum float32, 2^{28 - shrink}"
     runs = {np.float32(cuatomic.sum(df)).tobytes() for _ in range(10)}
     note = "bit-identical over 10 runs" if len(runs) == 1 else f"{len(runs)} different results over 10 runs"
-    t.add(work, AUTO, lambda: cuatomic.sum(df), lambda v: agrees("sum", v, f.sum(), f) and len(runs) == 1,
+    # (the exact answer computed once per input: every row of the work is checked against it)
+    ok = _exact.float_result_check("sum", f, wide=False)
+    t.add(work, AUTO, lambda: cuatomic.sum(df), lambda v: ok(host(v)) and len(runs) == 1,
           f.nbytes, repeat, ("gbps", tb(4.2)), note)
-    peers.sum_rows(t, found, work, df, lambda v: agrees("sum", v, f.sum(), f), f.nbytes, repeat)
+    peers.sum_rows(t, found, work, df, lambda v: ok(host(v)), f.nbytes, repeat)
+
+    h = f.astype(np.float64)
+    dh = to_device(h)
+    work = f"sum float64, 2^{28 - shrink}"
+    ok64 = _exact.float_result_check("sum", h, wide=False)
+    t.add(work, AUTO, lambda: cuatomic.sum(dh), lambda v: ok64(host(v)), h.nbytes, repeat, ("ratio", 1.0))
+    peers.sum_rows(t, found, work, dh, lambda v: ok64(host(v)), h.nbytes, repeat)
+    h = dh = None
 
     # -- dot
     g = rng.standard_normal(n).astype(np.float32)
     dg = to_device(g)
-    close = lambda v: _exact.float_result_ok("dot", v, f, g, wide=False)  # noqa: E731 (peers too)
+    close = _exact.float_result_check("dot", f, g, wide=False)  # (peers too)
     work = f"dot float32, 2^{28 - shrink}"
     runs = {np.float32(cuatomic.dot(df, dg)).tobytes() for _ in range(10)}
     note = "bit-identical over 10 runs" if len(runs) == 1 else f"{len(runs)} different results over 10 runs"
@@ -305,12 +330,106 @@ def _gpu_targets(t, rng, text, shrink, repeat):
         peers.histogram_rows(t, found, work, d, bins, lo, hi, same, near, data.nbytes, repeat)
         d = None
 
+    _new_ops(t, found, rng, shrink, repeat)
+
     # -- the mutex
     blocks, threads = 264, 256
     work = f"mutex_add_one {blocks} x {threads}"
     t.add(work, AUTO, lambda: cuatomic.mutex_add_one(blocks, threads, method="auto"),
           lambda v: v == blocks * threads, 0, repeat, ("ms", 20.0))
     peers.mutex_rows(t, found, work, blocks, threads)
+
+
+def _peer_rows(t, work, systems, check, nbytes, repeat, goal=("ratio", 1.0), keep=("cuatomic auto",)):
+    """Rows of another table's systems (name -> call) for one work: the
+    cuatomic systems named in `keep` (auto labelled with its rung) and
+    every peer, each checked by check(system, result) first."""
+    for name, call in systems.items():
+        if name.startswith("cuatomic") and name not in keep:
+            continue
+        ours = name.startswith("cuatomic")
+        system = AUTO + name[len("cuatomic auto"):] if name.startswith("cuatomic auto") else name
+        t.add(work, system, call, lambda got, name=name: check(name, got), nbytes, repeat, goal if ours else None)
+
+
+def _new_ops(t, found, rng, shrink, repeat):
+    """The ops of the issues after the targets' (scatter, unique, argmin,
+    reductions along an axis, histogram2d, nonzero): one work of each
+    table beside its peers, built by that table's own `_systems` and
+    checked as it checks them. Goal: level with the best peer."""
+    from . import argmin as argmin_bench, axis as axis_bench, histogramdd as dd_bench, nonzero as nz_bench
+    from . import scatter as scatter_bench, unique as unique_bench
+    from .measure import peer_host
+
+    n = 1 << (26 - shrink)
+    for m in (100, 10**6):  # np.add.at: float32 updates into m outputs (the scatter table's cases)
+        work = f"np.add.at float32, 2^{26 - shrink} updates into {m:,} outputs"
+        idx = scatter_bench.make_indices(m, n, "uniform", rng)
+        b = rng.standard_normal(n).astype(np.float32)
+        a0 = np.zeros(m, np.float32)
+        ref, bound = scatter_bench._reference(a0, idx, b, 1)
+        for name, (start, run, read) in scatter_bench._systems(a0, idx, b, 1).items():
+            if name.startswith("cuatomic") and name != "cuatomic auto":
+                continue
+            out = start()  # each timed call adds into the same output (a fresh one is only validated)
+
+            def call(run=run, out=out):
+                run(out)
+                return out
+
+            def check(got, start=start, run=run, read=read):
+                fresh = start()
+                run(fresh)
+                return bool(np.all(np.abs(read(fresh).astype(np.float64) - ref) <= bound))
+            t.add(work, AUTO if name == "cuatomic auto" else name, call, check, idx.nbytes + b.nbytes, repeat,
+                  ("ratio", 1.0) if name == "cuatomic auto" else None)
+
+    for distinct in (1000, 10**6):  # np.unique(return_counts=True) of int32 keys
+        x = unique_bench.make("int32", n, distinct)
+        want = np.unique(x, return_counts=True)
+        systems = unique_bench._systems(x, "cuda")
+        sortedness = {name: is_sorted for name, (call, is_sorted) in systems.items()}
+
+        def check(name, got, want=want, sortedness=sortedness):
+            try:
+                unique_bench._check(name, got, want, sortedness[name])
+                return True
+            except AssertionError:
+                return False
+        _peer_rows(t, f"unique int32, 2^{26 - shrink} keys, {len(want[0]):,} distinct, return_counts",
+                   {name: call for name, (call, _) in systems.items()}, check, x.nbytes, repeat)
+
+    x = argmin_bench.make("float32", 1 << (28 - shrink))
+    want = int(np.argmin(x))
+    _peer_rows(t, f"argmin float32, 2^{28 - shrink}", argmin_bench._systems(x, "cuda", False),
+               lambda name, got: int(got) == want, x.nbytes, repeat)
+
+    side = 16384 >> (shrink // 2)
+    x = rng.standard_normal((side, side), dtype=np.float32)
+    for axis in (0, 1):
+        want = np.sum(x, axis=axis)
+        _peer_rows(t, f"sum float32 {side} x {side}, axis={axis}", axis_bench._systems(x, "cuda", "sum", axis),
+                   lambda name, got, axis=axis, want=want: axis_bench._ok(
+                       "sum", peer_host(got), x, axis, want, not name.startswith("cuatomic")), x.nbytes, repeat)
+
+    pts = dd_bench.make(n, 2)
+    want = np.histogramdd(pts, 256, [(0.0, 1.0)] * 2)[0]
+    _peer_rows(t, f"histogram2d float32, 2^{26 - shrink} points, 256 x 256 bins",
+               dd_bench._systems(pts, "cuda", 256, [(0.0, 1.0)] * 2),
+               lambda name, got: np.array_equal(peer_host(got).astype(np.float64), want), pts.nbytes, repeat)
+
+    x = nz_bench.make(n, 0.5)
+    want = np.nonzero(x)
+    same = lambda got: len(got) == 1 and np.array_equal(peer_host(got[0]), want[0])  # noqa: E731
+    for name, call in nz_bench._systems(x, "cuda", (n,)).items():
+        if name.startswith("cuatomic") and name != "cuatomic auto":
+            continue
+        check = same
+        if isinstance(call, tuple):  # raw CUB: its indices stay on the device; validated by a call that reads them
+            check = lambda got, validate=call[0]: same(validate())  # noqa: E731
+            call = call[1]
+        t.add(f"nonzero int32, 2^{26 - shrink}, 50% nonzero", AUTO if name == "cuatomic auto" else name,
+              call, check, x.nbytes, repeat, ("ratio", 1.0) if name == "cuatomic auto" else None)
 
 
 def targets_markdown(results):

@@ -20,7 +20,7 @@ from .measure import environment, host
 from .targets import RUNG, _Targets
 
 
-def toolkit_targets(backend=None, repeat=20, quick=False, progress=print, only=None):
+def toolkit_targets(backend=None, repeat=20, quick=False, progress=print, only=None, checkpoint=None):
     """The toolkit's targets, each work timed for cuatomic and every peer.
 
     Parameters
@@ -31,6 +31,8 @@ def toolkit_targets(backend=None, repeat=20, quick=False, progress=print, only=N
         Sizes divided by 2^8 (a smoke run; not the targets' sizes).
     only : str, optional
         Only the works whose name contains it.
+    checkpoint : callable, optional
+        As for :func:`cuatomic.bench.targets`.
 
     Returns
     -------
@@ -38,7 +40,7 @@ def toolkit_targets(backend=None, repeat=20, quick=False, progress=print, only=N
         ``environment`` and ``rows``, as :func:`cuatomic.bench.targets`.
     """
     be = _backend.resolve(backend)
-    t = _Targets(progress, only)
+    t = _Targets(progress, only, checkpoint)
     shrink = 8 if quick else 0
     rng = np.random.default_rng(0)
     (_gpu if be == "cuda" else _cpu)(t, rng, shrink, repeat)
@@ -53,17 +55,25 @@ def _same_bits(want):
 def _gpu(t, rng, shrink, repeat):
     found = peers.found()
     cp, torch = found.get("cupy"), found.get("torch")
-    tb = lambda x: x * 1e3  # noqa: E731  (TB/s goals in GB/s)
     n = 1 << (28 - shrink)
 
-    # -- exact sums and dot
-    for dt, goal in ((np.float64, 3.5), (np.float32, 3.5)):
+    # -- exact sums and dot: level with CUB's plain (not exact) sum of the same data
+    xi = rng.integers(-2**31, 2**31 - 1, n, dtype=np.int32)
+    di = to_device(xi)
+    want = int(xi.sum(dtype=np.int64))
+    work = f"exact sum int32, 2^{28 - shrink}, uniform over int32"
+    t.add(work, "cuatomic exact", lambda: cuatomic.sum(di, method="exact"), lambda v: v == want, xi.nbytes, repeat,
+          ("ratio", 1.0), "exact integers: at the plain integer sum's speed")
+    t.add(work, f"cuatomic auto ({RUNG})", lambda: cuatomic.sum(di), lambda v: v == want, xi.nbytes, repeat)
+    peers.sum_rows(t, found, work, di, lambda v: v == want, xi.nbytes, repeat)
+    xi = di = None
+    for dt in (np.float64, np.float32):
         x = rng.standard_normal(n).astype(dt)
         d = to_device(x)
         want = cuatomic.sum(x, method="exact", backend="cpu")
         work = f"exact sum {np.dtype(dt).name}, 2^{28 - shrink}, normal"
         t.add(work, "cuatomic exact", lambda: cuatomic.sum(d, method="exact"), _same_bits(want), x.nbytes, repeat,
-              ("gbps", tb(goal)), "correctly rounded: equal to the cpu backend's exact sum, bit for bit")
+              ("ratio", 1.0), "correctly rounded: equal to the cpu backend's exact sum, bit for bit")
         t.add(work, f"cuatomic auto ({RUNG}, not exact)", lambda: cuatomic.sum(d), lambda v: True, x.nbytes, repeat)
         t.add(work, "CUB DeviceReduce (not exact)", lambda: peers.cub_sum(d),
               lambda v: True, x.nbytes, repeat)
@@ -78,7 +88,7 @@ def _gpu(t, rng, shrink, repeat):
     want = cuatomic.dot(a, b, method="exact", backend="cpu")
     work = f"exact dot float64, 2^{28 - shrink}, normal"
     t.add(work, "cuatomic exact", lambda: cuatomic.dot(da, db, method="exact"), _same_bits(want), 2 * a.nbytes,
-          repeat, ("gbps", tb(3.0)), "correctly rounded exact dot")
+          repeat, ("ratio", 1.0), "correctly rounded exact dot")
     t.add(work, f"cuatomic auto ({RUNG}, not exact)", lambda: cuatomic.dot(da, db), lambda v: True, 2 * a.nbytes,
           repeat)
     if cp is not None:
@@ -138,6 +148,17 @@ def _gpu(t, rng, shrink, repeat):
                   ("ratio", 0.97))
             t.add(work, "CUB DeviceReduce", lambda op=op: peers.cub_reduce(d, op),
                   lambda got, want=want: got == want, data.nbytes, repeat)
+            if op in ("minimum", "maximum"):  # the peers' min and max, to the host as cuatomic's
+                name = op[:3]
+                if cp is not None:
+                    cd = cp.asarray(d)
+                    t.add(work, f"cupy.{name}", lambda name=name, cd=cd: getattr(cp, name)(cd).item(),
+                          lambda got, want=want: got == want, data.nbytes, repeat)
+                if torch is not None:
+                    td = torch.from_dlpack(d)
+                    fn = {"min": torch.amin, "max": torch.amax}[name]
+                    t.add(work, f"torch.{'amin' if name == 'min' else 'amax'}", lambda fn=fn, td=td: fn(td).item(),
+                          lambda got, want=want: got == want, data.nbytes, repeat)
 
 
 def _cpu(t, rng, shrink, repeat):
