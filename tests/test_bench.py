@@ -195,3 +195,18 @@ def test_a_slow_row_is_timed_over_fewer_calls_and_every_row_is_checkpointed():
     assert row["median_ms"] >= 1e3 * targets._Targets.SLOW_S
     t.add("work", "wrong system", lambda: 2, lambda v: v == 1, 8, repeat=2)
     assert saved == [["slow system"], ["slow system", "wrong system"]]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+def test_auto_measure_leaves_a_wrong_rung_untimed(monkeypatch, dtype):
+    # bench auto checks every rung against one exact answer computed per case (floats) or NumPy's (ints)
+    from cuatomic.bench import auto
+    real = cuatomic.sum
+
+    def off_by_one(x, method="auto", **kw):
+        got = real(x, method=method, **kw)
+        return got + 1 if method == "vector" else got
+    monkeypatch.setattr(cuatomic, "sum", off_by_one)
+    row = auto.measure({"op": "sum", "dtype": dtype, "n": 4096}, "cpu", repeat=2, progress=lambda s: None)
+    assert row["ms"]["vector"] is None and row["not_timed"] == {"vector": "wrong answer"}
+    assert row["ms"]["block_tree"] is not None
