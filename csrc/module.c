@@ -63,21 +63,23 @@ static PyObject *cuda_probe(PyObject *self, PyObject *noargs)
 
 /* device_facts(ordinal) -> dict: what GPU `ordinal` is (name, compute
  * capability, SMs, memory, L2, peak memory bandwidth), asked without making
- * it current: the facts auto's rules are matched by. */
+ * it current or launching anything: the facts auto's rules are matched by.
+ * The probe's keys but `usable` and `reason` (which only a launch tells). */
 static PyObject *device_facts(PyObject *self, PyObject *arg)
 {
     (void)self;
-    int ordinal = (int)PyLong_AsLong(arg);
+    long ordinal = PyLong_AsLong(arg);
     if (ordinal == -1 && PyErr_Occurred()) return NULL;
+    if (ordinal < 0 || ordinal > INT_MAX) {
+        PyErr_Format(PyExc_ValueError, "no GPU %ld: a device ordinal is 0 or more", ordinal);
+        return NULL;
+    }
 #ifdef CUATOMIC_WITH_CUDA
     cua_cuda_device d;
-    int st;
-    Py_BEGIN_ALLOW_THREADS
-    st = cua_cuda_device_facts(ordinal, &d);
-    Py_END_ALLOW_THREADS
-    CUA_CALL(st);
-    d.usable = 1;
-    return device_dict(&d);
+    CUA_CALL(cua_cuda_device_facts((int)ordinal, &d));
+    PyObject *dict = device_dict(&d);
+    if (dict && (PyDict_DelItemString(dict, "usable") || PyDict_DelItemString(dict, "reason"))) Py_CLEAR(dict);
+    return dict;
 #else
     return cua_no_cuda();
 #endif

@@ -6,7 +6,7 @@ every ladder on a set of cases (op, dtype, size, bins, and for some ops
 the data's kind and at's row length) and writes, per case, each rung's
 median time; the files measured for this release ship in
 ``cuatomic/rules/``: ``cpu.json``, and a ``cuda-<GPU name>.json`` per GPU
-measured (an H100 and an H200), read on the GPU of that name, or on
+measured (so far an H200's), read on the GPU of that name, or on
 another GPU the file of the GPU most like it (architecture, memory
 bandwidth, SMs, L2: :func:`nearest_gpu_rules`). ``CUATOMIC_AUTO_RULES``
 may name a file measured on your own hardware instead. For a call, auto takes the
@@ -30,7 +30,7 @@ import pathlib
 
 import numpy as np
 
-from . import _C, _backend
+from . import _C, _backend, _interop
 from ._device import DeviceArray
 
 SAMPLE = 4096  # elements read to estimate skew (explain() only)
@@ -88,6 +88,8 @@ def rules(backend, gpu=None):
     not a measurement file is a ValueError naming the variable and the file
     (raised again by every call that asks auto, until the variable or the
     file is mended)."""
+    if gpu is None and backend == "cuda" and not _backend.cuda_probe()["usable"]:
+        gpu = -1  # no GPU to match: the shipped files as they are
     return _rules(backend, _gpu(backend) if gpu is None else gpu)
 
 
@@ -97,7 +99,6 @@ def _gpu(backend):
     question asked in a process that sees one GPU."""
     if backend != "cuda":
         return None
-    from . import _interop  # (imports _auto's importers)
     return 0 if _interop.gpu_count() == 1 else _C.devices()[1]
 
 
@@ -110,7 +111,7 @@ def _rules(backend, gpu):
             data["source"] = str(override)
             return data
     if backend == "cuda":
-        return nearest_gpu_rules(dict(_C.device_facts(gpu)))
+        return nearest_gpu_rules(dict(_C.device_facts(gpu)) if gpu >= 0 else None)
     path = RULES_DIR / f"{backend}.json"
     if not path.exists():
         return {"backend": backend, "cases": [], "source": None}
@@ -161,14 +162,17 @@ def nearest_gpu_rules(facts):
     (:func:`gpu_distance` to each file's ``device_facts``); a file whose
     GPU's facts were not recorded stands in for another GPU only when no
     file has them. Its ``source`` names the file and, when the GPU
-    differs, ``nearest_to`` the GPU it stands in for."""
+    differs, ``nearest_to`` the GPU it stands in for. `facts` None (no GPU
+    to match): the first file by name."""
     best, best_d = None, None
     for path in sorted(RULES_DIR.glob("cuda-*.json")):
         data = _read_rules(path, f"the rules shipped with cuatomic, {path}")
         measured = data.get("device_facts")
-        if data.get("device") == facts["name"]:
+        if facts is None:
+            d = math.inf
+        elif data.get("device") == facts["name"]:
             d = 0.0
-        elif isinstance(measured, dict):
+        elif measured is not None:
             d = gpu_distance(facts, measured)
         else:
             d = math.inf
@@ -176,7 +180,7 @@ def nearest_gpu_rules(facts):
             best, best_d = dict(data, source=f"cuatomic/rules/{path.name}"), d
     if best is None:
         return {"backend": "cuda", "cases": [], "source": None}
-    if best_d > 0:
+    if best_d > 0 and facts is not None:
         best["nearest_to"] = facts["name"]
     return best
 
@@ -200,6 +204,15 @@ def _read_rules(path, what):
     if not isinstance(data, dict) or not isinstance(data.get("backend"), str) or not isinstance(
             data.get("cases"), list):
         refuse("expected a JSON object with \"backend\" (a name) and \"cases\" (a list)")
+    if "device_facts" in data:  # what gpu_distance reads
+        facts = data["device_facts"]
+        cc = facts.get("compute_capability") if isinstance(facts, dict) else None
+        if not (isinstance(facts, dict) and isinstance(facts.get("name"), str) and isinstance(cc, list)
+                and len(cc) == 2 and all(type(v) is int for v in cc)
+                and all(type(facts.get(k)) in (int, float) and facts[k] > 0
+                        for k in ("memory_gbps", "sm_count", "l2_bytes"))):
+            refuse("device_facts needs the GPU's name, compute_capability [major, minor] and positive "
+                   "memory_gbps, sm_count and l2_bytes")
     for i, case in enumerate(data["cases"]):
         if not isinstance(case, dict):
             refuse(f"case {i} is not an object")

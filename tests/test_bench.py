@@ -191,10 +191,13 @@ def test_a_slow_row_is_timed_over_fewer_calls_and_every_row_is_checkpointed():
         return 1
     t = targets._Targets(None, checkpoint=lambda rows: saved.append([r["system"] for r in rows]))
     row = t.add("work", "slow system", slow, lambda v: v == 1, 8, repeat=20)
-    assert len(calls) == 1 + 1 + targets._Targets.SLOW_REPEAT  # validated, one warm-up, the timed calls
+    # validated, the synchronized call that finds it slow, one warm-up, the timed calls
+    assert len(calls) == 1 + 1 + 1 + targets._Targets.SLOW_REPEAT
     assert row["median_ms"] >= 1e3 * targets._Targets.SLOW_S
     t.add("work", "wrong system", lambda: 2, lambda v: v == 1, 8, repeat=2)
-    assert saved == [["slow system"], ["slow system", "wrong system"]]
+    t.add("work", "raising system", lambda: 1 / 0, lambda v: True, 8, repeat=2)
+    assert saved[-1] == ["slow system", "wrong system", "raising system"] and len(saved) == 3
+    assert "median_ms" not in t.rows[1] and t.rows[2]["error"].startswith("ZeroDivisionError")
 
 
 @pytest.mark.parametrize("dtype", ["float32", "int32"])
