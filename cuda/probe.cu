@@ -27,9 +27,15 @@ extern "C" int cua_cuda_device_facts(int device, cua_cuda_device *info)
     info->total_memory = (int64_t)prop.totalGlobalMem;
     info->shared_per_block_optin = (int64_t)prop.sharedMemPerBlockOptin;
     info->l2_bytes = (int64_t)prop.l2CacheSize;
-    CUA_CHECK(cudaDeviceGetAttribute(&info->cooperative_launch, cudaDevAttrCooperativeLaunch, device));
-    CUA_CHECK(cudaDeviceGetAttribute(&info->memory_clock_khz, cudaDevAttrMemoryClockRate, device));
-    CUA_CHECK(cudaDeviceGetAttribute(&info->memory_bus_bits, cudaDevAttrGlobalMemoryBusWidth, device));
+    // Facts a GPU may not report (an integrated one has no memory clock of
+    // its own): 0, and the probe goes on.
+    if (cudaDeviceGetAttribute(&info->cooperative_launch, cudaDevAttrCooperativeLaunch, device) != cudaSuccess)
+        info->cooperative_launch = 0;
+    if (cudaDeviceGetAttribute(&info->memory_clock_khz, cudaDevAttrMemoryClockRate, device) != cudaSuccess)
+        info->memory_clock_khz = 0;
+    if (cudaDeviceGetAttribute(&info->memory_bus_bits, cudaDevAttrGlobalMemoryBusWidth, device) != cudaSuccess)
+        info->memory_bus_bits = 0;
+    cudaGetLastError();
     return 0;
 }
 
