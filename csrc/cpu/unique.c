@@ -1006,7 +1006,7 @@ INLINE void bucket_sizes(const void *x, int dtype, int64_t lo, int64_t hi, int64
 /* Pass 2: the keys (and indices, bi not NULL) of [lo, hi) to their
  * buckets' next places h[bucket] (thread shares in order, so a bucket's
  * elements keep index order). The empty-mark key is counted in side[].
- * Keys alone (no indices) go through write_combined() below. */
+ * Keys alone (no indices) go through bucket_scatter_wc() below. */
 INLINE void bucket_scatter(const void *x, int dtype, int64_t lo, int64_t hi, int64_t *h, int pbits, void *bw,
                            int64_t *bi, int64_t *inverse, uint64_t side[2], cua_launch *cfg, const int wide)
 {
@@ -1049,8 +1049,8 @@ INLINE void line_out(void *to, const void *from)
  * gather in its line of `wc` at the places they will have in bw's
  * 64-byte line, and leave a whole line at a time (line_out). The 2^pbits
  * lines being filled stay in the thread's cache; written one key at a time
- * (bucket_scatter), each key's line of bw is read in first, and with 512
- * buckets the open lines do not stay in L1. The first and last line of a
+ * (bucket_scatter), each key's line of bw is read in first, and with hundreds
+ * of buckets the open lines do not stay in L1. The first and last line of a
  * thread's run in a bucket are shared with the neighbouring runs: they go
  * out key by key. bw must be 16-byte aligned (malloc; big_alloc aligns to 2
  * MiB, so that the streamed lines are whole cache lines); wc holds 2^pbits
