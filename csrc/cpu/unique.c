@@ -1003,32 +1003,6 @@ INLINE void bucket_sizes(const void *x, int dtype, int64_t lo, int64_t hi, int64
     }
 }
 
-/* Pass 2: the keys (and indices, bi not NULL) of [lo, hi) to their
- * buckets' next places h[bucket] (thread shares in order, so a bucket's
- * elements keep index order). The empty-mark key is counted in side[].
- * Keys alone (no indices) go through bucket_scatter_wc() below. */
-INLINE void bucket_scatter(const void *x, int dtype, int64_t lo, int64_t hi, int64_t *h, int pbits, void *bw,
-                           int64_t *bi, int64_t *inverse, uint64_t side[2], cua_launch *cfg, const int wide)
-{
-    const uint64_t E = key_empty(wide);
-    uint64_t buf[PIECE];
-    for (int64_t a = lo; a < hi && !cua_cpu_stop(cfg); a += PIECE) {
-        const int64_t e = a + PIECE < hi ? a + PIECE : hi;
-        to_keys(x, dtype, a, e, buf, wide);
-        for (int64_t i = a; i < e; i++) {
-            const uint64_t k = key_get(buf, i - a, wide);
-            if (k == E) {
-                if (side[0]++ == 0) side[1] = (uint64_t)i;
-                if (inverse) inverse[i] = -1; /* set once the lists are numbered */
-                continue;
-            }
-            const int64_t to = h[mix(k) >> (64 - pbits)]++;
-            key_put(bw, to, k, wide);
-            if (bi) bi[to] = i;
-        }
-    }
-}
-
 /* One 64-byte line of keys to its place in bw, past the cache: the line is
  * not read first (as a store to a line not in cache reads it), nor kept. */
 INLINE void line_out(void *to, const void *from)
@@ -1045,28 +1019,28 @@ INLINE void line_out(void *to, const void *from)
 #endif
 }
 
-/* Pass 2 for keys alone, write-combined: a thread's keys for bucket b
- * gather in its line of `wc` at the places they will have in bw's
- * 64-byte line, and leave a whole line at a time (line_out). The 2^pbits
- * lines being filled stay in the thread's cache; written one key at a time
- * (bucket_scatter), each key's line of bw is read in first, and with hundreds
- * of buckets the open lines do not stay in L1. The first and last line of a
- * thread's run in a bucket are shared with the neighbouring runs: they go
- * out key by key. bw must be 16-byte aligned (malloc; big_alloc aligns to 2
- * MiB, so that the streamed lines are whole cache lines); wc holds 2^pbits
- * 64-byte aligned lines. */
-INLINE void bucket_scatter_wc(const void *x, int dtype, int64_t lo, int64_t hi, int64_t *h, int pbits, void *bw,
-                              uint64_t side[2], cua_launch *cfg, uint8_t *wc, const int wide)
+/* Pass 2: the keys (and indices, bi not NULL) of [lo, hi) to their
+ * buckets' next places h[bucket] (thread shares in order, so a bucket's
+ * elements keep index order). The empty-mark key is counted in side[].
+ *
+ * Keys alone (bi NULL) and `wc` given (2^pbits 64-byte aligned lines): write
+ * combined. A thread's keys for bucket b gather in its line of wc at the
+ * places they will have in bw's 64-byte line, and leave a whole line at a
+ * time (line_out); written one key at a time, each key's line of bw is read
+ * in first, and with hundreds of buckets the open lines do not stay in L1.
+ * The first and last line of a thread's run in a bucket are shared with the
+ * neighbouring runs: they go out key by key. bw must be 16-byte aligned
+ * (malloc; big_alloc aligns to 2 MiB, so that the streamed lines are whole
+ * cache lines). */
+INLINE void bucket_scatter(const void *x, int dtype, int64_t lo, int64_t hi, int64_t *h, int pbits, void *bw,
+                           int64_t *bi, int64_t *inverse, uint64_t side[2], cua_launch *cfg, uint8_t *wc,
+                           const int wide)
 {
     const uint64_t E = key_empty(wide);
     const int64_t per = wide ? 8 : 16, P = (int64_t)1 << pbits; /* keys a line */
     uint64_t buf[PIECE];
-    int64_t *start = malloc((size_t)P * 8);
-    if (!start) { /* (no room for the run starts: key by key) */
-        bucket_scatter(x, dtype, lo, hi, h, pbits, bw, NULL, NULL, side, cfg, wide);
-        return;
-    }
-    memcpy(start, h, (size_t)P * 8);
+    int64_t *start = bi || !wc ? NULL : malloc((size_t)P * 8); /* the runs' starts; NULL: key by key */
+    if (start) memcpy(start, h, (size_t)P * 8);
     for (int64_t a = lo; a < hi && !cua_cpu_stop(cfg); a += PIECE) {
         const int64_t e = a + PIECE < hi ? a + PIECE : hi;
         to_keys(x, dtype, a, e, buf, wide);
@@ -1074,10 +1048,17 @@ INLINE void bucket_scatter_wc(const void *x, int dtype, int64_t lo, int64_t hi, 
             const uint64_t k = key_get(buf, i - a, wide);
             if (k == E) {
                 if (side[0]++ == 0) side[1] = (uint64_t)i;
+                if (inverse) inverse[i] = -1; /* set once the lists are numbered */
                 continue;
             }
             const uint64_t b = mix(k) >> (64 - pbits);
-            const int64_t to = h[b]++, slot = to & (per - 1);
+            const int64_t to = h[b]++;
+            if (!start) {
+                key_put(bw, to, k, wide);
+                if (bi) bi[to] = i;
+                continue;
+            }
+            const int64_t slot = to & (per - 1);
             uint8_t *line = wc + (b << 6);
             key_put(line, slot, k, wide);
             if (slot == per - 1) { /* the line is whole, unless the run began in it */
@@ -1090,6 +1071,7 @@ INLINE void bucket_scatter_wc(const void *x, int dtype, int64_t lo, int64_t hi, 
             }
         }
     }
+    if (!start) return;
     for (int64_t b = 0; b < P; b++) { /* the runs' last lines, key by key */
         const int64_t end = h[b], first = end & ~(per - 1), from = first > start[b] ? first : start[b];
         for (int64_t j = from; j < end; j++) key_put(bw, j, key_get(wc + (b << 6), j - first, wide), wide);
@@ -1332,14 +1314,9 @@ static int vector_partition(const void *x, int64_t n, int dtype, cua_unique_tab 
 #pragma omp barrier
 #pragma omp single
             team_runs(hist, team, P, range); /* bucket b's run for thread me */
-            if (bi || !wc) {
-                if (wide) bucket_scatter(x, dtype, lo, hi, h, pbits, bw, bi, inverse, side, cfg, 1);
-                else bucket_scatter(x, dtype, lo, hi, h, pbits, bw, bi, inverse, side, cfg, 0);
-            } else {
-                uint8_t *mine = wc + ((size_t)me << (pbits + 6));
-                if (wide) bucket_scatter_wc(x, dtype, lo, hi, h, pbits, bw, side, cfg, mine, 1);
-                else bucket_scatter_wc(x, dtype, lo, hi, h, pbits, bw, side, cfg, mine, 0);
-            }
+            uint8_t *mine = wc ? wc + ((size_t)me << (pbits + 6)) : NULL;
+            if (wide) bucket_scatter(x, dtype, lo, hi, h, pbits, bw, bi, inverse, side, cfg, mine, 1);
+            else bucket_scatter(x, dtype, lo, hi, h, pbits, bw, bi, inverse, side, cfg, mine, 0);
             side_count += side[0];
             side_first = side[1];
 #pragma omp barrier
