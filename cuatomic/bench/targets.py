@@ -370,21 +370,22 @@ def _new_ops(t, found, rng, shrink, repeat):
         b = rng.standard_normal(n).astype(np.float32)
         a0 = np.zeros(m, np.float32)
         ref, bound = scatter_bench._reference(a0, idx, b, 1)
-        for name, (start, run, read) in scatter_bench._systems(a0, idx, b, 1).items():
-            if name.startswith("cuatomic") and name != "cuatomic auto":
-                continue
-            out = start()  # each timed call adds into the same output (a fresh one is only validated)
+        systems = scatter_bench._systems(a0, idx, b, 1)
+        outs = {}  # each system's timed calls add into one output of its own
 
-            def call(run=run, out=out):
-                run(out)
-                return out
+        def call(name, systems=systems, outs=outs):
+            if name not in outs:
+                outs[name] = systems[name][0]()
+            systems[name][1](outs[name])
+            return outs[name]
 
-            def check(got, start=start, run=run, read=read):
-                fresh = start()
-                run(fresh)
-                return bool(np.all(np.abs(read(fresh).astype(np.float64) - ref) <= bound))
-            t.add(work, AUTO if name == "cuatomic auto" else name, call, check, idx.nbytes + b.nbytes, repeat,
-                  ("ratio", 1.0) if name == "cuatomic auto" else None)
+        def check(name, got, systems=systems, ref=ref, bound=bound):  # (validated on a fresh output)
+            start, run, read = systems[name]
+            fresh = start()
+            run(fresh)
+            return bool(np.all(np.abs(read(fresh).astype(np.float64) - ref) <= bound))
+        _peer_rows(t, work, {name: (lambda name=name: call(name)) for name in systems}, check,
+                   idx.nbytes + b.nbytes, repeat)
 
     for distinct in (1000, 10**6):  # np.unique(return_counts=True) of int32 keys
         x = unique_bench.make("int32", n, distinct)
@@ -422,16 +423,14 @@ def _new_ops(t, found, rng, shrink, repeat):
 
     x = nz_bench.make(n, 0.5)
     want = np.nonzero(x)
-    same = lambda got: len(got) == 1 and np.array_equal(peer_host(got[0]), want[0])  # noqa: E731
-    for name, call in nz_bench._systems(x, "cuda", (n,)).items():
-        if name.startswith("cuatomic") and name != "cuatomic auto":
-            continue
-        check = same
-        if isinstance(call, tuple):  # raw CUB: its indices stay on the device; validated by a call that reads them
-            check = lambda got, validate=call[0]: same(validate())  # noqa: E731
-            call = call[1]
-        t.add(f"nonzero int32, 2^{26 - shrink}, 50% nonzero", AUTO if name == "cuatomic auto" else name,
-              call, check, x.nbytes, repeat, ("ratio", 1.0) if name == "cuatomic auto" else None)
+    systems = nz_bench._systems(x, "cuda", (n,))  # raw CUB's: (a call that reads its indices, the call timed)
+
+    def check(name, got):
+        got = systems[name][0]() if isinstance(systems[name], tuple) else got
+        return len(got) == 1 and np.array_equal(peer_host(got[0]), want[0])
+    _peer_rows(t, f"nonzero int32, 2^{26 - shrink}, 50% nonzero",
+               {name: call[1] if isinstance(call, tuple) else call for name, call in systems.items()}, check,
+               x.nbytes, repeat)
 
 
 def targets_markdown(results):
