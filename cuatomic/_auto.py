@@ -99,7 +99,7 @@ def _gpu(backend):
     question asked in a process that sees one GPU."""
     if backend != "cuda":
         return None
-    return 0 if _interop.gpu_count() == 1 else _C.devices()[1]
+    return _interop.current_gpu_ordinal()
 
 
 @functools.lru_cache(maxsize=None)

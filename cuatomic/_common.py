@@ -173,7 +173,7 @@ def gpu_of(x):
     sees one GPU."""
     if type(x) is not int:
         return None
-    return 0 if _interop.gpu_count() == 1 else _C.devices()[1]
+    return _interop.current_gpu_ordinal()
 
 
 def read_as_is(inp, x, a):

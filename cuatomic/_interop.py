@@ -196,6 +196,12 @@ def gpu_count():
     return _GPUS
 
 
+def current_gpu_ordinal():
+    """The current GPU's ordinal (0, no question asked, in a process that
+    sees one GPU)."""
+    return 0 if gpu_count() == 1 else _C.devices()[1]
+
+
 def on_current_gpu(device):
     """Whether `device` is the current GPU (always, in a process that sees
     one GPU: no question asked)."""
