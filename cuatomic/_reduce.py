@@ -139,7 +139,8 @@ def result_dtype(op, in_dt, dtype):
 # call with no other options resolved to last time: the common call skips
 # the resolution (a few microseconds of Python, most of a small GPU call's
 # time). The size class (bit length) is part of the key because "auto"
-# reads the size.
+# reads the size. An exact rung's plan keeps the result type its words are
+# rounded or wrapped to.
 _PLANS = {}
 
 
@@ -158,11 +159,12 @@ def _reduce(op, a, dtype, method, backend, blocks, threads, stream, state=False)
         key = (op, kind, dt, method, os.environ.get("CUATOMIC_BACKEND"), n.bit_length())
         plan = _PLANS.get(key)
         if plan is not None:
-            call, be_id, index, ident, acc, num = plan
+            call, be_id, index, ident, acc, num, exact_dt = plan
             # (positional, in _C.sum's order -- backend, rung, x, n, dtype,
             # acc, blocks, threads, stream, out_type: keywords cost about a
             # microsecond)
-            return call(be_id, index, x, n, ident, acc, -1, -1, None, num)
+            result = call(be_id, index, x, n, ident, acc, -1, -1, None, num)
+            return result if exact_dt is None else _exact_result(*result, exact_dt)
     return _reduce_call(op, a, dtype, method, backend, blocks, threads, stream, state,
                         (key, x) if direct is not None else None)
 
@@ -189,15 +191,14 @@ def _reduce_call(op, a, dtype, method, backend, blocks, threads, stream, state, 
     exact = _exact_rung(op, rung, inp, out_dt, state)
     result = call(backend=be_id, rung=rung.index, x=inp.x, n=inp.n, dtype=inp.id, acc=acc, blocks=b, threads=t,
                   stream=s, out_type=out_dt.num)
-    if exact:
+    if state:
         words, special = result
-        value = _xacc.value_of(words)
-        return (value, special) if state else _exact_result(value, special, out_dt)
+        return _xacc.value_of(words), special
     if plan_for:
         key, x = plan_for
         if read_as_is(inp, x, a) and (type(a) is np.ndarray or be == "cuda"):
-            _PLANS[key] = (call, be_id, rung.index, inp.id, acc, out_dt.num)
-    return result
+            _PLANS[key] = (call, be_id, rung.index, inp.id, acc, out_dt.num, out_dt if exact else None)
+    return _exact_result(*result, out_dt) if exact else result
 
 
 def prepared(op, a, dtype, backend, stream):
@@ -234,16 +235,26 @@ def _exact_rung(op, rung, inp, out_dt, state):
     return exact
 
 
-def _exact_result(value, special, dt):
-    """An exact sum (``value * 2**XACC_E0``, the `special` flags) as a
-    result of NumPy's dtype dt: floats rounded once; integers (the exact
-    sum of integer data) wrapped as NumPy's dtype wraps."""
+def _exact_result(words, special, dt):
+    """An exact rung's normalized words and `special` flags as a result of
+    NumPy's dtype dt: floats rounded once; integers (the exact sum of
+    integer data) wrapped as NumPy's dtype wraps."""
+    if dt.kind in "iu":
+        # The integer part's two lowest words: the words above them weigh
+        # multiples of 2**64, which no result type keeps.
+        bits = 8 * dt.itemsize
+        low = (int(words[_UNIT_WORD]) + (int(words[_UNIT_WORD + 1]) << 32)) & ((1 << bits) - 1)
+        if dt.kind == "i" and low >> (bits - 1):
+            low -= 1 << bits
+        return dt.type(low)
+    value = _xacc.value_of(words)
     if dt.kind == "f":
         return _xacc.rounded(value, special, dt)
-    whole = value >> -_C.XACC_E0  # integer terms: a multiple of 2**-XACC_E0
-    if dt.kind == "b":
-        return np.bool_(whole != 0)
-    return np.array(whole % (1 << 8 * dt.itemsize), dtype=f"u{dt.itemsize}").view(dt)[()]
+    return np.bool_(value >> -_C.XACC_E0 != 0)  # integer terms: a multiple of 2**-XACC_E0
+
+
+# The word of weight 2**0 (XACC_E0 is a multiple of 32, below -64).
+_UNIT_WORD = -_C.XACC_E0 // 32
 
 
 # --------------------------------------------------------------------- dot
@@ -296,10 +307,11 @@ def dot(a, b, *, method="auto", backend=None, blocks=None, threads=None, stream=
             key = (type(a), type(b), da[2], db[2], method, os.environ.get("CUATOMIC_BACKEND"), n.bit_length())
             plan = _DOT_PLANS.get(key)
             if plan is not None:
-                be_id, index, ident, acc, num = plan
+                be_id, index, ident, acc, num, exact_dt = plan
                 # (positional, in _C.dot's order -- backend, rung, a, b, n,
                 # dtype, acc, blocks, threads, stream, out_type)
-                return _C.dot(be_id, index, da[0], db[0], n, ident, acc, -1, -1, None, num)
+                result = _C.dot(be_id, index, da[0], db[0], n, ident, acc, -1, -1, None, num)
+                return result if exact_dt is None else _exact_result(*result, exact_dt)
     plan_for = (key, da[0], db[0]) if key is not None else None
     return _dot(a, b, method, backend, blocks, threads, stream, plan_for=plan_for)
 
@@ -344,12 +356,11 @@ def _dot(a, b, method, backend, blocks, threads, stream, state=False, plan_for=N
     be_id, acc = _backend.backend_id(be), _acc_of(out_dt, rung.flags)
     result = _C.dot(backend=be_id, rung=rung.index, a=ia.x, b=ib.x, n=ia.n, dtype=ia.id, acc=acc, blocks=nb,
                     threads=nt, stream=s, out_type=out_dt.num)
-    if exact:
+    if state:
         words, special = result
-        value = _xacc.value_of(words)
-        return (value, special) if state else _exact_result(value, special, out_dt)
+        return _xacc.value_of(words), special
     if plan_for:  # both read as they are: the next such call skips all of the above
         key, x, y = plan_for
         if read_as_is(ia, x, a) and read_as_is(ib, y, b):
-            _DOT_PLANS[key] = (be_id, rung.index, ia.id, acc, out_dt.num)
-    return result
+            _DOT_PLANS[key] = (be_id, rung.index, ia.id, acc, out_dt.num, out_dt if exact else None)
+    return _exact_result(*result, out_dt) if exact else result

@@ -580,15 +580,33 @@ struct IntSums {
             s[3] += std::is_signed<T>::value ? (long long)hi >> 32 : (long long)(hi >> 32);
         }
     }
-    // The sums to the block's accumulator, each one term.
+    // The sums to the block's accumulator. A sum is split into its low 32
+    // bits (unsigned) and the rest (signed, below 2^31 in magnitude: a sum
+    // stays below 2^63); a warp adds each half across its lanes -- 32 of
+    // them stay below 2^37 -- and its first lane places the two as terms
+    // at weights 2^(32j) and 2^(32j + 32). So a block's shared atomics are
+    // a few per warp instead of a few per thread, all on the same words.
+    // Every thread of the block calls it; a block that is not whole warps
+    // ends in a partial warp, whose lanes alone take part.
     __device__ __forceinline__ void flush(BlockAcc &blk) const
     {
+        const unsigned lane = threadIdx.x & 31, width = min(32u, blockDim.x - (threadIdx.x - lane));
+        const unsigned mask = width == 32 ? 0xffffffffu : (1u << width) - 1u;
 #pragma unroll
         for (int j = 0; j < K; j++) {
-            if (s[j] == 0) continue;
-            const bool negative = s[j] < 0;
-            const u64 magnitude = negative ? 0ull - (u64)s[j] : (u64)s[j];
-            atomic_add_term(blk.w, cua_xacc_place(0, magnitude, 32 * j, negative, 3, 0u));
+            long long lo = (long long)((u64)s[j] & 0xffffffffull), hi = s[j] >> 32;
+#pragma unroll
+            for (unsigned o = 16; o; o >>= 1) {
+                const long long lo_above = __shfl_down_sync(mask, lo, o), hi_above = __shfl_down_sync(mask, hi, o);
+                if (lane + o < width) {
+                    lo += lo_above;
+                    hi += hi_above;
+                }
+            }
+            if (lane == 0) {
+                if (lo) atomic_add_term(blk.w, cua_xacc_place(0, (u64)lo, 32 * j, 0, 3, 0u));
+                if (hi) atomic_add_term(blk.w, cua_xacc_place(0, hi < 0 ? 0ull - (u64)hi : (u64)hi, 32 * j + 32, hi < 0, 3, 0u));
+            }
         }
     }
 };

@@ -241,6 +241,54 @@ def test_integers_are_summed_exactly_and_wrap_as_numpy(backend):
 
 
 @pytest.mark.parametrize("backend,method,where", exact_rungs("sum"))
+@pytest.mark.parametrize("blocks,threads", [(1, 1), (3, 37), (5, 100), (2, 1024)])
+def test_integer_sums_for_any_launch(backend, method, where, blocks, threads):
+    """Integers summed exactly whatever the launch: blocks that end in a
+    partial warp, one thread, a block of 1024 (each warp's digit sums added
+    across its lanes before the block's accumulator takes them)."""
+    for dt in (np.int32, np.int64, np.uint64):
+        x = make(dt, 20_011)
+        got = cuatomic.sum(placed(x, backend, where), method=method, backend=backend, blocks=blocks, threads=threads)
+        same_bits(got, np.sum(x))
+        got = cuatomic.dot(placed(x, backend, where), placed(x[::-1].copy(), backend, where), method=method,
+                           backend=backend, blocks=blocks, threads=threads)
+        same_bits(got, np.dot(x, x[::-1]))
+
+
+@pytest.mark.parametrize("backend,method,where", exact_rungs("sum"))
+def test_repeated_exact_calls_go_through_their_plans(backend, method, where, monkeypatch):
+    """A repeated exact sum or dot is served by the plan its first call
+    left (the result type kept with it): each call's own data, integers
+    wrapped as NumPy wraps them (int64 past 2**63), floats rounded once."""
+    from cuatomic import _reduce
+    monkeypatch.setenv("CUATOMIC_BACKEND", backend)  # (a plan serves calls that name no backend)
+    rng = np.random.default_rng(11)
+    _reduce._PLANS.clear()
+    _reduce._DOT_PLANS.clear()
+    for dt in (np.int64, np.uint64, np.int32, np.int8, np.float64, np.float32):
+        for rep in range(3):
+            if np.dtype(dt).kind == "f":
+                a = adversarial(dt, 300, rep)[:1000]
+            else:
+                info = np.iinfo(dt)
+                a = rng.integers(info.min, info.max, 1000, dtype=dt, endpoint=True)
+                if rep == 1:
+                    a[:] = info.max  # the sum wraps (and for int64, its dot wraps too)
+            b = a[::-1].copy()
+            x, y = placed(a, backend, where), placed(b, backend, where)
+            got, got_dot = cuatomic.sum(x, method=method), cuatomic.dot(x, y, method=method)
+            if np.dtype(dt).kind == "f":
+                same_bits(got, rounded(exact_of(a), dt))
+                same_bits(got_dot, rounded(exact_of(a, b), dt))
+            else:
+                same_bits(got, np.sum(a))
+                same_bits(got_dot, np.dot(a, b))
+    planned = [p for p in (*_reduce._PLANS.values(), *_reduce._DOT_PLANS.values()) if p[-1] is not None]
+    if backend == "cpu" or where == "device":  # the calls that leave plans (the GPU's host inputs are copied)
+        assert len(planned) >= 12, planned
+
+
+@pytest.mark.parametrize("backend,method,where", exact_rungs("sum"))
 def test_integer_states_keep_every_bit(backend, method, where):
     """The exact state of integers is their sum as a Python int, bits past
     2^64 included (which a result wrapped to the dtype cannot show): sums of
