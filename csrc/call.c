@@ -220,6 +220,12 @@ void *cua_slot_output(cua_slot *sl, size_t nbytes, cua_launch *cfg, void *fallba
     return sl->host;
 }
 
+int cua_slot_holds(const cua_slot *sl, const cua_input *in)
+{
+    const char *p = (const char *)in->ptr;
+    return sl->id >= 0 && !in->host && p >= sl->device && p < sl->device + CUA_SLOT_BYTES;
+}
+
 void cua_slot_give(cua_slot *sl)
 {
     cua_cuda_slot_release(sl->id);
@@ -241,6 +247,11 @@ void *cua_slot_output(cua_slot *sl, size_t nbytes, cua_launch *cfg, void *fallba
 {
     (void)sl, (void)nbytes, (void)cfg;
     return fallback;
+}
+int cua_slot_holds(const cua_slot *sl, const cua_input *in)
+{
+    (void)sl, (void)in;
+    return 0;
 }
 void cua_slot_give(cua_slot *sl) { sl->id = -1; }
 #endif

@@ -79,6 +79,8 @@ void *cua_slot_result(cua_slot *sl, cua_launch *cfg, void *fallback);
  * its device alias (a launcher that honours result.device writes there);
  * `fallback` when there is no slot or nbytes does not fit. */
 void *cua_slot_output(cua_slot *sl, size_t nbytes, cua_launch *cfg, void *fallback);
+/* Whether the input reads from the slot (cua_slot_inputs put it there). */
+int cua_slot_holds(const cua_slot *sl, const cua_input *in);
 void cua_slot_give(cua_slot *sl);
 
 /* What the last successful call on this thread launched, for

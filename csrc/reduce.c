@@ -106,20 +106,28 @@ static int reduce_chunk(const void *const *dev, int64_t m, cua_launch *cfg, void
 
 /* Without the GIL: one rung on inputs held in a call slot or staged on the
  * device, its 8 result bytes into *result (an exact rung's cua_xacc into
- * c->exact, host memory). */
+ * c->exact, host memory: through the slot, from its start, when no input
+ * took the slot). */
 static int run_once(int backend, const reduce_ctx *c, cua_input *a, cua_input *b, int64_t n, cua_launch *cfg,
                     uint64_t *result)
 {
     cua_slot sl;
     cua_slot_take(backend, &sl);
     cua_slot_inputs(&sl, a, b);
-    void *res = c->exact ? (void *)c->exact : cua_slot_result(&sl, cfg, result);
+    void *res;
+    if (!c->exact)
+        res = cua_slot_result(&sl, cfg, result);
+    else if (!cua_slot_holds(&sl, a) && !(b && cua_slot_holds(&sl, b)))
+        res = cua_slot_output(&sl, sizeof *c->exact, cfg, c->exact);
+    else
+        res = c->exact;
     int st = cua_stage(a);
     if (!st && b) st = cua_stage(b);
     if (!st)
         st = c->two ? c->two(a->ptr, b->ptr, n, c->dtype, c->acc, res, cfg)
                     : c->one(a->ptr, n, c->dtype, c->acc, res, cfg);
     if (!st && !c->exact && res != result) memcpy(result, res, sizeof *result);
+    if (!st && c->exact && res != c->exact) memcpy(c->exact, res, sizeof *c->exact);
     cua_unstage(a);
     if (b) cua_unstage(b);
     cua_slot_give(&sl);
