@@ -1,0 +1,105 @@
+"""The systems of one issue-30 target, each called twice, for Nsight Compute;
+and the table of ncu's CSV. On the GPU machine, for each case:
+
+    ncu --csv --metrics gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,\
+dram__bytes_read.sum,dram__bytes_write.sum,smsp__inst_executed.sum,launch__registers_per_thread,\
+launch__grid_size,launch__block_size,sm__warps_active.avg.pct_of_peak_sustained_active,\
+sm__throughput.avg.pct_of_peak_sustained_elapsed,lts__t_sectors_op_atom.sum,lts__t_sectors_op_red.sum \
+        python3 tools/profile_misses.py CASE > ncu_CASE.csv
+
+then anywhere: ``python3 tools/profile_misses.py --table ncu_*.csv``.
+CASE: f64sum axis0 axis1 addat argmin filter1 exactf32 (docs/results-h100.md)."""
+import collections
+import csv
+import sys
+
+CASES = ("f64sum", "axis0", "axis1", "addat", "argmin", "filter1", "exactf32")
+SHORT = {"gpu__time_duration.sum": "us", "dram__throughput.avg.pct_of_peak_sustained_elapsed": "dram%",
+         "dram__bytes_read.sum": "rdMB", "dram__bytes_write.sum": "wrMB", "smsp__inst_executed.sum": "Minst",
+         "launch__registers_per_thread": "regs", "launch__grid_size": "grid", "launch__block_size": "blk",
+         "sm__warps_active.avg.pct_of_peak_sustained_active": "occ%",
+         "sm__throughput.avg.pct_of_peak_sustained_elapsed": "sm%",
+         "lts__t_sectors_op_atom.sum": "atomK", "lts__t_sectors_op_red.sum": "redK"}
+SCALE = {"ns": 1e-3, "nsecond": 1e-3, "us": 1.0, "usecond": 1.0, "ms": 1e3, "msecond": 1e3,
+         "byte": 1e-6, "Kbyte": 1e-3, "Mbyte": 1.0, "Gbyte": 1e3}
+
+
+def systems(case):
+    """name -> call() of the case's cuatomic rung and its peers, inputs on the device."""
+    import numpy as np
+
+    import cuatomic
+    from cuatomic import _C
+    from cuatomic._dtypes import dtype_id
+    rng = np.random.default_rng(0)
+    if case == "f64sum":
+        d = cuatomic.to_device(rng.standard_normal(1 << 28))
+        return {"cuatomic auto": lambda: cuatomic.sum(d),
+                "CUB": lambda: _C.cub_sum(d.ptr, d.size, dtype_id(d.dtype), None)}
+    if case in ("axis0", "axis1"):
+        from cuatomic.bench import axis
+        x = rng.standard_normal((16384, 16384), dtype=np.float32)
+        s = axis._systems(x, "cuda", "sum", int(case[-1]))
+        return {k: v for k, v in s.items() if k in ("cuatomic auto", "torch", "raw CUB DeviceSegmentedReduce")}
+    if case == "addat":
+        from cuatomic.bench import scatter
+        idx = scatter.make_indices(10**6, 1 << 26, "uniform", rng)
+        b = rng.standard_normal(1 << 26).astype(np.float32)
+        s = scatter._systems(np.zeros(10**6, np.float32), idx, b, 1)
+        outs = {k: s[k][0]() for k in ("cuatomic auto", "cuatomic exact", "torch index_add_", "cupy add.at") if k in s}
+        return {k: (lambda k=k: s[k][1](outs[k])) for k in outs}
+    if case == "argmin":
+        from cuatomic.bench import argmin
+        s = argmin._systems(argmin.make("float32", 1 << 28), "cuda", False)
+        return {k: v for k, v in s.items() if k in ("cuatomic auto", "torch.argmin")}
+    if case == "filter1":
+        d = cuatomic.to_device(rng.integers(-1000, 1000, 1 << 28, dtype=np.int32))
+        out = cuatomic.DeviceArray.empty((1 << 28,), np.int32)
+        return {"cuatomic auto": lambda: cuatomic.filter(d, ">=", 980),
+                "CUB": lambda: _C.cub_select(d.ptr, d.size, dtype_id(d.dtype), 980, out.ptr, None)}
+    if case == "exactf32":
+        d = cuatomic.to_device(rng.standard_normal(1 << 28).astype(np.float32))
+        return {"cuatomic exact": lambda: cuatomic.sum(d, method="exact"),
+                "cuatomic vector": lambda: cuatomic.sum(d, method="vector")}
+    raise SystemExit(f"unknown case {case!r}: one of {', '.join(CASES)}")
+
+
+def run(case):
+    from cuatomic import _C
+    for name, call in systems(case).items():
+        for _ in range(2):
+            call()
+            _C.synchronize()
+        print(f"=== {case}: {name}", flush=True)
+
+
+def table(paths):
+    """Each kernel of each CSV (5 us or more) with the metrics above, one line each."""
+    for path in paths:
+        kernels = collections.OrderedDict()
+        with open(path) as f:
+            for r in csv.DictReader(line for line in f if line.startswith('"')):
+                value = r["Metric Value"].replace(",", "")
+                try:
+                    value = float(value) * SCALE.get(r["Metric Unit"], 1.0)
+                except ValueError:
+                    continue
+                name = SHORT.get(r["Metric Name"])
+                if name == "Minst":
+                    value /= 1e6
+                elif name in ("atomK", "redK"):
+                    value /= 1e3
+                if name:
+                    kernels.setdefault((int(r["ID"]), r["Kernel Name"][:60]), {})[name] = value
+        print("==", path)
+        print("id  kernel".ljust(66), " ".join(c.rjust(7) for c in SHORT.values()))
+        for (i, kernel), m in kernels.items():
+            if m.get("us", 0) >= 5:
+                print(f"{i:<3} {kernel:62s}", " ".join(f"{m.get(c, float('nan')):7.1f}" for c in SHORT.values()))
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--table"]:
+        table(sys.argv[2:])
+    else:
+        run(sys.argv[1])
