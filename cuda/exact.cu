@@ -48,7 +48,8 @@
 // therefore covers at most CUA_XACC_PIECE elements
 // (CUA_XACC_PIECE / 2 for `exact`) and adds into its own zeroed device
 // accumulator; the host copies them all back after one wait, normalizes
-// each and merges them (run_pieces). One piece is 2^30 elements: 8 GB of
+// each and merges them (run_pieces; one piece with a call slot comes back
+// by the result route instead). One piece is 2^30 elements: 8 GB of
 // float64.
 #include <cfloat>
 #include <memory>
@@ -542,10 +543,12 @@ __global__ void __launch_bounds__(1024) exact_kernel(const T *__restrict__ x, co
 // thread's share of a launch is at most a piece (CUA_XACC_PIECE / 2
 // elements). A value of up to 32 bits, or the product of two 16-bit ones,
 // is one digit sum; a 64-bit value or the product of two 32-bit ones, two;
-// the 128-bit product of two 64-bit values, four. At the end each thread's
-// sums go to the block's accumulator as terms at weights 2^(32j): a few
-// shared atomics per thread instead of three per element, so the loop is
-// a load and an add or two, as the plain integer sum is.
+// the 128-bit product of two 64-bit values, four. At the end each warp
+// adds its threads' sums, and they go to the block's accumulator as terms
+// at weights 2^(32j) and 2^(32j + 32): a few shared atomics per warp
+// instead of three per element, so the loop is a load and an add or two,
+// as the plain integer sum is. (Each word still takes fewer digits per
+// launch than elements: two terms per digit sum per warp.)
 template <class T, bool DOT>
 struct IntSums {
     static constexpr int K = sizeof(T) == 8 ? (DOT ? 4 : 2) : sizeof(T) == 4 && DOT ? 2 : 1;

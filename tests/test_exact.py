@@ -245,14 +245,23 @@ def test_integers_are_summed_exactly_and_wrap_as_numpy(backend):
 def test_integer_sums_for_any_launch(backend, method, where, blocks, threads):
     """Integers summed exactly whatever the launch: blocks that end in a
     partial warp, one thread, a block of 1024 (each warp's digit sums added
-    across its lanes before the block's accumulator takes them)."""
-    for dt in (np.int32, np.int64, np.uint64):
-        x = make(dt, 20_011)
-        got = cuatomic.sum(placed(x, backend, where), method=method, backend=backend, blocks=blocks, threads=threads)
-        same_bits(got, np.sum(x))
-        got = cuatomic.dot(placed(x, backend, where), placed(x[::-1].copy(), backend, where), method=method,
-                           backend=backend, blocks=blocks, threads=threads)
-        same_bits(got, np.dot(x, x[::-1]))
+    across its lanes before the block's accumulator takes them) -- every
+    bit of the state (the high halves of every digit sum, the products'
+    bits past 2^64, signed and unsigned), and the wrapped results."""
+    rng = np.random.default_rng(blocks * 1031 + threads)
+    i64 = np.iinfo(np.int64)
+    scale = 2 ** -_C.XACC_E0  # value * 2**XACC_E0 is the sum
+    for x in (make(np.int32, 20_011), rng.integers(-(2**31), 2**31, 20_011).astype(np.int32),
+              rng.choice(np.array([i64.min, i64.max, -1, 1], np.int64), 20_011),
+              rng.integers(0, 2**64, 20_011, dtype=np.uint64, endpoint=False)):
+        y = x[::-1].copy()
+        d, dy = placed(x, backend, where), placed(y, backend, where)
+        kw = dict(method=method, backend=backend, blocks=blocks, threads=threads)
+        same_bits(cuatomic.sum(d, **kw), np.sum(x))
+        same_bits(cuatomic.dot(d, dy, **kw), np.dot(x, y))
+        ints = [int(v) for v in x]
+        assert ExactSum().add(d, **kw).value == sum(ints) * scale, x.dtype
+        assert ExactSum().add_dot(d, dy, **kw).value == sum(a * b for a, b in zip(ints, ints[::-1])) * scale, x.dtype
 
 
 @pytest.mark.parametrize("backend,method,where", exact_rungs("sum"))
