@@ -472,6 +472,18 @@ __device__ __forceinline__ void thread_share(Thread &th, const T *__restrict__ x
         [&](uint4 a, uint4 b) { In::vec(th, a, b); });
 }
 
+// The calling thread's lane and the lanes of its warp that take part in a
+// shuffle: all 32, or only those of a block's partial last warp (`width` of
+// them, `mask` their bits).
+struct WarpPart {
+    unsigned lane, width, mask;
+};
+__device__ __forceinline__ WarpPart warp_part()
+{
+    const unsigned lane = threadIdx.x & 31, width = min(32u, blockDim.x - (threadIdx.x - lane));
+    return {lane, width, width == 32 ? 0xffffffffu : (1u << width) - 1u};
+}
+
 // A zero c is no term (adding +0.0 would turn an s of -0.0 into +0.0).
 __device__ __forceinline__ double part(double c) { return c != 0 ? c : -0.0; }
 
@@ -484,8 +496,8 @@ __device__ __forceinline__ double part(double c) { return c != 0 ? c : -0.0; }
 // ends in a partial warp: only its lanes take part.
 __device__ __forceinline__ void fold_and_flush(Thread &th)
 {
-    const unsigned lane = threadIdx.x & 31, width = min(32u, blockDim.x - (threadIdx.x - lane));
-    const unsigned mask = width == 32 ? 0xffffffffu : (1u << width) - 1u;
+    const WarpPart w = warp_part();
+    const unsigned lane = w.lane, width = w.width, mask = w.mask;
     for (unsigned offset = 16; offset > 0; offset >>= 1) {
         const double s0 = __shfl_down_sync(mask, th.s[0], offset), s1 = __shfl_down_sync(mask, th.s[1], offset);
         const double c0 = __shfl_down_sync(mask, th.c[0], offset), c1 = __shfl_down_sync(mask, th.c[1], offset);
@@ -593,8 +605,8 @@ struct IntSums {
     // ends in a partial warp, whose lanes alone take part.
     __device__ __forceinline__ void flush(BlockAcc &blk) const
     {
-        const unsigned lane = threadIdx.x & 31, width = min(32u, blockDim.x - (threadIdx.x - lane));
-        const unsigned mask = width == 32 ? 0xffffffffu : (1u << width) - 1u;
+        const WarpPart w = warp_part();
+        const unsigned lane = w.lane, width = w.width, mask = w.mask;
 #pragma unroll
         for (int j = 0; j < K; j++) {
             long long lo = (long long)((u64)s[j] & 0xffffffffull), hi = s[j] >> 32;

@@ -8,12 +8,13 @@ sm__throughput.avg.pct_of_peak_sustained_elapsed,lts__t_sectors_op_atom.sum,lts_
         python3 tools/profile_misses.py CASE > ncu_CASE.csv
 
 then anywhere: ``python3 tools/profile_misses.py --table ncu_*.csv``.
-CASE: f64sum axis0 axis1 addat argmin filter1 exactf32 (docs/results-h100.md)."""
+CASE: f64sum axis0 axis1 addat argmin filter1 exactf32 (docs/results-h100.md), nonzero dottorch
+maxf32 (docs/results-h200.md)."""
 import collections
 import csv
 import sys
 
-CASES = ("f64sum", "axis0", "axis1", "addat", "argmin", "filter1", "exactf32")
+CASES = ("f64sum", "axis0", "axis1", "addat", "argmin", "filter1", "exactf32", "nonzero", "dottorch", "maxf32")
 SHORT = {"gpu__time_duration.sum": "us", "dram__throughput.avg.pct_of_peak_sustained_elapsed": "dram%",
          "dram__bytes_read.sum": "rdMB", "dram__bytes_write.sum": "wrMB", "smsp__inst_executed.sum": "Minst",
          "launch__registers_per_thread": "regs", "launch__grid_size": "grid", "launch__block_size": "blk",
@@ -61,6 +62,22 @@ def systems(case):
         d = cuatomic.to_device(rng.standard_normal(1 << 28).astype(np.float32))
         return {"cuatomic exact": lambda: cuatomic.sum(d, method="exact"),
                 "cuatomic vector": lambda: cuatomic.sum(d, method="vector")}
+    if case == "nonzero":
+        from cuatomic.bench import nonzero
+        x = nonzero.make(1 << 26, 0.5)
+        s = nonzero._systems(x, "cuda", x.shape)
+        return {"cuatomic auto": s["cuatomic auto"], "CUB": s["raw CUB DeviceSelect::Flagged"][1]}
+    if case == "dottorch":  # the same dot on cuatomic's arrays and on torch's, read in place
+        import torch
+        a = cuatomic.to_device(rng.standard_normal(1 << 28).astype(np.float32))
+        b = cuatomic.to_device(rng.standard_normal(1 << 28).astype(np.float32))
+        ta, tb = torch.from_dlpack(a), torch.from_dlpack(b)
+        return {"cuatomic auto": lambda: cuatomic.dot(a, b), "cuatomic auto, torch inputs": lambda: cuatomic.dot(ta, tb),
+                "torch": lambda: torch.dot(ta, tb).item()}
+    if case == "maxf32":
+        from cuatomic.bench import peers
+        d = cuatomic.to_device(rng.standard_normal(1 << 28).astype(np.float32))
+        return {"cuatomic auto": lambda: cuatomic.reduce(d, "maximum"), "CUB": lambda: peers.cub_reduce(d, "maximum")}
     raise SystemExit(f"unknown case {case!r}: one of {', '.join(CASES)}")
 
 
