@@ -968,7 +968,7 @@ static int vector_private(const void *x, int64_t n, int dtype, cua_unique_tab *t
  * interleaved rounds, medians of 9). */
 #define BUCKET_ELEMS ((int64_t)1 << 14)
 
-/* Memory for the partition's scratch (n keys, n indices): from 2 MiB on,
+/* Memory for the partition's scratch (its pages of keys and indices): from 2 MiB on,
  * aligned to 2 MiB and asked to be backed by huge pages, as scatter.c's
  * accumulators. Fresh memory costs a page fault at each page's first
  * touch: 4 KiB pages made the faults of one call's 64 MiB (16,000 of them,
@@ -983,24 +983,6 @@ static void *big_alloc(size_t bytes)
     madvise(p, (bytes + huge - 1) / huge * huge, MADV_HUGEPAGE); /* advice: ignored where unsupported */
 #endif
     return p;
-}
-
-/* Pass 1: how many keys of thread elements [lo, hi) go to each bucket (the
- * top pbits bits of mix(key): independent of the fib() that places a key in
- * its bucket's table). */
-INLINE void bucket_sizes(const void *x, int dtype, int64_t lo, int64_t hi, int64_t *h, int pbits, cua_launch *cfg,
-                         const int wide)
-{
-    const uint64_t E = key_empty(wide);
-    uint64_t buf[PIECE];
-    for (int64_t a = lo; a < hi && !cua_cpu_stop(cfg); a += PIECE) {
-        const int64_t e = a + PIECE < hi ? a + PIECE : hi;
-        to_keys(x, dtype, a, e, buf, wide);
-        for (int64_t i = 0; i < e - a; i++) {
-            const uint64_t k = key_get(buf, i, wide);
-            if (k != E) h[mix(k) >> (64 - pbits)]++;
-        }
-    }
 }
 
 /* One 64-byte line of keys to its place in bw, past the cache: the line is
@@ -1019,28 +1001,82 @@ INLINE void line_out(void *to, const void *from)
 #endif
 }
 
-/* Pass 2: the keys (and indices, bi not NULL) of [lo, hi) to their
- * buckets' next places h[bucket] (thread shares in order, so a bucket's
- * elements keep index order). The empty-mark key is counted in side[].
+/* The partition's scratch is pages of `pg` keys (a power of two, whole
+ * 64-byte lines), each owned by one thread and bucket: a thread writes its
+ * keys of bucket b into a chain of its own pages, taking the next from its
+ * own range of them when one fills, so that no pass has to size the
+ * buckets first (counting them took a read of the input, 22 of ~155 ms at
+ * 10^6 distinct int32, 2 cores). A thread with elements [lo, hi) owns
+ * pages [lo / pg + me * (P + 2), hi / pg + (me + 1) * (P + 2)): each bucket
+ * has a page from the start and takes another each time one fills, at most
+ * (hi - lo) / pg + P of them. */
+typedef struct {
+    int64_t *head, *fill; /* [thread * P + bucket]: the first page, the keys */
+    int64_t *cur;         /* [thread * P + bucket]: the next key's place (in the scatter) */
+    int64_t *next;        /* [page]: the bucket's next page of the same thread */
+    int64_t pg;
+    int pbits, team;
+} pages;
+
+/* A bucket's elements in the scratch, a run of one page at a time, in index
+ * order (threads in order, each thread's pages in order). */
+typedef struct {
+    const pages *pp;
+    int64_t bucket, page, left;
+    int thread;
+} page_runs;
+
+INLINE page_runs runs_of(const pages *pp, int64_t bucket)
+{
+    page_runs r = {pp, bucket, -1, 0, -1};
+    return r;
+}
+
+/* The next run [*lo, *hi): 0 when there is none. */
+INLINE int runs_next(page_runs *r, int64_t *lo, int64_t *hi)
+{
+    const pages *pp = r->pp;
+    while (r->left == 0) {
+        if (++r->thread >= pp->team) return 0;
+        const int64_t at = ((int64_t)r->thread << pp->pbits) + r->bucket;
+        r->page = pp->head[at];
+        r->left = pp->fill[at];
+    }
+    const int64_t m = r->left < pp->pg ? r->left : pp->pg;
+    *lo = r->page * pp->pg;
+    *hi = *lo + m;
+    r->left -= m;
+    if (r->left) r->page = pp->next[r->page];
+    return 1;
+}
+
+/* Pass 1: the keys (and indices, bi not NULL) of thread elements [lo, hi)
+ * to its pages of their buckets (mix(key)'s top pbits bits: independent of
+ * the fib() that places a key in its bucket's table). The empty-mark key
+ * is counted in side[].
  *
- * Keys alone (bi NULL) and `wc` given (2^pbits 64-byte aligned lines): write
- * combined. A thread's keys for bucket b gather in its line of wc at the
- * places they will have in bw's 64-byte line, and leave a whole line at a
- * time (line_out); written one key at a time, each key's line of bw is read
- * in first, and with hundreds of buckets the open lines do not stay in L1.
- * The first and last line of a thread's run in a bucket are shared with the
- * neighbouring runs: they go out key by key. bw must be 16-byte aligned
- * (malloc; big_alloc aligns to 2 MiB, so that the streamed lines are whole
- * cache lines). */
-INLINE void bucket_scatter(const void *x, int dtype, int64_t lo, int64_t hi, int64_t *h, int pbits, void *bw,
+ * Keys alone (bi NULL): write combined. A thread's keys for bucket b
+ * gather in its line of wc (2^pbits 64-byte aligned lines) and leave a
+ * whole line at a time by streaming stores (line_out): written one key at
+ * a time, each key's line of bw is read in first, and with hundreds of
+ * buckets the open lines do not stay in L1. The pages are the thread's
+ * own, so the last, partial line of each goes out whole too. bw is 2 MiB
+ * aligned (big_alloc). */
+INLINE void bucket_scatter(const void *x, int dtype, int64_t lo, int64_t hi, const pages *pp, int me, void *bw,
                            int64_t *bi, int64_t *inverse, uint64_t side[2], cua_launch *cfg, uint8_t *wc,
                            const int wide)
 {
     const uint64_t E = key_empty(wide);
-    const int64_t per = wide ? 8 : 16, P = (int64_t)1 << pbits; /* keys a line */
+    const int pbits = pp->pbits;
+    const int64_t per = wide ? 8 : 16, P = (int64_t)1 << pbits, pg = pp->pg; /* keys a line */
+    int64_t *head = pp->head + me * P, *fill = pp->fill + me * P, *cur = pp->cur + me * P, *next = pp->next;
+    int64_t page = lo / pg + me * (P + 2);
+    for (int64_t b = 0; b < P; b++) {
+        head[b] = page;
+        cur[b] = page++ * pg;
+        fill[b] = 0;
+    }
     uint64_t buf[PIECE];
-    int64_t *start = bi || !wc ? NULL : malloc((size_t)P * 8); /* the runs' starts; NULL: key by key */
-    if (start) memcpy(start, h, (size_t)P * 8);
     for (int64_t a = lo; a < hi && !cua_cpu_stop(cfg); a += PIECE) {
         const int64_t e = a + PIECE < hi ? a + PIECE : hi;
         to_keys(x, dtype, a, e, buf, wide);
@@ -1052,34 +1088,32 @@ INLINE void bucket_scatter(const void *x, int dtype, int64_t lo, int64_t hi, int
                 continue;
             }
             const uint64_t b = mix(k) >> (64 - pbits);
-            const int64_t to = h[b]++;
-            if (!start) {
+            int64_t to;
+            if (bi) { /* key by key, its index beside it */
+                to = cur[b]++;
                 key_put(bw, to, k, wide);
-                if (bi) bi[to] = i;
-                continue;
+                bi[to] = i;
+                fill[b]++;
+            } else {
+                const int64_t slot = fill[b]++ & (per - 1);
+                uint8_t *line = wc + (b << 6);
+                key_put(line, slot, k, wide);
+                if (slot != per - 1) continue;
+                line_out((uint8_t *)bw + (cur[b] << (wide ? 3 : 2)), line);
+                to = (cur[b] += per) - 1;
             }
-            const int64_t slot = to & (per - 1);
-            uint8_t *line = wc + (b << 6);
-            key_put(line, slot, k, wide);
-            if (slot == per - 1) { /* the line is whole, unless the run began in it */
-                const int64_t first = to - slot;
-                if (first >= start[b]) {
-                    line_out((uint8_t *)bw + (first << (wide ? 3 : 2)), line);
-                } else {
-                    for (int64_t j = start[b]; j <= to; j++) key_put(bw, j, key_get(line, j - first, wide), wide);
-                }
+            if (((to + 1) & (pg - 1)) == 0) { /* the page is full: the bucket's next */
+                next[to / pg] = page;
+                cur[b] = page++ * pg;
             }
         }
     }
-    if (!start) return;
-    for (int64_t b = 0; b < P; b++) { /* the runs' last lines, key by key */
-        const int64_t end = h[b], first = end & ~(per - 1), from = first > start[b] ? first : start[b];
-        for (int64_t j = from; j < end; j++) key_put(bw, j, key_get(wc + (b << 6), j - first, wide), wide);
-    }
+    if (!bi)
+        for (int64_t b = 0; b < P; b++) /* the last lines, whole: the rest of the page is the bucket's */
+            if (fill[b] & (per - 1)) line_out((uint8_t *)bw + (cur[b] << (wide ? 3 : 2)), wc + (b << 6));
 #ifdef __SSE2__
     _mm_sfence(); /* the streamed lines visible before the team's barrier lets others read them */
 #endif
-    free(start);
 }
 
 /* A thread's table for its buckets, one after another. A slot holds a key
@@ -1201,54 +1235,57 @@ static int btable_grow(btable *b, uint64_t slots, int wide)
 #define LOAD 4
 #endif
 
-/* Pass 3 for one bucket, elements [lo, hi) of bw (their indices in bi:
- * NULL without first indices and inverse): counted in the thread's table,
+/* Pass 2 for one bucket, its `size` elements in bw in the runs of `runs`
+ * (their indices in bi: NULL without first indices and inverse): counted in the thread's table,
  * whose keys are then appended to the thread's list (slot order). With the
  * inverse, each slot's count is then replaced by the key's place in the
  * list, and the bucket is read again to give each element its key's place
  * (within the bucket's list: the caller adds the bucket's offset). 0 or
  * CUA_ENOMEM. Narrow counts are 32 bits: the caller keeps every bucket
  * under 2^32 elements (n < 2^32, else the call is wide). */
-INLINE int bucket_count(const void *bw, const int64_t *bi, int64_t lo, int64_t hi, btable *b, vlist *L, int first,
-                        int64_t *inverse, const int wide)
+INLINE int bucket_count(const void *bw, const int64_t *bi, page_runs runs, int64_t size, btable *b, vlist *L,
+                        int first, int64_t *inverse, const int wide)
 {
     /* Room for every element's key at 1/LOAD load, but no more than the
      * thread's table has grown to (the buckets are alike: the last one's
      * size fits the next), so that clearing it costs little. */
     uint64_t slots = 16;
-    while (slots < LOAD * (uint64_t)(hi - lo) && (slots < b->slots || slots < BLOCK_SLOTS)) slots *= 2;
+    while (slots < LOAD * (uint64_t)size && (slots < b->slots || slots < BLOCK_SLOTS)) slots *= 2;
     if (btable_clear(b, slots, first, wide)) return CUA_ENOMEM;
     uint64_t *t = b->slot, *tf = b->first, mask = slots - 1, limit = slots / LOAD, d = 0;
     int bits = log2_of(slots);
-    for (int64_t q = lo; q < hi; q++) {
-        const uint64_t k = key_get(bw, q, wide);
-        uint64_t s = bucket_slot(k, bits);
-        for (;; s = (s + 1) & mask) {
-            if (slot_key(t, s, wide) == k) { /* the common case: one load, one add */
-                if (wide) t[2 * s + 1]++;
-                else t[s] += (uint64_t)1 << 32;
-                break;
-            }
-            if (slot_empty(t, s, wide)) { /* a new key */
-                if (d == limit) {
-                    if (btable_grow(b, slots, wide)) return CUA_ENOMEM;
-                    slots *= 2;
-                    t = b->slot;
-                    tf = b->first;
-                    mask = slots - 1;
-                    limit = slots / LOAD;
-                    bits = log2_of(slots);
-                    s = slot_find(t, k, mask, bits, wide);
+    page_runs r = runs;
+    for (int64_t lo, hi; runs_next(&r, &lo, &hi);) {
+        for (int64_t q = lo; q < hi; q++) {
+            const uint64_t k = key_get(bw, q, wide);
+            uint64_t s = bucket_slot(k, bits);
+            for (;; s = (s + 1) & mask) {
+                if (slot_key(t, s, wide) == k) { /* the common case: one load, one add */
+                    if (wide) t[2 * s + 1]++;
+                    else t[s] += (uint64_t)1 << 32;
+                    break;
                 }
-                if (wide) {
-                    t[2 * s] = k;
-                    t[2 * s + 1] = 1;
-                } else {
-                    t[s] = (uint64_t)1 << 32 | k;
+                if (slot_empty(t, s, wide)) { /* a new key */
+                    if (d == limit) {
+                        if (btable_grow(b, slots, wide)) return CUA_ENOMEM;
+                        slots *= 2;
+                        t = b->slot;
+                        tf = b->first;
+                        mask = slots - 1;
+                        limit = slots / LOAD;
+                        bits = log2_of(slots);
+                        s = slot_find(t, k, mask, bits, wide);
+                    }
+                    if (wide) {
+                        t[2 * s] = k;
+                        t[2 * s + 1] = 1;
+                    } else {
+                        t[s] = (uint64_t)1 << 32 | k;
+                    }
+                    if (tf) tf[s] = (uint64_t)bi[q]; /* index order: the first */
+                    d++;
+                    break;
                 }
-                if (tf) tf[s] = (uint64_t)bi[q]; /* index order: the first */
-                d++;
-                break;
             }
         }
     }
@@ -1266,18 +1303,19 @@ INLINE int bucket_count(const void *bw, const int64_t *bi, int64_t lo, int64_t h
         j++;
     }
     if (inverse)
-        for (int64_t q = lo; q < hi; q++) {
-            const uint64_t s = slot_find(t, key_get(bw, q, wide), mask, bits, wide);
-            inverse[bi[q]] = (int64_t)slot_count(t, s, wide);
-        }
+        for (int64_t lo, hi; runs_next(&runs, &lo, &hi);)
+            for (int64_t q = lo; q < hi; q++) {
+                const uint64_t s = slot_find(t, key_get(bw, q, wide), mask, bits, wide);
+                inverse[bi[q]] = (int64_t)slot_count(t, s, wide);
+            }
     L->k += (int64_t)j;
     return 0;
 }
 
 /* Phase B: every element's key goes to bucket mix(key)'s top `pbits` bits
- * (pass 1 sizes the buckets, pass 2 scatters), and each bucket is counted
- * by one thread in a table that stays in cache (pass 3), giving a list of
- * its distinct keys; the buckets' lists concatenated are the values. The
+ * (pass 1, into each thread's pages), and each bucket is counted by one
+ * thread in a table that stays in cache (pass 2), giving a list of its
+ * distinct keys; the buckets' lists concatenated are the values. The
  * inverse holds list positions (the finish ranks them). */
 static int vector_partition(const void *x, int64_t n, int dtype, cua_unique_tab *t, cua_launch *cfg, int team)
 {
@@ -1285,38 +1323,41 @@ static int vector_partition(const void *x, int64_t n, int dtype, cua_unique_tab 
     /* Keys of 4-byte words in 32 bits, unless a bucket could count past
      * 2^32 (the narrow slots' counts are 32 bits). */
     const int wide = cua_dtype_size(dtype) == 8 || (uint64_t)n > UINT32_MAX, need_idx = first || inv;
+    const int64_t ks = wide ? 8 : 4;
     int64_t *inverse = inv ? t->inverse : NULL;
     int pbits = 4;
     while (pbits < 12 && (n >> pbits) > BUCKET_ELEMS) pbits++;
     const int64_t P = (int64_t)1 << pbits;
-    int64_t *hist = calloc((size_t)(team * P + 1), 8);
-    void *bw = big_alloc((size_t)n * (wide ? 8 : 4));
-    int64_t *bi = need_idx ? big_alloc((size_t)n * 8) : NULL;
-    int64_t *range = calloc((size_t)P + 1, 8);         /* bucket b: bw[range[b], range[b + 1]) */
+    /* Pages of 64 bytes to 4 KiB: the pages begun and not filled (a few
+     * per thread and bucket) at most about an eighth of the keys. */
+    int64_t pg = 64 / ks;
+    while (pg * ks < 4096 && 2 * pg * ks * 8 * team * P <= n * ks) pg *= 2;
+    const int64_t npages = n / pg + (int64_t)team * (P + 2) + 1;
+    pages pp = {calloc((size_t)(team * P), 8), calloc((size_t)(team * P), 8), calloc((size_t)(team * P), 8),
+                malloc((size_t)npages * 8), pg, pbits, team};
+    void *bw = big_alloc((size_t)(npages * pg * ks));
+    int64_t *bi = need_idx ? big_alloc((size_t)(npages * pg * 8)) : NULL;
     int64_t *where = calloc((size_t)P * 3, 8); /* bucket b's list: thread where[3b]'s, from where[3b + 1], where[3b + 2] long */
-    int64_t *offset = calloc((size_t)P + 1, 8);        /* bucket b's list in the concatenation */
+    int64_t *offset = calloc((size_t)P + 1, 8); /* bucket b's list in the concatenation */
     vlist *lists = calloc((size_t)team, sizeof *lists);
     btable *tabs = calloc((size_t)team, sizeof *tabs);
     /* each thread's write-combining lines (keys alone; NULL: key by key) */
     uint8_t *wc = need_idx ? NULL : aligned_alloc(64, (size_t)team << (pbits + 6));
-    int st = (!hist || !bw || (need_idx && !bi) || !range || !where || !offset || !lists || !tabs) ? CUA_ENOMEM : 0;
+    int st = (!pp.head || !pp.fill || !pp.cur || !pp.next || !bw || (need_idx && !bi) || !where || !offset || !lists ||
+              !tabs || (!need_idx && !wc))
+                 ? CUA_ENOMEM
+                 : 0;
     uint64_t side_count = 0, side_first = UINT64_MAX;
     if (!st) {
 #pragma omp parallel num_threads(team) reduction(+ : side_count) reduction(min : side_first)
         {
             const int me = thread_num(), nt = thread_count(); /* nt: those OpenMP started (may be < team) */
             int64_t lo, hi;
-            int64_t *h = hist + (int64_t)me * P;
             uint64_t side[2] = {0, UINT64_MAX};
-            cua_cpu_share(n, nt, me, &lo, &hi); /* (the rows of threads not started stay zero) */
-            if (wide) bucket_sizes(x, dtype, lo, hi, h, pbits, cfg, 1);
-            else bucket_sizes(x, dtype, lo, hi, h, pbits, cfg, 0);
-#pragma omp barrier
-#pragma omp single
-            team_runs(hist, team, P, range); /* bucket b's run for thread me */
+            cua_cpu_share(n, nt, me, &lo, &hi); /* (the rows of threads not started stay empty) */
             uint8_t *mine = wc ? wc + ((size_t)me << (pbits + 6)) : NULL;
-            if (wide) bucket_scatter(x, dtype, lo, hi, h, pbits, bw, bi, inverse, side, cfg, mine, 1);
-            else bucket_scatter(x, dtype, lo, hi, h, pbits, bw, bi, inverse, side, cfg, mine, 0);
+            if (wide) bucket_scatter(x, dtype, lo, hi, &pp, me, bw, bi, inverse, side, cfg, mine, 1);
+            else bucket_scatter(x, dtype, lo, hi, &pp, me, bw, bi, inverse, side, cfg, mine, 0);
             side_count += side[0];
             side_first = side[1];
 #pragma omp barrier
@@ -1326,9 +1367,11 @@ static int vector_partition(const void *x, int64_t n, int dtype, cua_unique_tab 
 #pragma omp for schedule(dynamic, 1)
             for (int64_t u = 0; u < P; u++) {
                 if (cua_cpu_stop(cfg)) continue;
+                int64_t size = 0;
+                for (int th = 0; th < team; th++) size += pp.fill[th * P + u];
                 const int64_t start = L->k;
-                const int rc = wide ? bucket_count(bw, bi, range[u], range[u + 1], b, L, first, inverse, 1)
-                              : bucket_count(bw, bi, range[u], range[u + 1], b, L, first, inverse, 0);
+                const int rc = wide ? bucket_count(bw, bi, runs_of(&pp, u), size, b, L, first, inverse, 1)
+                                    : bucket_count(bw, bi, runs_of(&pp, u), size, b, L, first, inverse, 0);
                 where[3 * u] = me;
                 where[3 * u + 1] = start;
                 where[3 * u + 2] = L->k - start;
@@ -1372,8 +1415,11 @@ static int vector_partition(const void *x, int64_t n, int dtype, cua_unique_tab 
         /* List positions: each bucket's own, moved past the lists of the
          * buckets before it; the side cell's elements (-1) the last. */
 #pragma omp parallel for schedule(dynamic, 1) num_threads(team)
-        for (int64_t u = 0; u < P; u++)
-            for (int64_t q = range[u]; q < range[u + 1]; q++) inverse[bi[q]] += offset[u];
+        for (int64_t u = 0; u < P; u++) {
+            page_runs r = runs_of(&pp, u);
+            for (int64_t lo, hi; runs_next(&r, &lo, &hi);)
+                for (int64_t q = lo; q < hi; q++) inverse[bi[q]] += offset[u];
+        }
         if (side_count)
 #pragma omp parallel for schedule(static) num_threads(team)
             for (int64_t i = 0; i < n; i++)
@@ -1390,11 +1436,13 @@ static int vector_partition(const void *x, int64_t n, int dtype, cua_unique_tab 
     }
     free(lists);
     free(tabs);
-    free(hist);
+    free(pp.head);
+    free(pp.fill);
+    free(pp.cur);
+    free(pp.next);
     free(wc);
     free(bw);
     free(bi);
-    free(range);
     free(where);
     free(offset);
     return st;
