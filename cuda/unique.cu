@@ -882,8 +882,9 @@ static int unique_SHARED(const void *x, int64_t n, int dtype, cua_unique_tab *t,
 #define PART_MIN_BITS 8    // at least 256 buckets: the table pass has blocks for every SM
 #define PART_MAX_BITS 10   // at most 1024: a tile holds several keys of each bucket to write together
 #define SKETCH_BITS 8
-#define PART_THREADS 1024    // the two passes over the input
-#define PART_VECS 4          // the scatter's 16-byte vectors per thread and tile (16K 4-byte keys: 550 us against 640 with 2, H100, 10^6 distinct)
+#define PART_THREADS 1024    // the count pass
+#define PART_VECS 4          // the scatter's 16-byte vectors per thread and tile (4: 550 us against 640 with 2, H100, 10^6 distinct int32, 1024 threads)
+#define SCATTER_TILE 8192    // the scatter's keys a tile (its threads: SCATTER_TILE / (PART_VECS * V))
 #define PART_COUNT_SPLIT 2  // the count pass's blocks per scatter block (its own blocks are light)
 #define BUCKET_THREADS 1024
 #define PART_LOAD 0.3      // the distinct values a bucket's table is sized for, per slot
@@ -1028,31 +1029,47 @@ struct part_tile {
     }
 };
 
+// The scatter's threads a block: a tile of SCATTER_TILE keys, PART_VECS
+// vectors a thread. 4-byte keys: 512 threads, two blocks an SM (64
+// registers a thread), one loading its tile while the other lays out and
+// writes its own (the tile's barriers left the SM without loads in flight):
+// the kernel 460 us against 499 for one block of 1024 threads and a
+// 16K-key tile (Nsight Compute, H200, 2^26 int32 with 10^6 distinct),
+// whole calls the same within the noise (1.12-1.14 ms, alternating
+// processes). 8-byte keys: 1024 threads, one block (512 threads and a
+// 4K-key tile: 1.71-1.83 ms whole calls of int64 against 1.62).
+template <class T>
+__host__ __device__ constexpr int scatter_threads()
+{
+    return SCATTER_TILE / (PART_VECS * vec_of<T>::size);
+}
+
 template <bool FIRST, class T>
-__global__ void __launch_bounds__(PART_THREADS) part_scatter_kernel(const T *__restrict__ x, int64_t n, int64_t per,
-                                                                    int pbits, const unsigned *runs,
-                                                                    word_of<T> *keys, unsigned *idx, u64 *ctl)
+__global__ void __launch_bounds__(scatter_threads<T>(), 1024 / scatter_threads<T>())  // (blocks an SM)
+    part_scatter_kernel(const T *__restrict__ x, int64_t n, int64_t per, int pbits, const unsigned *runs,
+                        word_of<T> *keys, unsigned *idx, u64 *ctl)
 {
     using W = word_of<T>;
     using VT = typename vec_of<T>::type;
     constexpr int V = vec_of<T>::size, K = PART_VECS * V;
-    using scan_t = cub::BlockScan<unsigned, PART_THREADS>;
+    constexpr int THREADS = scatter_threads<T>();
+    using scan_t = cub::BlockScan<unsigned, THREADS>;
     __shared__ typename scan_t::TempStorage scan_mem;
-    const unsigned P = 1u << pbits, tile = K * PART_THREADS, tid = threadIdx.x;
+    const unsigned P = 1u << pbits, tile = K * THREADS, tid = threadIdx.x;
     part_tile<W, FIRST> s(P, tile);
-    for (unsigned b = tid; b < P; b += PART_THREADS) s.at[b] = runs[(size_t)b * gridDim.x + blockIdx.x];
+    for (unsigned b = tid; b < P; b += THREADS) s.at[b] = runs[(size_t)b * gridDim.x + blockIdx.x];
     if (tid == 0) {
         *s.side_count = 0;
         *s.side_first = ~0u;
     }
-    const unsigned each = (P + PART_THREADS - 1) / PART_THREADS;  // buckets a thread scans
+    const unsigned each = (P + THREADS - 1) / THREADS;  // buckets a thread scans
     W w[K];        // this thread's keys of the tile
     unsigned ok;   // bit e: key e is there
     // One tile; index_of(e): key e's index in the input. A key's bucket
     // (high 16 bits) and its place among the bucket's keys in the tile (low
     // 16) travel in one word: the arrays here stay in registers.
     auto tile_pass = [&](auto index_of) {
-        for (unsigned b = tid; b < P; b += PART_THREADS) s.count[b] = 0;
+        for (unsigned b = tid; b < P; b += THREADS) s.count[b] = 0;
         __syncthreads();
         unsigned placed[K];
 #pragma unroll
@@ -1098,7 +1115,7 @@ __global__ void __launch_bounds__(PART_THREADS) part_scatter_kernel(const T *__r
             if (FIRST) s.index[p] = index_of(e);
         }
         __syncthreads();
-        for (unsigned p = tid; p < *s.total; p += PART_THREADS) {
+        for (unsigned p = tid; p < *s.total; p += THREADS) {
             const unsigned d = s.count[s.bucket[p]] + p;
             keys[d] = s.keys[p];
             if (FIRST) idx[d] = s.index[p];
@@ -1109,11 +1126,11 @@ __global__ void __launch_bounds__(PART_THREADS) part_scatter_kernel(const T *__r
     const int64_t head = span.head, nvec = span.nvec;
     const VT *xv = span.xv;
     const int64_t lo = (int64_t)blockIdx.x * per, hi = lo + per < nvec ? lo + per : nvec;
-    for (int64_t base = lo; base < hi; base += PART_VECS * PART_THREADS) {  // (the same bound for the whole block)
+    for (int64_t base = lo; base < hi; base += PART_VECS * THREADS) {  // (the same bound for the whole block)
         ok = 0;
 #pragma unroll
         for (int h = 0; h < PART_VECS; h++) {
-            const int64_t j = base + tid + h * PART_THREADS;
+            const int64_t j = base + tid + h * THREADS;
             VT v{};
             if (j < hi) {
                 v = xv[j];
@@ -1122,7 +1139,7 @@ __global__ void __launch_bounds__(PART_THREADS) part_scatter_kernel(const T *__r
 #pragma unroll
             for (int r = 0; r < V; r++) w[h * V + r] = to_word(v.v[r]);
         }
-        tile_pass([&](int e) { return (unsigned)(head + (base + tid + (e / V) * PART_THREADS) * V + e % V); });
+        tile_pass([&](int e) { return (unsigned)(head + (base + tid + (e / V) * THREADS) * V + e % V); });
     }
     if (blockIdx.x == gridDim.x - 1) {  // the elements before the first vector and after the last (fewer than 2V)
         const int64_t rest = span.rest(n);
@@ -1314,7 +1331,7 @@ static int part_build(const T *x, int64_t n, cua_unique_tab *t, cua_launch *cfg,
     // largest tile arrays, each with a chunk of the input (which
     // PART_COUNT_SPLIT blocks of the count pass count).
     const int64_t P_MOST = (int64_t)1 << PART_MAX_BITS;
-    const unsigned tile = PART_VECS * V * PART_THREADS;
+    const unsigned tile = SCATTER_TILE;
     const size_t most_smem = part_tile<W, FIRST>::bytes((unsigned)P_MOST, tile);
     // (A GPU whose blocks cannot have that much shared memory -- before
     // Hopper, for the wider tiles -- takes the sort.)
@@ -1323,7 +1340,7 @@ static int part_build(const T *x, int64_t n, cua_unique_tab *t, cua_launch *cfg,
     if (most_smem + fa.sharedSizeBytes > (size_t)optin) return 0;
     int st = cua_allow_smem(part_scatter_kernel<FIRST, T>, most_smem);
     int64_t blocks = 0;
-    if (!st) st = cua_max_resident_blocks(part_scatter_kernel<FIRST, T>, PART_THREADS, most_smem, &blocks);
+    if (!st) st = cua_max_resident_blocks(part_scatter_kernel<FIRST, T>, scatter_threads<T>(), most_smem, &blocks);
     if (st) return st;
     if (blocks < 1) return 0;
     const int64_t per = cua_ceil_div(n / V > 0 ? n / V : 1, blocks);
@@ -1363,7 +1380,7 @@ static int part_build(const T *x, int64_t n, cua_unique_tab *t, cua_launch *cfg,
         return cub::DeviceScan::ExclusiveSum(tmp, b, runs, runs, blocks * P + 1, s);
     });
     if (st) return st;
-    part_scatter_kernel<FIRST, T><<<(unsigned)blocks, PART_THREADS, part_tile<W, FIRST>::bytes((unsigned)P, tile), s>>>(
+    part_scatter_kernel<FIRST, T><<<(unsigned)blocks, scatter_threads<T>(), part_tile<W, FIRST>::bytes((unsigned)P, tile), s>>>(
         x, n, per, pbits, runs, keys, idx, ctl);
     CUA_CHECK_LAUNCH();
     CUA_CHECK(cudaMemsetAsync(found + P, 0, 4, s));
