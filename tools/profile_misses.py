@@ -9,12 +9,14 @@ sm__throughput.avg.pct_of_peak_sustained_elapsed,lts__t_sectors_op_atom.sum,lts_
 
 then anywhere: ``python3 tools/profile_misses.py --table ncu_*.csv``.
 CASE: f64sum axis0 axis1 addat argmin filter1 exactf32 (docs/results-h100.md), nonzero dottorch
-maxf32 (docs/results-h200.md)."""
+maxf32 (docs/results-h200.md), small (issue 12's small calls: their kernels are microseconds, so
+``python3 tools/profile_misses.py --wall small`` times the whole calls beside a launch-and-wait floor)."""
 import collections
 import csv
 import sys
 
-CASES = ("f64sum", "axis0", "axis1", "addat", "argmin", "filter1", "exactf32", "nonzero", "dottorch", "maxf32")
+CASES = ("f64sum", "axis0", "axis1", "addat", "argmin", "filter1", "exactf32", "nonzero", "dottorch", "maxf32",
+         "small")
 SHORT = {"gpu__time_duration.sum": "us", "dram__throughput.avg.pct_of_peak_sustained_elapsed": "dram%",
          "dram__bytes_read.sum": "rdMB", "dram__bytes_write.sum": "wrMB", "smsp__inst_executed.sum": "Minst",
          "launch__registers_per_thread": "regs", "launch__grid_size": "grid", "launch__block_size": "blk",
@@ -78,6 +80,22 @@ def systems(case):
         from cuatomic.bench import peers
         d = cuatomic.to_device(rng.standard_normal(1 << 28).astype(np.float32))
         return {"cuatomic auto": lambda: cuatomic.reduce(d, "maximum"), "CUB": lambda: peers.cub_reduce(d, "maximum")}
+    if case == "small":  # the targets' small calls, to the host, and the peers' same calls
+        import cupy as cp
+        import torch
+
+        from cuatomic.datasets import english_like_text, text_to_array
+        small = cuatomic.to_device(rng.integers(-1000, 1000, 1024, dtype=np.int32))
+        text = cuatomic.to_device(text_to_array(english_like_text(5_700_000)))
+        cs, ts, ct = cp.asarray(small), torch.from_dlpack(small), cp.asarray(text)
+        one = cp.zeros(1, np.int32)
+        return {"cuatomic sum 1024": lambda: int(cuatomic.sum(small)),
+                "cupy sum 1024": lambda: int(cs.sum().get()),
+                "torch sum 1024": lambda: int(ts.sum().item()),
+                "cuatomic histogram 5.7 MB": lambda: cuatomic.histogram(text, 128, (0, 128))[0],
+                "cupy histogram 5.7 MB": lambda: cp.histogram(ct, 128, (0, 128))[0],
+                "floor: cupy fill(0) of one int32 and a synchronize": lambda: (one.fill(0),
+                                                                             cp.cuda.Device().synchronize())}
     raise SystemExit(f"unknown case {case!r}: one of {', '.join(CASES)}")
 
 
@@ -88,6 +106,23 @@ def run(case):
             call()
             _C.synchronize()
         print(f"=== {case}: {name}", flush=True)
+
+
+def wall(case, repeat=300):
+    """Each system's whole call (and a device synchronize), median of `repeat` after 20 warm-ups, in us."""
+    import statistics
+    import time
+
+    from cuatomic import _C
+    for name, call in systems(case).items():
+        times = []
+        for i in range(20 + repeat):
+            t0 = time.perf_counter()
+            call()
+            _C.synchronize()
+            if i >= 20:
+                times.append(time.perf_counter() - t0)
+        print(f"{case}: {name}: {statistics.median(times) * 1e6:.1f} us", flush=True)
 
 
 def table(paths):
@@ -118,5 +153,7 @@ def table(paths):
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--table"]:
         table(sys.argv[2:])
+    elif sys.argv[1:2] == ["--wall"]:
+        wall(sys.argv[2])
     else:
         run(sys.argv[1])
