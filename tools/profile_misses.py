@@ -125,8 +125,8 @@ def wall(case, repeat=300):
         print(f"{case}: {name}: {statistics.median(times) * 1e6:.1f} us", flush=True)
 
 
-def table(paths):
-    """Each kernel of each CSV (5 us or more) with the metrics above, one line each."""
+def table(paths, least=5.0):
+    """Each kernel of each CSV (`least` us or more) with the metrics above, one line each."""
     for path in paths:
         kernels = collections.OrderedDict()
         with open(path) as f:
@@ -146,13 +146,15 @@ def table(paths):
         print("==", path)
         print("id  kernel".ljust(66), " ".join(c.rjust(7) for c in SHORT.values()))
         for (i, kernel), m in kernels.items():
-            if m.get("us", 0) >= 5:
+            if m.get("us", 0) >= least:
                 print(f"{i:<3} {kernel:62s}", " ".join(f"{m.get(c, float('nan')):7.1f}" for c in SHORT.values()))
 
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--table"]:
         table(sys.argv[2:])
+    elif sys.argv[1:2] == ["--table-all"]:  # every kernel, however short (the small calls')
+        table(sys.argv[2:], 0.0)
     elif sys.argv[1:2] == ["--wall"]:
         wall(sys.argv[2])
     else:
