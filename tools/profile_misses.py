@@ -151,6 +151,8 @@ def table(paths, least=5.0):
 
 
 if __name__ == "__main__":
+    if len(sys.argv) < 2 or (sys.argv[1] == "--wall" and len(sys.argv) < 3):
+        raise SystemExit(__doc__)
     if sys.argv[1:2] == ["--table"]:
         table(sys.argv[2:])
     elif sys.argv[1:2] == ["--table-all"]:  # every kernel, however short (the small calls')

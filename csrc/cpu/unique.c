@@ -968,16 +968,17 @@ static int vector_private(const void *x, int64_t n, int dtype, cua_unique_tab *t
  * interleaved rounds, medians of 9). */
 #define BUCKET_ELEMS ((int64_t)1 << 14)
 
-/* Memory for the partition's scratch (its pages of keys and indices): from 2 MiB on,
- * aligned to 2 MiB and asked to be backed by huge pages, as scatter.c's
- * accumulators. Fresh memory costs a page fault at each page's first
- * touch: 4 KiB pages made the faults of one call's 64 MiB (16,000 of them,
- * each zeroing its page) about a fifth of the call. free() releases it. */
+/* Memory for the partition's scratch (its pages of keys and indices),
+ * aligned to a cache line; from 2 MiB on, aligned to 2 MiB and asked to be
+ * backed by huge pages, as scatter.c's accumulators. Fresh memory costs a
+ * page fault at each page's first touch: 4 KiB pages made the faults of one
+ * call's 64 MiB (16,000 of them, each zeroing its page) about a fifth of
+ * the call. free() releases it. */
 static void *big_alloc(size_t bytes)
 {
     const size_t huge = (size_t)2 << 20;
     void *p = NULL;
-    if (bytes < huge) return malloc(bytes ? bytes : 1);
+    if (bytes < huge) return aligned_alloc(64, bytes ? (bytes + 63) / 64 * 64 : 64); /* (a multiple of its alignment) */
     if (posix_memalign(&p, huge, (bytes + huge - 1) / huge * huge)) return NULL;
 #ifdef MADV_HUGEPAGE
     madvise(p, (bytes + huge - 1) / huge * huge, MADV_HUGEPAGE); /* advice: ignored where unsupported */
@@ -1006,13 +1007,15 @@ INLINE void line_out(void *to, const void *from)
  * keys of bucket b into a chain of its own pages, taking the next from its
  * own range of them when one fills, so that no pass has to size the
  * buckets first (counting them took a read of the input, 22 of ~155 ms at
- * 10^6 distinct int32, 2 cores). A thread with elements [lo, hi) owns
- * pages [lo / pg + me * (P + 2), hi / pg + (me + 1) * (P + 2)): each bucket
- * has a page from the start and takes another each time one fills, at most
- * (hi - lo) / pg + P of them. */
+ * 10^6 distinct int32, 2 cores). Each bucket has a page from the start
+ * and takes another each time one fills: a thread with elements [lo, hi)
+ * takes at most P + floor((hi - lo) / pg) pages, so its pages from
+ * floor(lo / pg) + me * P on end before floor(hi / pg) + (me + 1) * P, where
+ * the next thread's begin (floor(lo / pg) + floor((hi - lo) / pg) <=
+ * floor(hi / pg)); n / pg + team * P pages in all. */
 typedef struct {
     int64_t *head, *fill; /* [thread * P + bucket]: the first page, the keys */
-    int64_t *cur;         /* [thread * P + bucket]: the next key's place (in the scatter) */
+    int64_t *cur;         /* [thread * P + bucket]: the next key's place (keys alone: its line's) */
     int64_t *next;        /* [page]: the bucket's next page of the same thread */
     int64_t pg;
     int pbits, team;
@@ -1068,9 +1071,10 @@ INLINE void bucket_scatter(const void *x, int dtype, int64_t lo, int64_t hi, con
 {
     const uint64_t E = key_empty(wide);
     const int pbits = pp->pbits;
-    const int64_t per = wide ? 8 : 16, P = (int64_t)1 << pbits, pg = pp->pg; /* keys a line */
+    const int64_t per = wide ? 8 : 16; /* keys a line */
+    const int64_t P = (int64_t)1 << pbits, pg = pp->pg;
     int64_t *head = pp->head + me * P, *fill = pp->fill + me * P, *cur = pp->cur + me * P, *next = pp->next;
-    int64_t page = lo / pg + me * (P + 2);
+    int64_t page = lo / pg + me * P;
     for (int64_t b = 0; b < P; b++) {
         head[b] = page;
         cur[b] = page++ * pg;
@@ -1328,11 +1332,12 @@ static int vector_partition(const void *x, int64_t n, int dtype, cua_unique_tab 
     int pbits = 4;
     while (pbits < 12 && (n >> pbits) > BUCKET_ELEMS) pbits++;
     const int64_t P = (int64_t)1 << pbits;
-    /* Pages of 64 bytes to 4 KiB: the pages begun and not filled (a few
-     * per thread and bucket) at most about an eighth of the keys. */
+    /* Pages of 64 bytes to 4 KiB, so that the pages begun and not filled
+     * (at most one per thread and bucket) take about an eighth of the keys'
+     * room at most (at 64-byte pages, with many threads, more). */
     int64_t pg = 64 / ks;
-    while (pg * ks < 4096 && 2 * pg * ks * 8 * team * P <= n * ks) pg *= 2;
-    const int64_t npages = n / pg + (int64_t)team * (P + 2) + 1;
+    while (pg * ks < 4096 && 2 * pg * 8 * team * P <= n) pg *= 2;
+    const int64_t npages = n / pg + (int64_t)team * P;
     pages pp = {calloc((size_t)(team * P), 8), calloc((size_t)(team * P), 8), calloc((size_t)(team * P), 8),
                 malloc((size_t)npages * 8), pg, pbits, team};
     void *bw = big_alloc((size_t)(npages * pg * ks));
@@ -1341,7 +1346,7 @@ static int vector_partition(const void *x, int64_t n, int dtype, cua_unique_tab 
     int64_t *offset = calloc((size_t)P + 1, 8); /* bucket b's list in the concatenation */
     vlist *lists = calloc((size_t)team, sizeof *lists);
     btable *tabs = calloc((size_t)team, sizeof *tabs);
-    /* each thread's write-combining lines (keys alone; NULL: key by key) */
+    /* each thread's write-combining lines (keys alone) */
     uint8_t *wc = need_idx ? NULL : aligned_alloc(64, (size_t)team << (pbits + 6));
     int st = (!pp.head || !pp.fill || !pp.cur || !pp.next || !bw || (need_idx && !bi) || !where || !offset || !lists ||
               !tabs || (!need_idx && !wc))
