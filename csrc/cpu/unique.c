@@ -1063,8 +1063,8 @@ INLINE int runs_next(page_runs *r, int64_t *lo, int64_t *hi)
  * whole line at a time by streaming stores (line_out): written one key at
  * a time, each key's line of bw is read in first, and with hundreds of
  * buckets the open lines do not stay in L1. The pages are the thread's
- * own, so the last, partial line of each goes out whole too. bw is 2 MiB
- * aligned (big_alloc). */
+ * own, so the last, partial line of each goes out whole too. bw is
+ * aligned to a cache line at least (big_alloc). */
 INLINE void bucket_scatter(const void *x, int dtype, int64_t lo, int64_t hi, const pages *pp, int me, void *bw,
                            int64_t *bi, int64_t *inverse, uint64_t side[2], cua_launch *cfg, uint8_t *wc,
                            const int wide)
