@@ -318,6 +318,29 @@ def test_cpu_vector_with_fewer_threads_than_asked():
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
 
 
+def test_cpu_vector_partition_pages_of_many_threads():
+    """The CPU partition writes each thread's keys of a bucket into a chain
+    of its own pages: with 7 threads on this input every thread fills
+    several pages of each bucket, in both of its write paths (keys alone,
+    combined a line at a time; keys with their indices)."""
+    code = ("import numpy as np, cuatomic\n"
+            "rng = np.random.default_rng(7)\n"
+            "for dt in (np.int32, np.uint64, np.float32):\n"
+            "    x = (rng.integers(0, 150_000, 600_001) * 2654435761 % (1 << 31)).astype(dt)\n"
+            "    if x.dtype.kind in 'iu':\n"
+            "        x[::1001] = np.iinfo(dt).max\n"
+            "    v, c = cuatomic.unique(x, return_counts=True, method='vector', backend='cpu')\n"
+            "    w = np.unique(x, return_counts=True)\n"
+            "    assert np.array_equal(v, w[0]) and np.array_equal(c, w[1]), dt\n"
+            "    got = cuatomic.unique(x, True, False, True, method='vector', backend='cpu')\n"
+            "    want = np.unique(x, True, False, True)\n"
+            "    assert all(np.array_equal(g, e) for g, e in zip(got, want)), dt\n"
+            "print('ok')\n")
+    env = dict(os.environ, OMP_NUM_THREADS="7", CUATOMIC_BACKEND="cpu")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
+
+
 def test_dask_unique_counts_of_any_shape():
     da = pytest.importorskip("dask.array")
     import cuatomic.dask as cd
