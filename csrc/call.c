@@ -180,6 +180,7 @@ void cua_slot_take(int backend, cua_slot *sl)
 {
     void *h, *d;
     sl->id = -1;
+    sl->used = 0;
     if (backend == BACKEND_CUDA && (sl->id = cua_cuda_slot_acquire(&h, &d)) >= 0) {
         sl->host = h;
         sl->device = d;
@@ -202,6 +203,7 @@ void cua_slot_inputs(cua_slot *sl, cua_input *a, cua_input *b)
         ins[i]->host = NULL;
         off += slot_round(ins[i]->nbytes);
     }
+    sl->used = off;
 }
 
 void *cua_slot_result(cua_slot *sl, cua_launch *cfg, void *fallback)
@@ -214,16 +216,10 @@ void *cua_slot_result(cua_slot *sl, cua_launch *cfg, void *fallback)
 
 void *cua_slot_output(cua_slot *sl, size_t nbytes, cua_launch *cfg, void *fallback)
 {
-    if (sl->id < 0 || nbytes > SLOT_RESULT_OFFSET) return fallback;
+    if (sl->id < 0 || sl->used || nbytes > SLOT_RESULT_OFFSET) return fallback;
     cfg->result.device = sl->device;
     slot_flag(sl, cfg);
     return sl->host;
-}
-
-int cua_slot_holds(const cua_slot *sl, const cua_input *in)
-{
-    const char *p = (const char *)in->ptr;
-    return sl->id >= 0 && !in->host && p >= sl->device && p < sl->device + CUA_SLOT_BYTES;
 }
 
 void cua_slot_give(cua_slot *sl)
@@ -236,6 +232,7 @@ void cua_slot_take(int backend, cua_slot *sl)
 {
     (void)backend;
     sl->id = -1;
+    sl->used = 0;
 }
 void cua_slot_inputs(cua_slot *sl, cua_input *a, cua_input *b) { (void)sl, (void)a, (void)b; }
 void *cua_slot_result(cua_slot *sl, cua_launch *cfg, void *fallback)
@@ -247,11 +244,6 @@ void *cua_slot_output(cua_slot *sl, size_t nbytes, cua_launch *cfg, void *fallba
 {
     (void)sl, (void)nbytes, (void)cfg;
     return fallback;
-}
-int cua_slot_holds(const cua_slot *sl, const cua_input *in)
-{
-    (void)sl, (void)in;
-    return 0;
 }
 void cua_slot_give(cua_slot *sl) { sl->id = -1; }
 #endif

@@ -69,18 +69,17 @@ int cua_launch_config(long long blocks, int threads, void *stream, cua_launch *c
 typedef struct {
     int id;
     char *host, *device;
+    size_t used; /* the bytes cua_slot_inputs put in it (0: none) */
 } cua_slot;
 void cua_slot_take(int backend, cua_slot *sl);
 void cua_slot_inputs(cua_slot *sl, cua_input *a, cua_input *b);
 /* Where the backend writes the result: the slot, else `fallback`. */
 void *cua_slot_result(cua_slot *sl, cua_launch *cfg, void *fallback);
-/* The slot as the output of a call that put no inputs in it: its host side
- * for `nbytes` of results (up to the result region), with cfg->result.device
- * its device alias (a launcher that honours result.device writes there);
- * `fallback` when there is no slot or nbytes does not fit. */
+/* The slot as the output of a call: its host side for `nbytes` of results
+ * (up to the result region), with cfg->result.device its device alias (a
+ * launcher that honours result.device writes there); `fallback` when there
+ * is no slot, inputs took it, or nbytes does not fit. */
 void *cua_slot_output(cua_slot *sl, size_t nbytes, cua_launch *cfg, void *fallback);
-/* Whether the input reads from the slot (cua_slot_inputs put it there). */
-int cua_slot_holds(const cua_slot *sl, const cua_input *in);
 void cua_slot_give(cua_slot *sl);
 
 /* What the last successful call on this thread launched, for

@@ -114,13 +114,7 @@ static int run_once(int backend, const reduce_ctx *c, cua_input *a, cua_input *b
     cua_slot sl;
     cua_slot_take(backend, &sl);
     cua_slot_inputs(&sl, a, b);
-    void *res;
-    if (!c->exact)
-        res = cua_slot_result(&sl, cfg, result);
-    else if (!cua_slot_holds(&sl, a) && !(b && cua_slot_holds(&sl, b)))
-        res = cua_slot_output(&sl, sizeof *c->exact, cfg, c->exact);
-    else
-        res = c->exact;
+    void *res = c->exact ? cua_slot_output(&sl, sizeof *c->exact, cfg, c->exact) : cua_slot_result(&sl, cfg, result);
     int st = cua_stage(a);
     if (!st && b) st = cua_stage(b);
     if (!st)
