@@ -300,6 +300,7 @@ __device__ __forceinline__ void atomic_min_index(u64 *p, u64 v)
 {
     atomicMin((unsigned long long *)p, (unsigned long long)v);
 }
+__device__ __forceinline__ void atomic_min_index(unsigned *p, u64 v) { atomicMin(p, (unsigned)v); }
 
 // A block's table in dynamic shared memory: `slots` keys, 32-bit counts
 // (a block's share of one call stays far below 2^32: grids are sized so),
@@ -334,7 +335,11 @@ struct block_table {
     // it in the global table).
     __device__ __forceinline__ bool add(W w, unsigned count, u64 index)
     {
-        unsigned slot = block_hash(w) & mask;
+        return add_at(w, count, index, block_hash(w) & mask);
+    }
+    // ... with the home slot given (a table of keys that are hashes already).
+    __device__ __forceinline__ bool add_at(W w, unsigned count, u64 index, unsigned slot)
+    {
         for (unsigned probes = 0; probes <= mask; probes++, slot = (slot + 1) & mask) {
             W k = *(volatile W *)&keys[slot];
             if (k == empty_word<W>()) {
@@ -371,7 +376,7 @@ struct block_table {
 };
 
 template <class W, bool FIRST, class I = u64>
-constexpr size_t block_table_bytes(unsigned slots)
+__host__ __device__ constexpr size_t block_table_bytes(unsigned slots)
 {
     return (size_t)slots * (sizeof(W) + 4 + (FIRST ? sizeof(I) : 0)) + 16;
 }
@@ -892,21 +897,50 @@ static int unique_SHARED(const void *x, int64_t n, int dtype, cua_unique_tab *t,
 #define PART_LOAD 0.3      // the distinct values a bucket's table is sized for, per slot
 #define PART_MAX_LOAD 0.35 // ... at most (where the largest tables of the most buckets cannot do better)
 
-// A key's two hashes: its bucket (the top bits) and its sketch register
-// and run (independent bits). The bucket tables' slots are the low bits of
-// block_hash, independent of the bucket's top bits.
-struct part_hashes {
-    unsigned part, sketch;
-};
+// A key's partition word: its word mixed by murmur3's finalizer (a
+// bijection), complemented around it so that only the empty word's key maps
+// to the empty word (the finalizer keeps 0 at 0). The scatter writes these
+// rather than the keys: the word's top bits name its bucket, its low bits
+// its home slot in the bucket's table (no hash left to compute there), and
+// the list turns the distinct ones back (part_unword).
 template <class W>
-__device__ __forceinline__ part_hashes hashes_of(W w)
+__device__ __forceinline__ W part_word(W w)
 {
+    if constexpr (sizeof(W) == 4) return ~mix32(~w);
+    else return ~mix(~w);
+}
+
+template <class W>
+__device__ __forceinline__ W part_unword(W h)
+{
+    W k = ~h;  // each step of the finalizer undone, last first
     if constexpr (sizeof(W) == 4) {
-        return {mix32(w), mix32(w + 0x9E3779B9u)};
+        k ^= k >> 16;
+        k *= 0x7ed1b41du;  // (the inverses mod 2^32 of its multipliers)
+        k ^= (k >> 13) ^ (k >> 26);
+        k *= 0xa5cb9243u;
+        k ^= k >> 16;
     } else {
-        const u64 m = mix((u64)w);
-        return {(unsigned)(m >> 32), (unsigned)m};
+        k ^= k >> 33;
+        k *= 0x9cb4b2f8129337dbull;  // (mod 2^64)
+        k ^= k >> 33;
+        k *= 0x4f74430c22a54005ull;
+        k ^= k >> 33;
     }
+    return ~k;
+}
+
+// The 32 bits of a partition word that place it: its bucket is their top
+// bits, its sketch register the top SKETCH_BITS and its run the leading
+// zeros below those. (HyperLogLog needs the register and the run from
+// disjoint bits; that the bucket shares the register's bits does not
+// matter. One hash where the count pass took two: 134 us against 145, H200,
+// 2^26 int32 with 10^6 distinct.)
+template <class W>
+__device__ __forceinline__ unsigned part_bits(W h)
+{
+    if constexpr (sizeof(W) == 4) return h;
+    else return (unsigned)(h >> 32);
 }
 
 // The elements of scatter block g's chunk, as (word, index): 16-byte
@@ -961,13 +995,13 @@ __global__ void __launch_bounds__(PART_THREADS) part_count_kernel(const T *__res
     __syncthreads();
     chunk_keys(x, n, per, [&](W w, int64_t) {
         if (w == empty_word<W>()) return;
-        const part_hashes h = hashes_of(w);
-        atomicAdd(&fine[h.part >> (32 - PART_FINE_BITS)], 1u);
+        const unsigned h = part_bits(part_word(w));
+        atomicAdd(&fine[h >> (32 - PART_FINE_BITS)], 1u);
         // The run: leading zeros of the bits below the register's, plus
         // one (a stop bit caps it at 32 - SKETCH_BITS + 1). Most keys find
         // a longer run already there: a plain read skips their atomic.
-        const unsigned r = h.sketch >> (32 - SKETCH_BITS);
-        const unsigned run = (unsigned)__clz((h.sketch << SKETCH_BITS) | (1u << (SKETCH_BITS - 1))) + 1;
+        const unsigned r = h >> (32 - SKETCH_BITS);
+        const unsigned run = (unsigned)__clz((h << SKETCH_BITS) | (1u << (SKETCH_BITS - 1))) + 1;
         if (run > *(volatile unsigned *)&reg[r]) atomicMax(&reg[r], run);
     });
     __syncthreads();
@@ -1084,7 +1118,8 @@ __global__ void __launch_bounds__(scatter_threads<T>(), 1024 / scatter_threads<T
                 ok &= ~(1u << e);
                 continue;
             }
-            const unsigned bk = hashes_of(w[e]).part >> (32 - pbits);
+            w[e] = part_word(w[e]);  // (what is written out)
+            const unsigned bk = part_bits(w[e]) >> (32 - pbits);
             placed[e] = bk << 16 | atomicAdd(&s.count[bk], 1u);
         }
         __syncthreads();
@@ -1165,72 +1200,112 @@ __global__ void __launch_bounds__(scatter_threads<T>(), 1024 / scatter_threads<T
 // them, and how many into found[bucket]. A bucket whose table cannot take a key
 // raises the overflow word (the call goes to the sort).
 //
-// The probes do not diverge: a thread holds four keys and takes one probe
-// step a turn on the one in front, moving to the next as soon as it lands,
-// so a warp's turns are about the most probes one thread needs for four
-// keys. (Inserting the four one after another, a warp walked each key's
-// longest probe among its 32 lanes: 3.6 turns a key and 146 instructions
-// per key, 0.49 ms at 10^6 distinct, H100.)
+// Most keys are already in the table (a value of 10^6 among 2^26 keys comes
+// 67 times), and most of those at their home slot or the next (a quarter
+// full, linear probing), so every key first takes a quick look: its home slot
+// and, when that holds another key, the next; found, one atomicAdd counts it.
+// A key the look misses (its first time, or further along) goes into its
+// warp's queue in shared memory, and the warp inserts 32 queued keys at once,
+// a lane each, with the table's full protocol (block_table::add_at): the
+// rare long probes do not hold up every lane. The keys are partition words,
+// so a key's home slot is its own low bits. (H200 Nsight Compute, 2^26 int32
+// with 10^6 distinct: probing each lane's keys in turn, divergent, issued
+// 239 M warp instructions in 360 us, issue-bound; the look and the queues
+// 162 M in 254 us; on partition words, 145 M in 223 us.)
+#define TABLE_KEYS 4    // keys a thread loads a round
+#define TABLE_QUEUE 64  // a warp's queue: at most 31 waiting and 32 added before it is drained
+
+template <class W, bool FIRST>
+__host__ __device__ constexpr size_t part_queue_bytes()
+{
+    return (size_t)(BUCKET_THREADS / 32) * TABLE_QUEUE * (sizeof(W) + (FIRST ? 4 : 0));
+}
+
 template <bool FIRST, class W>
 __global__ void __launch_bounds__(BUCKET_THREADS) part_table_kernel(const W *keys, const unsigned *idx,
                                                                   const unsigned *runs, int64_t blocks, unsigned slots,
                                                                   unsigned stride, W *lkeys, unsigned *lcount,
                                                                   unsigned *lfirst, unsigned *found, u64 *ctl)
 {
-    block_table<W, FIRST, unsigned> b(slots);
-    __shared__ unsigned listed;
+    __shared__ unsigned listed, stop;
+    if (threadIdx.x == 0) stop = 0;
+    block_table<W, FIRST, unsigned> b(slots);  // (its barrier: `stop` is seen zeroed)
+    const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const size_t tb = block_table_bytes<W, FIRST, unsigned>(slots);  // (a multiple of 8: slots is even)
+    W *qk = (W *)(cua_smem + tb) + warp * TABLE_QUEUE;
+    unsigned *qi = (unsigned *)(cua_smem + tb + (size_t)(BUCKET_THREADS / 32) * TABLE_QUEUE * sizeof(W)) +
+                   warp * TABLE_QUEUE;
     const unsigned s0 = runs[blockIdx.x * blocks], s1 = runs[(blockIdx.x + 1) * blocks];
-    const unsigned step = blockDim.x, half = (b.mask + 1) / 2;
+    unsigned queued = 0;  // (the same in every lane)
     bool full = false;
-    for (int64_t q = s0 + threadIdx.x; q < s1; q += 4 * step) {  // (64-bit: a run may end near 2^32)
-        W k[4];
-        unsigned ix[4];
-        int left = 0;
-#pragma unroll
-        for (int r = 0; r < 4; r++)
-            if (q + r * step < s1) {
-                k[r] = keys[q + r * step];
-                ix[r] = FIRST ? idx[q + r * step] : 0;
-                left = r + 1;
-            }
-        unsigned slot = block_hash(k[0]) & b.mask, probes = 0;
-        while (left) {
-            const W got = *(volatile W *)&b.keys[slot];
-            bool landed = false;
-            if (got == k[0]) {
-                landed = true;
-            } else if (got == empty_word<W>()) {
-                if (*(volatile unsigned *)b.filled >= half) {  // takes no new key: the call goes to the sort
-                    full = true;
-                    left = 0;
-                    break;
-                }
-                const W was = atomicCAS(&b.keys[slot], empty_word<W>(), k[0]);
-                if (was == empty_word<W>()) atomicAdd(b.filled, 1u);
-                landed = was == empty_word<W>() || was == k[0];
-            }
-            if (landed) {
-                atomicAdd(&b.counts[slot], 1u);
-                if (FIRST) atomicMin(&b.first[slot], ix[0]);
-                k[0] = k[1], k[1] = k[2], k[2] = k[3];  // the next key to the front
-                ix[0] = ix[1], ix[1] = ix[2], ix[2] = ix[3];
-                if (--left) slot = block_hash(k[0]) & b.mask;
-                probes = 0;
-            } else if (++probes > b.mask) {  // (every slot seen: a table filled by claims racing past the limit)
-                full = true;
-                break;
-            } else if (got != empty_word<W>()) {
-                slot = (slot + 1) & b.mask;
-            }  // (a lost claim to another key: the same slot is read again, now holding it)
+    // The queue's last `take` keys (at most 32), a lane each.
+    auto drain = [&](unsigned take) {
+        if (lane < take) {
+            const unsigned e = queued - take + lane;
+            if (!b.add_at(qk[e], 1u, FIRST ? qi[e] : 0, (unsigned)qk[e] & b.mask)) full = true;
         }
-        if (full) break;
+        queued -= take;
+        __syncwarp();  // (the entries taken are free again)
+    };
+    // The warp's rounds: TABLE_KEYS keys a lane, the lanes of a key
+    // adjacent (the round's start 64-bit: a run may end near 2^32; the
+    // scatter left the empty word out, so it marks a lane with no key).
+    const unsigned len = s1 - s0;
+    for (int64_t base = threadIdx.x & ~31u; base < len; base += (int64_t)TABLE_KEYS * blockDim.x) {
+        const unsigned left = len - (unsigned)base;
+        const W *kq = keys + s0 + base;
+        const unsigned *iq = FIRST ? idx + s0 + base : nullptr;
+        W k[TABLE_KEYS];
+        unsigned ix[TABLE_KEYS];
+#pragma unroll
+        for (int r = 0; r < TABLE_KEYS; r++) {
+            const unsigned o = lane + r * blockDim.x;
+            k[r] = o < left ? kq[o] : empty_word<W>();
+            ix[r] = FIRST && o < left ? iq[o] : 0;
+        }
+#pragma unroll
+        for (int r = 0; r < TABLE_KEYS; r++) {
+            bool miss = false;
+            if (k[r] != empty_word<W>()) {
+                unsigned slot = (unsigned)k[r] & b.mask;
+                W got = *(volatile W *)&b.keys[slot];
+                if (got != k[r] && got != empty_word<W>()) {  // (an empty home: the key is not there)
+                    slot = (slot + 1) & b.mask;
+                    got = *(volatile W *)&b.keys[slot];
+                }
+                if (got == k[r]) {
+                    atomicAdd(&b.counts[slot], 1u);
+                    if (FIRST) atomicMin(&b.first[slot], ix[r]);
+                } else {
+                    miss = true;
+                }
+            }
+            const unsigned m = __ballot_sync(0xffffffffu, miss);
+            if (m) {
+                if (miss) {
+                    const unsigned e = queued + __popc(m & ((1u << lane) - 1));
+                    qk[e] = k[r];
+                    if (FIRST) qi[e] = ix[r];
+                }
+                queued += __popc(m);
+                __syncwarp();
+                if (queued >= 32) drain(32);
+            }
+        }
+        // A table that took no more keys: the block stops (its count is
+        // thrown away); `stop` tells the other warps.
+        if (full) stop = 1;
+        if (__any_sync(0xffffffffu, full || *(volatile unsigned *)&stop)) {
+            full = true;
+            break;
+        }
     }
+    if (!full) drain(queued);
     if (full) atomicExch((unsigned long long *)&ctl[CUA_UNIQUE_CTL_OVERFLOW], 1ull);
     if (threadIdx.x == 0) listed = 0;
     __syncthreads();  // every key of the run read, `listed` zeroed
     // A warp's filled slots take their places with one atomic (the slots
     // are a whole number of blocks: every lane is here).
-    const unsigned lane = threadIdx.x & 31;
     for (unsigned sl = threadIdx.x; sl <= b.mask; sl += blockDim.x) {
         const bool has = b.counts[sl] != 0;
         const unsigned m = __ballot_sync(0xffffffffu, has);
@@ -1257,7 +1332,7 @@ __global__ void part_list_kernel(const W *lkeys, unsigned stride, const unsigned
 {
     const unsigned s0 = blockIdx.x * stride, d = found[blockIdx.x], p0 = at[blockIdx.x];
     for (unsigned j = threadIdx.x; j < d; j += blockDim.x) {
-        out[p0 + j] = lkeys[s0 + j];
+        out[p0 + j] = part_unword(lkeys[s0 + j]);  // (the table held partition words)
         src[p0 + j] = s0 + j;
     }
 }
@@ -1329,7 +1404,8 @@ static int part_build(const T *x, int64_t n, cua_unique_tab *t, cua_launch *cfg,
     CUA_CHECK(cudaGetDevice(&dev));
     CUA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
     unsigned most = 1u << 14;  // the largest table a block may opt in to (a few bytes kept for the kernel's own)
-    while (most > 2048 && block_table_bytes<W, FIRST, unsigned>(most) + 64 > (size_t)optin) most /= 2;
+    while (most > 2048 && block_table_bytes<W, FIRST, unsigned>(most) + part_queue_bytes<W, FIRST>() + 64 > (size_t)optin)
+        most /= 2;
     // The scatter's grid: as many blocks as can be resident with its
     // largest tile arrays, each with a chunk of the input (which
     // PART_COUNT_SPLIT blocks of the count pass count).
@@ -1375,7 +1451,7 @@ static int part_build(const T *x, int64_t n, cua_unique_tab *t, cua_launch *cfg,
     unsigned slots;
     if (!part_shape(sketch_estimate(reg), 8192 < most ? 8192 : most, most, &pbits, &slots)) return 0;
     const int64_t P = (int64_t)1 << pbits;
-    const size_t tsmem = block_table_bytes<W, FIRST, unsigned>(slots);
+    const size_t tsmem = block_table_bytes<W, FIRST, unsigned>(slots) + part_queue_bytes<W, FIRST>();
     st = cua_allow_smem(part_table_kernel<FIRST, W>, tsmem);
     if (st) return st;
     part_runs_kernel<<<(unsigned)cua_ceil_div(blocks * P + 1, 256), 256, 0, s>>>(hist, blocks, pbits, runs);
