@@ -876,9 +876,9 @@ static int unique_SHARED(const void *x, int64_t n, int dtype, cua_unique_tab *t,
 // against eight for the sort's four passes.
 //
 // P comes from the count pass's estimate of the distinct values: a
-// HyperLogLog sketch (256 registers, each the longest run of leading zeros
-// seen in a second hash among the keys whose hash names it; about 6%
-// error). A bucket is given a table where it fills about a quarter to a
+// HyperLogLog sketch (256 registers named by the top 8 bits of the keys'
+// partition words, each the longest run of leading zeros below those bits
+// among its keys (part_bits); about 6% error). A bucket is given a table where it fills about a quarter to a
 // third of the slots, so the estimate's error and the buckets' spread stay
 // far under the half-full limit. A bucket that overflows its table anyway,
 // or more distinct values than 1024 buckets of 2^14 slots hold (about 5.9
@@ -1403,7 +1403,13 @@ static int part_build(const T *x, int64_t n, cua_unique_tab *t, cua_launch *cfg,
     int dev, optin = 0;
     CUA_CHECK(cudaGetDevice(&dev));
     CUA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-    unsigned most = 1u << 14;  // the largest table a block may opt in to (a few bytes kept for the kernel's own)
+    // The largest table a block may opt in to beside its warps' queues (a few
+    // bytes kept for the kernel's own). On Hopper's 227 KB the queues cost no
+    // table size; on GPUs of 99 KB a block (sm_86, sm_89) they halve it for
+    // 8-byte keys and for 4-byte keys with first indices (2^12 slots, not
+    // 2^13: about half the distinct values before the call goes to the sort;
+    // those GPUs were not measured).
+    unsigned most = 1u << 14;
     while (most > 2048 && block_table_bytes<W, FIRST, unsigned>(most) + part_queue_bytes<W, FIRST>() + 64 > (size_t)optin)
         most /= 2;
     // The scatter's grid: as many blocks as can be resident with its
