@@ -1139,19 +1139,33 @@ typedef struct {
     int64_t k, cap;
 } vlist;
 
-/* Room in L for `more` entries: 0 or CUA_ENOMEM. */
+/* Room in L for `more` entries: 0 or CUA_ENOMEM. The arrays move into
+ * twice the room from big_alloc (huge pages from 2 MiB on: a thread's lists
+ * at 10^6 distinct are megabytes, first touched as they grow), not realloc's
+ * 4 KiB pages. With the branch-free listing below, the listing's time per
+ * thread went from 12-22 ms to 10-15 (2^24 int32 keys, 10^6 distinct, 2
+ * cores, three alternating rounds of an instrumented build; whole calls
+ * within this machine's noise). */
 static int vlist_reserve(vlist *L, int64_t more, int first)
 {
     if (L->k + more <= L->cap) return 0;
-    int64_t cap = L->cap ? L->cap : 4096;
+    int64_t cap = L->cap ? 2 * L->cap : 4096;
     while (cap < L->k + more) cap *= 2;
-    uint64_t *k = realloc(L->keys, (size_t)cap * 8);
-    if (k) L->keys = k;
-    uint64_t *c = realloc(L->counts, (size_t)cap * 8);
-    if (c) L->counts = c;
-    uint64_t *f = first ? realloc(L->first, (size_t)cap * 8) : NULL;
-    if (f) L->first = f;
-    if (!k || !c || (first && !f)) return CUA_ENOMEM;
+    uint64_t *was[3] = {L->keys, L->counts, L->first}, *grown[3] = {NULL, NULL, NULL};
+    for (int a = 0; a < (first ? 3 : 2); a++) {
+        grown[a] = big_alloc((size_t)cap * 8);
+        if (!grown[a]) {
+            for (int b = 0; b < a; b++) free(grown[b]);
+            return CUA_ENOMEM;
+        }
+        if (L->k) memcpy(grown[a], was[a], (size_t)L->k * 8);
+    }
+    free(L->keys);
+    free(L->counts);
+    free(L->first);
+    L->keys = grown[0];
+    L->counts = grown[1];
+    L->first = grown[2];
     L->cap = cap;
     return 0;
 }
@@ -1293,18 +1307,21 @@ INLINE int bucket_count(const void *bw, const int64_t *bi, page_runs runs, int64
             }
         }
     }
-    if (vlist_reserve(L, (int64_t)d, first)) return CUA_ENOMEM;
+    if (vlist_reserve(L, (int64_t)d + 1, first)) return CUA_ENOMEM; /* (+1: see below) */
     uint64_t *lk = L->keys + L->k, *lc = L->counts + L->k, *lf = first ? L->first + L->k : NULL, j = 0;
+    /* Every slot is written at place j, and j moves on past the filled
+     * ones: no branch on whether a slot is filled (a quarter to an eighth
+     * are: a branch on it mispredicts), one entry written past the last. */
     for (uint64_t s = 0; s < slots; s++) {
-        if (slot_empty(t, s, wide)) continue;
+        const int has = !slot_empty(t, s, wide);
         lk[j] = slot_key(t, s, wide);
         lc[j] = slot_count(t, s, wide);
         if (lf) lf[j] = tf[s];
-        if (inverse) { /* the slot now holds the key's place */
+        if (inverse && has) { /* the slot now holds the key's place */
             if (wide) t[2 * s + 1] = j;
             else t[s] = j << 32 | (uint32_t)t[s];
         }
-        j++;
+        j += (uint64_t)has;
     }
     if (inverse)
         for (int64_t lo, hi; runs_next(&runs, &lo, &hi);)
