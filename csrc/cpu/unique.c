@@ -1310,8 +1310,9 @@ INLINE int bucket_count(const void *bw, const int64_t *bi, page_runs runs, int64
     if (vlist_reserve(L, (int64_t)d + 1, first)) return CUA_ENOMEM; /* (+1: see below) */
     uint64_t *lk = L->keys + L->k, *lc = L->counts + L->k, *lf = first ? L->first + L->k : NULL, j = 0;
     /* Every slot is written at place j, and j moves on past the filled
-     * ones: no branch on whether a slot is filled (a quarter to an eighth
-     * are: a branch on it mispredicts), one entry written past the last. */
+     * ones: without the inverse, no branch on whether a slot is filled (a
+     * quarter to an eighth are: a branch on it mispredicts); one entry is
+     * written past the last. */
     for (uint64_t s = 0; s < slots; s++) {
         const int has = !slot_empty(t, s, wide);
         lk[j] = slot_key(t, s, wide);
