@@ -878,11 +878,12 @@ static int unique_SHARED(const void *x, int64_t n, int dtype, cua_unique_tab *t,
 // P comes from the count pass's estimate of the distinct values: a
 // HyperLogLog sketch (256 registers named by the top 8 bits of the keys'
 // partition words, each the longest run of leading zeros below those bits
-// among its keys (part_bits); about 6% error). A bucket is given a table where it fills about a quarter to a
-// third of the slots, so the estimate's error and the buckets' spread stay
-// far under the half-full limit. A bucket that overflows its table anyway,
-// or more distinct values than 1024 buckets of 2^14 slots hold (about 5.9
-// million), sends the call to the sort.
+// among its keys (part_bits); about 6% error). A bucket is given a table
+// where it fills about a quarter to a third of the slots, so the estimate's
+// error and the buckets' spread stay far under the half-full limit. A
+// bucket that overflows its table anyway, or more distinct values than 1024
+// buckets of 2^14 slots hold (about 5.9 million), sends the call to the
+// sort.
 #define PART_FINE_BITS 12  // the count pass's buckets; P = 2^pbits buckets are sums of 2^(12 - pbits) of them
 #define PART_MIN_BITS 8    // at least 256 buckets: the table pass has blocks for every SM
 #define PART_MAX_BITS 10   // at most 1024: a tile holds several keys of each bucket to write together
@@ -1410,7 +1411,8 @@ static int part_build(const T *x, int64_t n, cua_unique_tab *t, cua_launch *cfg,
     // 2^13: about half the distinct values before the call goes to the sort;
     // those GPUs were not measured).
     unsigned most = 1u << 14;
-    while (most > 2048 && block_table_bytes<W, FIRST, unsigned>(most) + part_queue_bytes<W, FIRST>() + 64 > (size_t)optin)
+    while (most > 2048 &&
+           block_table_bytes<W, FIRST, unsigned>(most) + part_queue_bytes<W, FIRST>() + 64 > (size_t)optin)
         most /= 2;
     // The scatter's grid: as many blocks as can be resident with its
     // largest tile arrays, each with a chunk of the input (which
