@@ -73,9 +73,9 @@
 //
 // Keys are order-keeping words (cuatomic_abi.h); the all-ones word marks an
 // empty slot, and the one key equal to it is counted in the side cell.
+#include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
 #include <cub/device/device_radix_sort.cuh>
-#include <cub/device/device_run_length_encode.cuh>
 #include <cub/device/device_scan.cuh>
 #include <cub/device/device_select.cuh>
 #include <thrust/iterator/counting_iterator.h>
@@ -150,6 +150,11 @@ __device__ __forceinline__ T from_word(word_of<T> w)
 }
 
 // cua_dispatch with bool as bool8.
+// What a build leaves for the finish (cua_unique_tab.compact): a hash
+// table; a compact list of keys, counts and first indices in the order
+// wanted; or sorted keys whose runs the finish writes (t->keep).
+enum { COMPACT_TABLE = 0, COMPACT_LIST = 1, COMPACT_RUNS = 2 };
+
 template <class F>
 static inline int unique_dispatch(int dtype, F &&f)
 {
@@ -305,7 +310,7 @@ __device__ __forceinline__ void atomic_min_index(unsigned *p, u64 v) { atomicMin
 // A block's table in dynamic shared memory: `slots` keys, 32-bit counts
 // (a block's share of one call stays far below 2^32: grids are sized so),
 // and the first indices (of type I) when wanted. At most half the slots
-// take keys.
+// take keys. `slots` is a power of two.
 template <class W, bool FIRST, class I = u64>
 struct block_table {
     W *keys;
@@ -484,6 +489,9 @@ __global__ void vector_kernel(const T *__restrict__ x, int64_t n, int64_t base, 
 {
     using W = word_of<T>;
     constexpr int V = vec_of<T>::size;
+    // A table already thrown away (by the sample, or the prefix's launch):
+    // the block leaves before clearing its own (one answer for the block).
+    if (__syncthreads_or(threadIdx.x == 0 && overflowed(t.ctl))) return;
     block_table<W, FIRST> b(slots);
     // The rest of the vectors (vec_span) is block 0's.
     const vec_span<T> span(x, n);
@@ -511,6 +519,54 @@ __global__ void vector_kernel(const T *__restrict__ x, int64_t n, int64_t base, 
     b.merge(t);
 }
 
+// The vector rung's sample: SAMPLE_KEYS keys in runs of SAMPLE_RUN 16-byte
+// vectors spread evenly over the input (a warp reads a run with whole
+// sectors: 16K keys read one at a time took 11 us, H200), their 32-bit
+// hashes marked in a map of 2^SAMPLE_BITS bits in shared memory. The bits
+// set are no more than the distinct hashes, which are no more than the
+// distinct keys: more than `limit` of them proves that the rung's first
+// table (which takes `limit` keys) would overflow, and the kernel raises its
+// overflow word before the table is built at all (a 2^16-key prefix of 10^6
+// distinct values took 40 us to fill it, H200). A sample that shows fewer
+// proves nothing (a sorted input shows few in each run): the table is built
+// as before.
+#define SAMPLE_KEYS 16384
+#define SAMPLE_THREADS 1024
+#define SAMPLE_RUN 16
+#define SAMPLE_BITS 17
+template <class T>
+__global__ void __launch_bounds__(SAMPLE_THREADS) sample_kernel(const T *__restrict__ x, int64_t n, unsigned limit,
+                                                                u64 *ctl)
+{
+    using VT = typename vec_of<T>::type;
+    constexpr int V = vec_of<T>::size, EACH = SAMPLE_KEYS / (SAMPLE_THREADS * V);
+    static_assert(EACH >= 1 && EACH * SAMPLE_THREADS * V == SAMPLE_KEYS, "whole vectors for every thread");
+    constexpr int64_t RUNS = SAMPLE_KEYS / (V * SAMPLE_RUN);
+    __shared__ unsigned map[(1u << SAMPLE_BITS) / 32], seen;
+    for (unsigned i = threadIdx.x; i < (1u << SAMPLE_BITS) / 32; i += SAMPLE_THREADS) map[i] = 0;
+    if (threadIdx.x == 0) seen = 0;
+    const vec_span<T> span(x, n);  // (n is large: the runs fit in span.nvec)
+    VT v[EACH];
+#pragma unroll
+    for (int q = 0; q < EACH; q++) {
+        const int64_t g = (int64_t)q * SAMPLE_THREADS + threadIdx.x;
+        v[q] = span.xv[g / SAMPLE_RUN * (span.nvec / RUNS) + g % SAMPLE_RUN];
+    }
+    __syncthreads();
+    unsigned fresh = 0;
+#pragma unroll
+    for (int q = 0; q < EACH; q++)
+#pragma unroll
+        for (int r = 0; r < V; r++) {
+            const unsigned h = block_hash(to_word(v[q].v[r])) >> (32 - SAMPLE_BITS), bit = 1u << (h & 31);
+            fresh += !(atomicOr(&map[h >> 5], bit) & bit);
+        }
+    for (int d = 16; d > 0; d /= 2) fresh += __shfl_down_sync(0xffffffffu, fresh, d);
+    if (threadIdx.x % 32 == 0) atomicAdd(&seen, fresh);
+    __syncthreads();
+    if (threadIdx.x == 0 && seen > limit) ctl[CUA_UNIQUE_CTL_OVERFLOW] = 1;
+}
+
 // ---------------------------------------------------------- the builds
 
 // A table's memory, one allocation from cuatomic's pool: the control words,
@@ -534,6 +590,8 @@ static int table_alloc(cua_unique_tab *t, int64_t cap, cudaStream_t s)
 static void table_release(cua_unique_tab *t, cudaStream_t s)
 {
     if (t->ctl) cua_cuda_free_async(t->ctl, s);
+    if (t->keep) cua_cuda_free_async(t->keep, s);
+    t->keep = nullptr;
     t->ctl = nullptr;
     t->keys = nullptr;
     t->counts = t->first = nullptr;
@@ -712,44 +770,177 @@ static int sort_pairs(const T *x, int64_t n, cua_unique_tab *t, cua_launch *cfg)
     run_lengths_kernel<<<blocks, threads, 0, s>>>(start, runs, n, (u64 *)t->counts);
     CUA_CHECK_LAUNCH();
     t->distinct = runs;
-    t->compact = 1;
+    t->compact = COMPACT_LIST;
     t->builds = 1;
     CUA_WAIT(cfg);
     return 0;
+}
+
+// Counts without first indices or the inverse: the keys radix-sorted
+// (4- and 8-byte integers as they are -- CUB orders signed ones as their
+// words do -- other types as words), then the runs of equal keys found in
+// two passes over the sorted keys, a tile of RUN_THREADS x RUN_VECS 16-byte
+// vectors a block: each tile's runs are counted and where the last of them
+// starts noted (runs_count_kernel), a scan gives every tile the runs before
+// it and where the last of those started (its carry), and the finish writes
+// each run's value and, at the next run's head, the length of the run
+// before straight into the outputs (runs_write_kernel). CUB's
+// RunLengthEncode and a copy into the outputs took 365 + 117 us of a 2.09 ms
+// call, H200, 2^26 int32 keys in 16.5 M runs; a first version of these
+// passes whose blocks each scanned many tiles in turn, 74 + 244 us (one
+// load in flight a thread between the scans).
+template <class T>
+using sort_key = typename std::conditional<std::is_integral<T>::value && sizeof(T) >= 4, T, word_of<T>>::type;
+
+struct run_carry {
+    long long runs, last;  // runs that start in a part; where the last of them starts (-1: none)
+};
+struct run_join {
+    __host__ __device__ run_carry operator()(const run_carry &a, const run_carry &b) const
+    {
+        return {a.runs + b.runs, a.last > b.last ? a.last : b.last};
+    }
+};
+
+#define RUN_THREADS 256
+#define RUN_VECS 2  // consecutive vectors a thread
+
+// The tiles over n sorted keys.
+template <class S>
+static int64_t run_tiles(int64_t n)
+{
+    return cua_ceil_div(cua_ceil_div(n, vec_of<S>::size), RUN_THREADS * RUN_VECS);
+}
+
+// A thread's RUN_VECS vectors of its block's tile into k (the elements past
+// n left out), a bit for each element that starts a run (element 0, or one
+// that differs from the element before it), and where its first element is.
+template <class S>
+__device__ __forceinline__ unsigned run_heads(const S *__restrict__ s, int64_t n,
+                                              S (&k)[RUN_VECS * vec_of<S>::size], int64_t *e0)
+{
+    constexpr int V = vec_of<S>::size, E = RUN_VECS * V;
+    const int64_t j0 = ((int64_t)blockIdx.x * RUN_THREADS + threadIdx.x) * RUN_VECS;
+    const auto *xv = reinterpret_cast<const typename vec_of<S>::type *>(s);
+    *e0 = j0 * V;
+    unsigned there = 0;
+    if (*e0 + E <= n) {
+#pragma unroll
+        for (int q = 0; q < RUN_VECS; q++) {
+            const auto v = xv[j0 + q];
+#pragma unroll
+            for (int r = 0; r < V; r++) k[q * V + r] = v.v[r];
+        }
+        there = (1u << E) - 1;
+    } else {
+#pragma unroll
+        for (int r = 0; r < E; r++)
+            if (*e0 + r < n) {
+                k[r] = s[*e0 + r];
+                there |= 1u << r;
+            }
+    }
+    S before{};
+    if (*e0 > 0 && *e0 < n) before = s[*e0 - 1];
+    unsigned heads = 0;
+#pragma unroll
+    for (int r = 0; r < E; r++) {
+        if ((there >> r & 1) && (*e0 + r == 0 || k[r] != before)) heads |= 1u << r;
+        before = k[r];
+    }
+    return heads;
+}
+
+// Pass 1: each tile's runs and where its last run starts, into carry[tile]
+// (and the scan's identity after the last tile).
+template <class S>
+__global__ void __launch_bounds__(RUN_THREADS) runs_count_kernel(const S *__restrict__ s, int64_t n,
+                                                                  run_carry *carry)
+{
+    S k[RUN_VECS * vec_of<S>::size];
+    int64_t e0;
+    const unsigned h = run_heads(s, n, k, &e0);
+    using reduce_t = cub::BlockReduce<run_carry, RUN_THREADS>;
+    __shared__ typename reduce_t::TempStorage mem;
+    const run_carry all = reduce_t(mem).Reduce(run_carry{__popc(h), h ? e0 + (31 - __clz(h)) : -1}, run_join());
+    if (threadIdx.x == 0) {
+        carry[blockIdx.x] = all;
+        if (blockIdx.x == gridDim.x - 1) carry[gridDim.x] = run_carry{0, -1};
+    }
+}
+
+// Pass 2 (the finish): the runs before each thread's elements (a block scan
+// from the tile's carry); each run's head writes its value, and the length
+// of the run before it (its own position less where that run started); the
+// element n - 1 ends the last run.
+template <class T, class S>
+__global__ void __launch_bounds__(RUN_THREADS) runs_write_kernel(const S *__restrict__ s, int64_t n,
+                                                                  const run_carry *carry, T *values, int64_t *counts)
+{
+    constexpr int E = RUN_VECS * vec_of<S>::size;
+    S k[E];
+    int64_t e0;
+    const unsigned h = run_heads(s, n, k, &e0);
+    using scan_t = cub::BlockScan<run_carry, RUN_THREADS>;
+    __shared__ typename scan_t::TempStorage mem;
+    run_carry at;
+    scan_t(mem).ExclusiveScan(run_carry{__popc(h), h ? e0 + (31 - __clz(h)) : -1}, at, run_carry{0, -1}, run_join());
+    at = run_join()(carry[blockIdx.x], at);
+#pragma unroll
+    for (int r = 0; r < E; r++)
+        if (h >> r & 1) {
+            const long long e = e0 + r;
+            if constexpr (std::is_same<S, T>::value) values[at.runs] = k[r];
+            else values[at.runs] = from_word<T>(k[r]);
+            if (at.runs > 0) counts[at.runs - 1] = e - at.last;
+            at = {at.runs + 1, e};
+        }
+    if (e0 < n && e0 + E >= n) counts[at.runs - 1] = n - at.last;  // (the thread with element n - 1)
 }
 
 template <class T>
 static int sort_keys(const T *x, int64_t n, cua_unique_tab *t, cua_launch *cfg)
 {
     using W = word_of<T>;
+    using S = sort_key<T>;
     cudaStream_t s = cua_stream(cfg);
-    cua_scratch mem;
-    const size_t wb = round_up((size_t)n * sizeof(W));
-    CUA_CHECK(mem.get(2 * wb + 256, s));
-    W *w = (W *)mem.ptr, *ws = (W *)((char *)mem.ptr + wb);
-    int64_t *runs_dev = (int64_t *)((char *)mem.ptr + 2 * wb);
-    int st = cua_default_config(cfg, n, CUA_DEFAULT_THREADS);
+    const int64_t tiles = run_tiles<S>(n);
+    // Kept for the finish: the tiles' carries and the sorted keys.
+    const size_t cb = round_up((size_t)(tiles + 1) * sizeof(run_carry));
+    CUA_CHECK((cudaError_t)cua_cuda_malloc_async(&t->keep, cb + (size_t)n * sizeof(S), s));
+    run_carry *carry = (run_carry *)t->keep;
+    S *sorted = (S *)((char *)t->keep + cb);
+    const S *in = (const S *)x;
+    cua_scratch words;
+    int st = 0;
+    if constexpr (!std::is_same<S, T>::value) {  // the words first
+        CUA_CHECK(words.get((size_t)n * sizeof(W), s));
+        st = cua_default_config(cfg, n, CUA_DEFAULT_THREADS);
+        if (st) return st;
+        words_kernel<T, unsigned><<<(unsigned)cfg->used_blocks, (unsigned)cfg->used_threads, 0, s>>>(
+            x, n, (W *)words.ptr, nullptr);
+        CUA_CHECK_LAUNCH();
+        in = (const S *)words.ptr;
+    } else {
+        cfg->used_blocks = tiles;
+        cfg->used_threads = RUN_THREADS;
+    }
+    st = cub_call(s, [&](void *tmp, size_t &b) {
+        return cub::DeviceRadixSort::SortKeys(tmp, b, in, sorted, n, 0, key_bits<T>(), s);
+    });
     if (st) return st;
-    words_kernel<T, unsigned><<<(unsigned)cfg->used_blocks, (unsigned)cfg->used_threads, 0, s>>>(x, n, w, nullptr);
+    runs_count_kernel<S><<<(unsigned)tiles, RUN_THREADS, 0, s>>>(sorted, n, carry);
     CUA_CHECK_LAUNCH();
     st = cub_call(s, [&](void *tmp, size_t &b) {
-        return cub::DeviceRadixSort::SortKeys(tmp, b, w, ws, n, 0, key_bits<T>(), s);
+        return cub::DeviceScan::ExclusiveScan(tmp, b, carry, carry, run_join(), run_carry{0, -1}, tiles + 1, s);
     });
     if (st) return st;
-    // The distinct keys can be no more than n: the table is made for n,
-    // and the encode writes the keys and counts straight into it.
-    t->word = (int)sizeof(W);
-    st = table_alloc(t, n, s);
-    if (st) return st;
-    st = cub_call(s, [&](void *tmp, size_t &b) {
-        return cub::DeviceRunLengthEncode::Encode(tmp, b, ws, (W *)t->keys, (u64 *)t->counts, runs_dev, n, s);
-    });
-    if (st) return st;
-    int64_t runs = 0;
-    CUA_CHECK(cudaMemcpyAsync(&runs, runs_dev, sizeof runs, cudaMemcpyDeviceToHost, s));
+    run_carry all;
+    CUA_CHECK(cudaMemcpyAsync(&all, carry + tiles, sizeof all, cudaMemcpyDeviceToHost, s));
     CUA_WAIT(cfg);
-    t->distinct = runs;
-    t->compact = 1;
+    t->word = (int)sizeof(W);
+    t->distinct = all.runs;
+    t->compact = COMPACT_RUNS;
     t->builds = 1;
     return 0;
 }
@@ -758,8 +949,8 @@ static int unique_SORT(const void *x, int64_t n, int dtype, cua_unique_tab *t, c
 {
     return unique_dispatch(dtype, [&](auto v) -> int {
         using T = decltype(v);
-        // (RunLengthEncode::Encode counts items in an int: longer inputs
-        // find their runs as the pairs' path does, with 64-bit counts.)
+        // (The runs' passes count in 64 bits, but inputs of 2^31 elements
+        // or more are tested on the pairs' path only: they take it.)
         if (!(t->want & (CUA_UNIQUE_FIRST | CUA_UNIQUE_INVERSE)) && n <= INT32_MAX)
             return sort_keys<T>((const T *)x, n, t, cfg);
         if (n <= (int64_t)UINT32_MAX) return sort_pairs<T, unsigned>((const T *)x, n, t, cfg);
@@ -1209,10 +1400,11 @@ __global__ void __launch_bounds__(scatter_threads<T>(), 1024 / scatter_threads<T
 // warp's queue in shared memory, and the warp inserts 32 queued keys at once,
 // a lane each, with the table's full protocol (block_table::add_at): the
 // rare long probes do not hold up every lane. The keys are partition words,
-// so a key's home slot is its own low bits. (H200 Nsight Compute, 2^26 int32
-// with 10^6 distinct: probing each lane's keys in turn, divergent, issued
-// 239 M warp instructions in 360 us, issue-bound; the look and the queues
-// 162 M in 254 us; on partition words, 145 M in 223 us.)
+// so a key's home slot is its own low bits. (H200
+// Nsight Compute, 2^26 int32 with 10^6 distinct: probing each lane's keys
+// in turn, divergent, issued 239 M warp instructions in 360 us, issue-bound;
+// the look and the queues 162 M in 254 us; on partition words, 145 M in
+// 223 us.)
 #define TABLE_KEYS 4    // keys a thread loads a round
 #define TABLE_QUEUE 64  // a warp's queue: at most 31 waiting and 32 added before it is drained
 
@@ -1374,14 +1566,20 @@ static double sketch_estimate(const unsigned *reg)
 }
 
 // The buckets (2^pbits) and their tables' slots for about `d` distinct
-// values: the fewest buckets (from 256) whose tables of at most `prefer`
-// slots take them at PART_LOAD, and then the smallest table that does (up
-// to `most` slots, at up to PART_MAX_LOAD). False: more distinct values
-// than the partition takes.
-static bool part_shape(double d, unsigned prefer, unsigned most, int *pbits, unsigned *slots)
+// values: the fewest buckets (from 256) whose tables of at most `most`
+// slots take them at PART_LOAD, and then the smallest table that does (at
+// up to PART_MAX_LOAD). False: more distinct values than the partition
+// takes. Fewer buckets make the scatter's runs longer (more keys of a
+// bucket a tile) at the price of larger tables: at 10^6 distinct int32
+// keys, 256 buckets of 2^14 slots took 307 us to scatter and 213 for the
+// tables against 462 and 171 for 512 buckets of 2^13 (H200; whole calls
+// 0.90-0.92 ms against 1.00-1.05), int64 keys 1.32 ms against 1.41.
+// (Tables of 12288 slots, two blocks an SM where one of 2^14 has it alone:
+// the tables 192 us against 213, whole calls no faster; not kept.)
+static bool part_shape(double d, unsigned most, int *pbits, unsigned *slots)
 {
     int pb = PART_MIN_BITS;
-    while (pb < PART_MAX_BITS && d / (double)(1u << pb) > PART_LOAD * prefer) pb++;
+    while (pb < PART_MAX_BITS && d / (double)(1u << pb) > PART_LOAD * most) pb++;
     const double per = d / (double)(1u << pb);
     unsigned sl = 2048;
     while (sl < most && per > PART_LOAD * sl) sl *= 2;
@@ -1393,7 +1591,9 @@ static bool part_shape(double d, unsigned prefer, unsigned most, int *pbits, uns
 
 // The partition path: a compact table in the wanted order (t->compact), or
 // *done false (nothing wrong: too many distinct values or a bucket that
-// overflowed) for the caller to take the sort.
+// overflowed) for the caller to take the sort. (Launching the count pass
+// behind the vector rung's first table, gated on its overflow word, to
+// save a wait: no faster in whole calls, H200, stop 40.)
 template <class T, bool FIRST>
 static int part_build(const T *x, int64_t n, cua_unique_tab *t, cua_launch *cfg, bool *done)
 {
@@ -1432,13 +1632,13 @@ static int part_build(const T *x, int64_t n, cua_unique_tab *t, cua_launch *cfg,
     if (st) return st;
     if (blocks < 1) return 0;
     const int64_t per = cua_ceil_div(n / V > 0 ? n / V : 1, blocks);
-    // Scratch: control words, the sketch, the fine counts (2^12 a count block),
-    // the runs (for P up to 2^10, and one past), found and its scan (P + 1
-    // each), the partitioned keys and their indices (n each).
+    // Scratch: control words, the sketch, the fine counts (2^12 a count
+    // block), the runs (for P up to 2^10, and one past), found and its scan
+    // (P + 1 each), the partitioned keys and their indices (n each).
     const int64_t count_blocks = blocks * PART_COUNT_SPLIT;
-    const size_t hb = round_up((size_t)count_blocks * 4 << PART_FINE_BITS), rb = round_up((size_t)(blocks * P_MOST + 1) * 4),
-                 fb = round_up((size_t)(P_MOST + 1) * 4), kb = round_up((size_t)n * sizeof(W)),
-                 ub = round_up((size_t)n * 4);
+    const size_t hb = round_up((size_t)count_blocks * 4 << PART_FINE_BITS),
+                 rb = round_up((size_t)(blocks * P_MOST + 1) * 4), fb = round_up((size_t)(P_MOST + 1) * 4),
+                 kb = round_up((size_t)n * sizeof(W)), ub = round_up((size_t)n * 4);
     cua_scratch mem;
     CUA_CHECK(mem.get(256 + 1024 + hb + rb + 2 * fb + kb + (FIRST ? ub : 0), s));
     char *p = (char *)mem.ptr;
@@ -1457,7 +1657,7 @@ static int part_build(const T *x, int64_t n, cua_unique_tab *t, cua_launch *cfg,
     CUA_WAIT(cfg);
     int pbits;
     unsigned slots;
-    if (!part_shape(sketch_estimate(reg), 8192 < most ? 8192 : most, most, &pbits, &slots)) return 0;
+    if (!part_shape(sketch_estimate(reg), most, &pbits, &slots)) return 0;
     const int64_t P = (int64_t)1 << pbits;
     const size_t tsmem = block_table_bytes<W, FIRST, unsigned>(slots) + part_queue_bytes<W, FIRST>();
     st = cua_allow_smem(part_table_kernel<FIRST, W>, tsmem);
@@ -1514,10 +1714,9 @@ static int part_build(const T *x, int64_t n, cua_unique_tab *t, cua_launch *cfg,
     }
     part_gather_kernel<W><<<(unsigned)cua_ceil_div(k + 1, 256), 256, 0, s>>>(src, k, lcount, lfirst, ctl, (W *)t->keys,
                                                                              (u64 *)t->counts, (u64 *)t->first);
-    CUA_CHECK_LAUNCH();
-    CUA_WAIT(cfg);  // the scratch goes back after the kernels that read it
+    CUA_CHECK_LAUNCH();  // (the scratch goes back in stream order, after the kernels that read it)
     t->distinct = k + with_side;
-    t->compact = 1;
+    t->compact = COMPACT_LIST;
     t->builds++;
     *done = true;
     return 0;
@@ -1526,8 +1725,9 @@ static int part_build(const T *x, int64_t n, cua_unique_tab *t, cua_launch *cfg,
 // The vector rung: one table of 2^14 slots, built over a prefix of the
 // input (2^16 elements) and then the rest by a second launch on the same
 // table; where it overflows (more than about 2^13 distinct keys) -- seen by
-// the second launch's threads at their first step, so the rest is not read
-// -- the partition by hash above, and where that cannot run (the inverse
+// the second launch's blocks as they start, so the rest is not read, or
+// proved by a sample of the input before the table is built (inputs of
+// 2^20 elements or more: sample_kernel) -- the partition by hash above, and where that cannot run (the inverse
 // wanted, 2^32 - 1 elements or more, more distinct values than its buckets
 // take) rung 1's sort. (Every one-table rung measured slower than the sort
 // with that many distinct values -- H100, 2^26 keys, 10^6 distinct: the sort
@@ -1535,6 +1735,7 @@ static int part_build(const T *x, int64_t n, cua_unique_tab *t, cua_launch *cfg,
 // whose buckets were sized by elements rather than by distinct values:
 // 2^10 to 2^14 buckets, 4.6 to 7.4 ms.)
 #define VECTOR_PREFIX ((int64_t)1 << 16)
+#define VECTOR_SAMPLE_FROM ((int64_t)1 << 20)  // the inputs sampled first (sample_kernel)
 static int unique_VECTOR(const void *x, int64_t n, int dtype, cua_unique_tab *t, cua_launch *cfg)
 {
     return unique_dispatch(dtype, [&](auto v) -> int {
@@ -1557,6 +1758,12 @@ static int unique_VECTOR(const void *x, int64_t n, int dtype, cua_unique_tab *t,
             st = grow_and_build<W>(
                 n, t, cfg,
                 [&](const table<W> &tab) -> int {
+                    if (n >= VECTOR_SAMPLE_FROM) {
+                        // (+ 1: the empty word's key, counted beside, may have set a bit)
+                        sample_kernel<T><<<1, SAMPLE_THREADS, 0, cua_stream(cfg)>>>(xs, n, (unsigned)tab.limit + 1,
+                                                                                   tab.ctl);
+                        CUA_CHECK_LAUNCH();
+                    }
                     vector_kernel<F, T><<<pblocks, threads, smem, cua_stream(cfg)>>>(xs, prefix, 0, tab, slots);
                     CUA_CHECK_LAUNCH();
                     if (n > prefix) {
@@ -1652,7 +1859,18 @@ static int finish(const T *x, int64_t n, cua_unique_tab *t, const cua_unique_out
     if (st) return st;
     const unsigned blocks = (unsigned)grid.used_blocks, threads = (unsigned)grid.used_threads;
     const bool want_inverse = (t->want & CUA_UNIQUE_INVERSE) && !t->compact;
-    if (t->compact) {  // already compact and in order (the sort rung)
+    if (t->compact == COMPACT_RUNS) {  // the sorted keys' runs (sort_keys)
+        using S = sort_key<T>;
+        const int64_t tiles = run_tiles<S>(n);
+        const size_t cb = round_up((size_t)(tiles + 1) * sizeof(run_carry));
+        runs_write_kernel<T, S><<<(unsigned)tiles, RUN_THREADS, 0, s>>>((const S *)((char *)t->keep + cb), n,
+                                                                        (const run_carry *)t->keep, (T *)out->values,
+                                                                        out->counts);
+        CUA_CHECK_LAUNCH();
+        CUA_WAIT(cfg);
+        return 0;
+    }
+    if (t->compact) {  // already compact and in order (the sort rung's pairs, the partition)
         outputs_kernel<T><<<blocks, threads, 0, s>>>((const W *)t->keys, (const u64 *)t->counts, (const u64 *)t->first,
                                                     nullptr, nullptr, t->distinct, 0, (T *)out->values, out->index,
                                                     out->counts, nullptr);

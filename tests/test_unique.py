@@ -288,6 +288,51 @@ def test_vector_many_buckets(backend, dtype, distinct, sort):
 
 
 @pytest.mark.parametrize("backend,method,where", where_params("unique"))
+@pytest.mark.parametrize("dtype", [np.int8, np.uint16, np.int32, np.uint32, np.int64, np.uint64, np.float32,
+                                   np.float64], ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("n", [1, 2, 3, 5, 2047, 2048, 2049, 3 * 4096 + 1, 100_003])
+def test_counts_only_runs_across_tiles(backend, method, where, dtype, n):
+    """Counts without first indices or the inverse (the GPU sort's runs,
+    found in tiles of 512 vectors): runs of 1 to 5000 equal keys, so that
+    runs start, end and cross tiles at every offset, the limits among
+    them; values and counts as NumPy's, sorted."""
+    rng = np.random.default_rng(n + 31 * np.dtype(dtype).num)
+    base = data(dtype, max(n // 40, 16), 1000)
+    x = np.repeat(base, rng.integers(1, 5000, base.size))[:n]
+    x = rng.permutation(x) if n % 2 else x  # (sorted input too: the runs as given)
+    v, c = cuatomic.unique(placed(x, backend, where), return_counts=True, method=method, backend=backend)
+    ev, ec = np.unique(x, return_counts=True)
+    np.testing.assert_array_equal(host(v), ev)
+    np.testing.assert_array_equal(host(c), ec)
+    assert host(c).sum() == n
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("distinct,order", [(50_000, "shuffled"), (50_000, "sorted"), (5000, "shuffled")])
+def test_vector_sample_then_table_or_partition(backend, distinct, order):
+    """2^20 + 3 keys: the vector rung samples the input first. 50,000
+    distinct values in random order show more than its first table takes
+    (the partition at once); sorted, each sampled run shows one or two values
+    (the first table is built, overflows, and the partition's count pass,
+    already launched behind it, runs); 5000 fit the first table. Every way,
+    NumPy's values and counts, sorted and not."""
+    n = (1 << 20) + 3
+    rng = np.random.default_rng(distinct)
+    x = (rng.integers(0, distinct, n) * 2654435761 % (1 << 31) - (1 << 30)).astype(np.int32)
+    if order == "sorted":
+        x.sort()
+    ev, ec = np.unique(x, return_counts=True)
+    for sort in (True, False):
+        v, c = (host(g) for g in cuatomic.unique(x, return_counts=True, sorted=sort, method="vector",
+                                                 backend=backend))
+        if not sort:
+            o = np.argsort(v)
+            v, c = v[o], c[o]
+        np.testing.assert_array_equal(v, ev)
+        np.testing.assert_array_equal(c, ec)
+
+
+@pytest.mark.parametrize("backend,method,where", where_params("unique"))
 def test_bool_bytes_and_byte_order(backend, method, where):
     """Any nonzero byte of a bool is True (NumPy's reading); a big-endian
     array's values come back in its byte order, as NumPy's."""

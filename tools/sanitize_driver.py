@@ -38,6 +38,18 @@ def unique_calls(check, rng):
                 got = [g.copy_to_host() for g in cuatomic.unique(d, True, False, True, method=m, backend="cuda")]
                 check(f"unique no inverse {m} {dt.__name__} {distinct}",
                       all(np.array_equal(g, w) for g, w in zip(got, (want[0], want[1], want[3]))))
+                # (counts alone: the sort's runs)
+                got = [g.copy_to_host() for g in cuatomic.unique(d, return_counts=True, method=m, backend="cuda")]
+                check(f"unique counts {m} {dt.__name__} {distinct}",
+                      all(np.array_equal(g, w) for g, w in zip(got, (want[0], want[3]))))
+    # 2^20 keys: the vector rung's sample first (it proves many distinct values in random order; sorted, it proves
+    # nothing, the first table overflows and the count pass launched behind it runs)
+    x = (rng.integers(0, 50_000, 1 << 20) * 2654435761 % (1 << 31) - (1 << 30)).astype(np.int32)
+    for label, keys in (("shuffled", x), ("sorted", np.sort(x))):
+        want = np.unique(keys, return_counts=True)
+        got = [g.copy_to_host() for g in cuatomic.unique(cuatomic.to_device(keys, backend="cuda"), return_counts=True,
+                                                         method="vector", backend="cuda")]
+        check(f"unique vector sampled {label}", all(np.array_equal(g, w) for g, w in zip(got, want)))
 
 
 def main():
