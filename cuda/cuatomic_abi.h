@@ -406,7 +406,8 @@ typedef int (*cua_scatter_fits_fn)(const cua_scatter *s, cua_launch *cfg);
  * table is already compact and sorted (the sort rung) sets `compact`:
  * keys[0:distinct] in order, no empty slot, no side cell -- and, with
  * CUA_UNIQUE_INVERSE, writes `inverse` itself. Each backend gives
- * `compact` values of its own beyond 0 (a hash table) and 1 (that list). */
+ * `compact` values of its own beyond 0 (a hash table) and 1 (that list):
+ * the CUDA sort's runs leave `keys` empty and the sorted keys in `keep`. */
 #define CUA_UNIQUE_FIRST 1u    /* the first index of every value */
 #define CUA_UNIQUE_INVERSE 2u  /* the inverse (int64, n of them, into `inverse`) */
 #define CUA_UNIQUE_SORTED 4u   /* values in sorted order (else any order) */
@@ -430,7 +431,7 @@ typedef struct {
     int64_t *inverse;  /* CUA_UNIQUE_INVERSE: n int64 (the glue's; device memory on CUDA) */
     int64_t builds;    /* tables built: 1, or more where the table filled and grew */
     int64_t filled;    /* a hash table's claimed slots (CUDA: set with `distinct`, so the finish needs no read back) */
-    void *keep;        /* CUDA: device memory a build keeps for the finish (the sort's sorted keys), freed with the table */
+    void *keep;        /* CUDA: device memory a build keeps for the finish (the sorted keys), freed with the table */
 } cua_unique_tab;
 typedef int (*cua_unique_fn)(const void *x, int64_t n, int dtype, cua_unique_tab *t, cua_launch *cfg);
 /* The outputs the finish writes, t->distinct of each (NULL: not wanted),

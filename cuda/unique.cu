@@ -10,6 +10,8 @@
 //                     keys are the distinct values, their lengths the
 //                     counts, a run's first index its smallest (the sort is
 //                     stable), and each element's run number its inverse.
+//                     With counts alone, two passes over the sorted keys
+//                     find the runs and write them into the outputs.
 //                     The reference: every element moves through memory
 //                     four or eight times (one pass per 8 bits of key), and
 //                     the whole input is sorted to find what may be a
@@ -48,7 +50,8 @@
 //                     block tables, 1024 threads a block. Its one table
 //                     has 2^14 slots, built over a prefix of the input
 //                     first; where it overflows (more than about 2^13
-//                     distinct values) a radix partition by hash: the keys
+//                     distinct values, which a sample of the input may
+//                     prove before) a radix partition by hash: the keys
 //                     scattered into 256 to 1024 buckets sized from a
 //                     sketch of the distinct values, each bucket counted
 //                     whole by one block in a shared-memory table, so no
@@ -69,7 +72,8 @@
 // the occupied slots listed in slot order (CUB DeviceSelect), for sorted
 // output only those keys radix-sorted (never the input), each value's
 // count and first index gathered beside it, and for the inverse a pass over
-// the input that looks each key up again and writes its value's rank.
+// the input that looks each key up again and writes its value's rank. The
+// sort's runs (counts alone) it writes from the sorted keys themselves.
 //
 // Keys are order-keeping words (cuatomic_abi.h); the all-ones word marks an
 // empty slot, and the one key equal to it is counted in the side cell.
@@ -149,11 +153,12 @@ __device__ __forceinline__ T from_word(word_of<T> w)
     }
 }
 
-// cua_dispatch with bool as bool8.
 // What a build leaves for the finish (cua_unique_tab.compact): a hash
 // table; a compact list of keys, counts and first indices in the order
 // wanted; or sorted keys whose runs the finish writes (t->keep).
 enum { COMPACT_TABLE = 0, COMPACT_LIST = 1, COMPACT_RUNS = 2 };
+
+// cua_dispatch with bool as bool8.
 
 template <class F>
 static inline int unique_dispatch(int dtype, F &&f)
@@ -676,9 +681,10 @@ static int with_first(unsigned want, L launch)
 // --------------------------------------------------------- the launchers
 
 // 1. sort. Keys only (counts, no first index, no inverse): CUB's radix sort
-// of the words and its run-length encode. Otherwise pairs (word, index),
-// stable: each run's head holds its smallest index; a scan of the heads
-// numbers the runs (the inverse of every element).
+// of the keys and two passes over them that find the runs (sort_keys).
+// Otherwise pairs (word, index), stable: each run's head holds its smallest
+// index; a scan of the heads numbers the runs (the inverse of every
+// element).
 
 // Words of the input (the sort's keys), and the indices 0..n-1 beside them.
 template <class T, class I>
@@ -890,12 +896,14 @@ __global__ void __launch_bounds__(RUN_THREADS) runs_write_kernel(const S *__rest
     for (int r = 0; r < E; r++)
         if (h >> r & 1) {
             const long long e = e0 + r;
-            if constexpr (std::is_same<S, T>::value) values[at.runs] = k[r];
-            else values[at.runs] = from_word<T>(k[r]);
-            if (at.runs > 0) counts[at.runs - 1] = e - at.last;
+            if (values) {
+                if constexpr (std::is_same<S, T>::value) values[at.runs] = k[r];
+                else values[at.runs] = from_word<T>(k[r]);
+            }
+            if (counts && at.runs > 0) counts[at.runs - 1] = e - at.last;
             at = {at.runs + 1, e};
         }
-    if (e0 < n && e0 + E >= n) counts[at.runs - 1] = n - at.last;  // (the thread with element n - 1)
+    if (counts && e0 < n && e0 + E >= n) counts[at.runs - 1] = n - at.last;  // (the thread with element n - 1)
 }
 
 template <class T>
@@ -921,10 +929,9 @@ static int sort_keys(const T *x, int64_t n, cua_unique_tab *t, cua_launch *cfg)
             x, n, (W *)words.ptr, nullptr);
         CUA_CHECK_LAUNCH();
         in = (const S *)words.ptr;
-    } else {
-        cfg->used_blocks = tiles;
-        cfg->used_threads = RUN_THREADS;
     }
+    cfg->used_blocks = tiles;  // (what the launch record shows: the runs' grid)
+    cfg->used_threads = RUN_THREADS;
     st = cub_call(s, [&](void *tmp, size_t &b) {
         return cub::DeviceRadixSort::SortKeys(tmp, b, in, sorted, n, 0, key_bits<T>(), s);
     });
@@ -1400,11 +1407,10 @@ __global__ void __launch_bounds__(scatter_threads<T>(), 1024 / scatter_threads<T
 // warp's queue in shared memory, and the warp inserts 32 queued keys at once,
 // a lane each, with the table's full protocol (block_table::add_at): the
 // rare long probes do not hold up every lane. The keys are partition words,
-// so a key's home slot is its own low bits. (H200
-// Nsight Compute, 2^26 int32 with 10^6 distinct: probing each lane's keys
-// in turn, divergent, issued 239 M warp instructions in 360 us, issue-bound;
-// the look and the queues 162 M in 254 us; on partition words, 145 M in
-// 223 us.)
+// so a key's home slot is its own low bits. (H200 Nsight Compute, 2^26
+// int32 with 10^6 distinct: probing each lane's keys in turn, divergent,
+// issued 239 M warp instructions in 360 us, issue-bound; the look and the
+// queues 162 M in 254 us; on partition words, 145 M in 223 us.)
 #define TABLE_KEYS 4    // keys a thread loads a round
 #define TABLE_QUEUE 64  // a warp's queue: at most 31 waiting and 32 added before it is drained
 
@@ -1727,9 +1733,10 @@ static int part_build(const T *x, int64_t n, cua_unique_tab *t, cua_launch *cfg,
 // table; where it overflows (more than about 2^13 distinct keys) -- seen by
 // the second launch's blocks as they start, so the rest is not read, or
 // proved by a sample of the input before the table is built (inputs of
-// 2^20 elements or more: sample_kernel) -- the partition by hash above, and where that cannot run (the inverse
-// wanted, 2^32 - 1 elements or more, more distinct values than its buckets
-// take) rung 1's sort. (Every one-table rung measured slower than the sort
+// 2^20 elements or more of 2 bytes or more: sample_kernel) -- the partition
+// by hash above, and where that cannot run (the inverse wanted, 2^32 - 1
+// elements or more, more distinct values than its buckets take) rung 1's
+// sort. (Every one-table rung measured slower than the sort
 // with that many distinct values -- H100, 2^26 keys, 10^6 distinct: the sort
 // 2.0 ms, the one-table rungs 4.0 to 5.4 ms -- and so did a first partition
 // whose buckets were sized by elements rather than by distinct values:
@@ -1758,7 +1765,7 @@ static int unique_VECTOR(const void *x, int64_t n, int dtype, cua_unique_tab *t,
             st = grow_and_build<W>(
                 n, t, cfg,
                 [&](const table<W> &tab) -> int {
-                    if (n >= VECTOR_SAMPLE_FROM) {
+                    if (sizeof(T) > 1 && n >= VECTOR_SAMPLE_FROM) {  // (bytes: at most 256 values)
                         // (+ 1: the empty word's key, counted beside, may have set a bit)
                         sample_kernel<T><<<1, SAMPLE_THREADS, 0, cua_stream(cfg)>>>(xs, n, (unsigned)tab.limit + 1,
                                                                                    tab.ctl);

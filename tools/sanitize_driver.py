@@ -43,7 +43,7 @@ def unique_calls(check, rng):
                 check(f"unique counts {m} {dt.__name__} {distinct}",
                       all(np.array_equal(g, w) for g, w in zip(got, (want[0], want[3]))))
     # 2^20 keys: the vector rung's sample first (it proves many distinct values in random order; sorted, it proves
-    # nothing, the first table overflows and the count pass launched behind it runs)
+    # nothing, and the first table is built and overflows)
     x = (rng.integers(0, 50_000, 1 << 20) * 2654435761 % (1 << 31) - (1 << 30)).astype(np.int32)
     for label, keys in (("shuffled", x), ("sorted", np.sort(x))):
         want = np.unique(keys, return_counts=True)
