@@ -159,7 +159,6 @@ __device__ __forceinline__ T from_word(word_of<T> w)
 enum { COMPACT_TABLE = 0, COMPACT_LIST = 1, COMPACT_RUNS = 2 };
 
 // cua_dispatch with bool as bool8.
-
 template <class F>
 static inline int unique_dispatch(int dtype, F &&f)
 {
