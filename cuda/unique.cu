@@ -810,11 +810,17 @@ struct run_join {
 #define RUN_THREADS 256
 #define RUN_VECS 2  // consecutive vectors a thread
 
-// The tiles over n sorted keys.
+// The tiles over n sorted keys, and the bytes of t->keep before the sorted
+// keys: the tiles' carries and the scan's total.
 template <class S>
 static int64_t run_tiles(int64_t n)
 {
     return cua_ceil_div(cua_ceil_div(n, vec_of<S>::size), RUN_THREADS * RUN_VECS);
+}
+template <class S>
+static size_t run_carry_bytes(int64_t n)
+{
+    return round_up((size_t)(run_tiles<S>(n) + 1) * sizeof(run_carry));
 }
 
 // A thread's RUN_VECS vectors of its block's tile into k (the elements past
@@ -856,6 +862,13 @@ __device__ __forceinline__ unsigned run_heads(const S *__restrict__ s, int64_t n
     return heads;
 }
 
+// A thread's share of its tile's runs: those its heads start, and where the
+// last of them starts (e0: its first element).
+__device__ __forceinline__ run_carry run_part(unsigned heads, int64_t e0)
+{
+    return {__popc(heads), heads ? e0 + (31 - __clz(heads)) : -1};
+}
+
 // Pass 1: each tile's runs and where its last run starts, into carry[tile]
 // (and the scan's identity after the last tile).
 template <class S>
@@ -867,7 +880,7 @@ __global__ void __launch_bounds__(RUN_THREADS) runs_count_kernel(const S *__rest
     const unsigned h = run_heads(s, n, k, &e0);
     using reduce_t = cub::BlockReduce<run_carry, RUN_THREADS>;
     __shared__ typename reduce_t::TempStorage mem;
-    const run_carry all = reduce_t(mem).Reduce(run_carry{__popc(h), h ? e0 + (31 - __clz(h)) : -1}, run_join());
+    const run_carry all = reduce_t(mem).Reduce(run_part(h, e0), run_join());
     if (threadIdx.x == 0) {
         carry[blockIdx.x] = all;
         if (blockIdx.x == gridDim.x - 1) carry[gridDim.x] = run_carry{0, -1};
@@ -889,7 +902,7 @@ __global__ void __launch_bounds__(RUN_THREADS) runs_write_kernel(const S *__rest
     using scan_t = cub::BlockScan<run_carry, RUN_THREADS>;
     __shared__ typename scan_t::TempStorage mem;
     run_carry at;
-    scan_t(mem).ExclusiveScan(run_carry{__popc(h), h ? e0 + (31 - __clz(h)) : -1}, at, run_carry{0, -1}, run_join());
+    scan_t(mem).ExclusiveScan(run_part(h, e0), at, run_carry{0, -1}, run_join());
     at = run_join()(carry[blockIdx.x], at);
 #pragma unroll
     for (int r = 0; r < E; r++)
@@ -913,7 +926,7 @@ static int sort_keys(const T *x, int64_t n, cua_unique_tab *t, cua_launch *cfg)
     cudaStream_t s = cua_stream(cfg);
     const int64_t tiles = run_tiles<S>(n);
     // Kept for the finish: the tiles' carries and the sorted keys.
-    const size_t cb = round_up((size_t)(tiles + 1) * sizeof(run_carry));
+    const size_t cb = run_carry_bytes<S>(n);
     CUA_CHECK((cudaError_t)cua_cuda_malloc_async(&t->keep, cb + (size_t)n * sizeof(S), s));
     run_carry *carry = (run_carry *)t->keep;
     S *sorted = (S *)((char *)t->keep + cb);
@@ -1859,23 +1872,21 @@ static int finish(const T *x, int64_t n, cua_unique_tab *t, const cua_unique_out
 {
     using W = word_of<T>;
     cudaStream_t s = cua_stream(cfg);
+    if (t->compact == COMPACT_RUNS) {  // the sorted keys' runs (sort_keys): their own grid
+        using S = sort_key<T>;
+        runs_write_kernel<T, S><<<(unsigned)run_tiles<S>(n), RUN_THREADS, 0, s>>>(
+            (const S *)((char *)t->keep + run_carry_bytes<S>(n)), n, (const run_carry *)t->keep, (T *)out->values,
+            out->counts);
+        CUA_CHECK_LAUNCH();
+        CUA_WAIT(cfg);
+        return 0;
+    }
     cua_launch grid = *cfg;
     grid.blocks = grid.threads = 0;
     int st = cua_default_config(&grid, t->compact ? t->distinct : (n > t->cap ? n : t->cap), CUA_DEFAULT_THREADS);
     if (st) return st;
     const unsigned blocks = (unsigned)grid.used_blocks, threads = (unsigned)grid.used_threads;
     const bool want_inverse = (t->want & CUA_UNIQUE_INVERSE) && !t->compact;
-    if (t->compact == COMPACT_RUNS) {  // the sorted keys' runs (sort_keys)
-        using S = sort_key<T>;
-        const int64_t tiles = run_tiles<S>(n);
-        const size_t cb = round_up((size_t)(tiles + 1) * sizeof(run_carry));
-        runs_write_kernel<T, S><<<(unsigned)tiles, RUN_THREADS, 0, s>>>((const S *)((char *)t->keep + cb), n,
-                                                                        (const run_carry *)t->keep, (T *)out->values,
-                                                                        out->counts);
-        CUA_CHECK_LAUNCH();
-        CUA_WAIT(cfg);
-        return 0;
-    }
     if (t->compact) {  // already compact and in order (the sort rung's pairs, the partition)
         outputs_kernel<T><<<blocks, threads, 0, s>>>((const W *)t->keys, (const u64 *)t->counts, (const u64 *)t->first,
                                                     nullptr, nullptr, t->distinct, 0, (T *)out->values, out->index,
