@@ -525,19 +525,34 @@ __global__ void vector_kernel(const T *__restrict__ x, int64_t n, int64_t base, 
 
 // The vector rung's sample: SAMPLE_KEYS keys in runs of SAMPLE_RUN 16-byte
 // vectors spread evenly over the input (a warp reads a run with whole
-// sectors: 16K keys read one at a time took 11 us, H200), their 32-bit
-// hashes marked in a map of 2^SAMPLE_BITS bits in shared memory. The bits
-// set are no more than the distinct hashes, which are no more than the
-// distinct keys: more than `limit` of them proves that the rung's first
-// table (which takes `limit` keys) would overflow, and the kernel raises its
-// overflow word before the table is built at all (a 2^16-key prefix of 10^6
-// distinct values took 40 us to fill it, H200). A sample that shows fewer
-// proves nothing (a sorted input shows few in each run): the table is built
-// as before.
+// sectors: 16K keys read one at a time took 11 us, H200), each key's 32-bit
+// hash kept in a table of 2^SAMPLE_SLOT_BITS slots in shared memory: the
+// slot from its top bits, a 16-bit fingerprint from its low ones (0: empty),
+// linear probing, atomicCAS on 16 bits. The sample's distinct entries are
+// no more than its distinct hashes (two keys may share an entry, never the
+// reverse), which are no more than its distinct keys: more than `limit` of
+// them proves that the rung's first table (which takes `limit` keys) would
+// overflow, and the kernel raises its overflow word (1) before the table is
+// built at all (a 2^16-key prefix of 10^6 distinct values took 40 us to
+// fill it, H200). A sample that shows fewer proves nothing (a sorted input
+// shows few in each run): the table is built as before.
+// Its repeats (keys less entries) also tell the partition's size, as a
+// guess for speed only: keys drawn from D equally frequent values repeat
+// about SAMPLE_KEYS^2 / 2D times in the sample -- 8 at 2^24 values, 22 at
+// 6 M, about the most the partition takes (1024 buckets of 2^14 slots a
+// third full), 134 at 10^6. At most SAMPLE_FAR_REPEATS (P = 0.996 at 2^24
+// values, 0.10 at 6 M, 0.001 at 4 M) the overflow word says 2: the call
+// goes from the first table straight to the sort, sparing the partition's
+// count pass, which would only have found too many values (H100, 2^26
+// int32 with 2^24 distinct: the vector rung 2.02 ms, the sort 1.81). An
+// input whose sample's runs repeat little while the whole repeats much
+// (a tiled sequence) is sorted too: the sort is the peers' speed.
 #define SAMPLE_KEYS 16384
 #define SAMPLE_THREADS 1024
 #define SAMPLE_RUN 16
-#define SAMPLE_BITS 17
+#define SAMPLE_SLOT_BITS 15
+#define SAMPLE_SMEM ((size_t)2 << SAMPLE_SLOT_BITS)  // (16-bit slots: 64 KB)
+#define SAMPLE_FAR_REPEATS 16
 template <class T>
 __global__ void __launch_bounds__(SAMPLE_THREADS) sample_kernel(const T *__restrict__ x, int64_t n, unsigned limit,
                                                                 u64 *ctl)
@@ -546,8 +561,10 @@ __global__ void __launch_bounds__(SAMPLE_THREADS) sample_kernel(const T *__restr
     constexpr int V = vec_of<T>::size, EACH = SAMPLE_KEYS / (SAMPLE_THREADS * V);
     static_assert(EACH >= 1 && EACH * SAMPLE_THREADS * V == SAMPLE_KEYS, "whole vectors for every thread");
     constexpr int64_t RUNS = SAMPLE_KEYS / (V * SAMPLE_RUN);
-    __shared__ unsigned map[(1u << SAMPLE_BITS) / 32], seen;
-    for (unsigned i = threadIdx.x; i < (1u << SAMPLE_BITS) / 32; i += SAMPLE_THREADS) map[i] = 0;
+    constexpr unsigned MASK = (1u << SAMPLE_SLOT_BITS) - 1;
+    __shared__ unsigned seen;
+    unsigned short *slot = (unsigned short *)cua_smem;
+    for (unsigned i = threadIdx.x; i < (SAMPLE_SMEM / 4); i += SAMPLE_THREADS) ((unsigned *)cua_smem)[i] = 0;
     if (threadIdx.x == 0) seen = 0;
     const vec_span<T> span(x, n);  // (n is large: the runs fit in span.nvec)
     VT v[EACH];
@@ -562,13 +579,27 @@ __global__ void __launch_bounds__(SAMPLE_THREADS) sample_kernel(const T *__restr
     for (int q = 0; q < EACH; q++)
 #pragma unroll
         for (int r = 0; r < V; r++) {
-            const unsigned h = block_hash(to_word(v[q].v[r])) >> (32 - SAMPLE_BITS), bit = 1u << (h & 31);
-            fresh += !(atomicOr(&map[h >> 5], bit) & bit);
+            const unsigned h = block_hash(to_word(v[q].v[r]));
+            const unsigned short fp = (unsigned short)(h & 0xFFFFu ? h & 0xFFFFu : 1u);
+            for (unsigned at = h >> (32 - SAMPLE_SLOT_BITS);; at = (at + 1) & MASK) {  // (the table never fills)
+                unsigned short cur = *(volatile unsigned short *)&slot[at];
+                if (cur == 0) {
+                    cur = atomicCAS(&slot[at], (unsigned short)0, fp);
+                    if (cur == 0) {
+                        fresh++;
+                        break;
+                    }
+                }
+                if (cur == fp) break;
+            }
         }
     for (int d = 16; d > 0; d /= 2) fresh += __shfl_down_sync(0xffffffffu, fresh, d);
     if (threadIdx.x % 32 == 0) atomicAdd(&seen, fresh);
     __syncthreads();
-    if (threadIdx.x == 0 && seen > limit) ctl[CUA_UNIQUE_CTL_OVERFLOW] = 1;
+    if (threadIdx.x == 0) {
+        if (SAMPLE_KEYS - seen <= SAMPLE_FAR_REPEATS) ctl[CUA_UNIQUE_CTL_OVERFLOW] = 2;
+        else if (seen > limit) ctl[CUA_UNIQUE_CTL_OVERFLOW] = 1;
+    }
 }
 
 // ---------------------------------------------------------- the builds
@@ -682,8 +713,10 @@ static int table_clear(cua_unique_tab *t, cudaStream_t s)
 // is 2n slots (n keys at most, at half load); it is never more than the
 // first power of two past that.
 // With `only` > 0, one build at that size: CUA_EOVERFLOW_ if it overflows
-// (the vector rung then takes its partition).
+// (the vector rung then takes its partition), CUA_EFAR_ if its sample
+// guessed too many values for the partition (the vector rung sorts).
 #define CUA_EOVERFLOW_ (-100)
+#define CUA_EFAR_ (-101)
 template <class W, class L>
 static int grow_and_build(int64_t n, cua_unique_tab *t, cua_launch *cfg, L launch, int64_t only = 0)
 {
@@ -711,7 +744,7 @@ static int grow_and_build(int64_t n, cua_unique_tab *t, cua_launch *cfg, L launc
             t->distinct = t->filled + (ctl[CUA_UNIQUE_CTL_SIDE_COUNT] ? 1 : 0);
             return 0;
         }
-        if (only) return CUA_EOVERFLOW_;
+        if (only) return ctl[CUA_UNIQUE_CTL_OVERFLOW] == 2 ? CUA_EFAR_ : CUA_EOVERFLOW_;
         if (cap >= most) return CUA_EINTERNAL;  // a table of 2n slots cannot fill
         table_release(t, s);
         cap = cap * GROWTH < most ? cap * GROWTH : most;
@@ -1877,6 +1910,23 @@ static int part_build(const T *x, int64_t n, cua_unique_tab *t, cua_launch *cfg,
     return 0;
 }
 
+// Whether this GPU's blocks can hold the sample's table (sm_75's 64 KB
+// cannot beside the kernel's own word: no sample there).
+template <class T>
+static int sample_fits(bool *fits)
+{
+    int dev, optin = 0;
+    int64_t own = 0;
+    *fits = false;
+    CUA_CHECK(cudaGetDevice(&dev));
+    CUA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    int st = kernel_static_smem(sample_kernel<T>, &own);
+    if (st || SAMPLE_SMEM + (size_t)own > (size_t)optin) return st;
+    st = cua_allow_smem(sample_kernel<T>, SAMPLE_SMEM);
+    *fits = st == 0;
+    return st;
+}
+
 // The vector rung: one table of 2^14 slots, built over a prefix of the
 // input (2^16 elements) and then the rest by a second launch on the same
 // table; where it overflows (more than about 2^13 distinct keys) -- seen by
@@ -1884,8 +1934,9 @@ static int part_build(const T *x, int64_t n, cua_unique_tab *t, cua_launch *cfg,
 // proved by a sample of the input before the table is built (inputs of
 // 2^20 elements or more of 2 bytes or more: sample_kernel) -- the partition
 // by hash above, and where that cannot run (the inverse wanted, 2^32 - 1
-// elements or more, more distinct values than its buckets take) rung 1's
-// sort. (Every one-table rung measured slower than the sort
+// elements or more, more distinct values than its buckets take, or more
+// than the sample guesses it takes) rung 1's sort. (Every one-table rung
+// measured slower than the sort
 // with that many distinct values -- H100, 2^26 keys, 10^6 distinct: the sort
 // 2.0 ms, the one-table rungs 4.0 to 5.4 ms -- and so did a first partition
 // whose buckets were sized by elements rather than by distinct values:
@@ -1912,12 +1963,16 @@ static int unique_VECTOR(const void *x, int64_t n, int dtype, cua_unique_tab *t,
             const unsigned pblocks = (unsigned)(want < cfg->used_blocks ? want : cfg->used_blocks);
             const T *xs = (const T *)x;
             cudaStream_t s = cua_stream(cfg);
+            bool sampling = false;  // (bytes: at most 256 values)
+            if (sizeof(T) > 1 && n >= VECTOR_SAMPLE_FROM) st = sample_fits<T>(&sampling);
+            if (st) return st;
             st = grow_and_build<W>(
                 n, t, cfg,
                 [&](const table<W> &tab) -> int {
-                    if (sizeof(T) > 1 && n >= VECTOR_SAMPLE_FROM) {  // (bytes: at most 256 values)
+                    if (sampling) {
                         // (+ 1: the empty word's key, counted beside, may have set a bit)
-                        sample_kernel<T><<<1, SAMPLE_THREADS, 0, s>>>(xs, n, (unsigned)tab.limit + 1, tab.ctl);
+                        sample_kernel<T><<<1, SAMPLE_THREADS, SAMPLE_SMEM, s>>>(xs, n, (unsigned)tab.limit + 1,
+                                                                               tab.ctl);
                         CUA_CHECK_LAUNCH();
                     }
                     vector_kernel<F, T><<<pblocks, threads, smem, s>>>(xs, prefix, 0, tab, slots);
@@ -1930,7 +1985,8 @@ static int unique_VECTOR(const void *x, int64_t n, int dtype, cua_unique_tab *t,
                     return 0;
                 },
                 FIRST_CAP);
-            if (st != CUA_EOVERFLOW_) return st;
+            if (st != CUA_EOVERFLOW_ && st != CUA_EFAR_) return st;
+            [[maybe_unused]] const bool far = st == CUA_EFAR_;  // (the sample's guess: too many values for the partition)
             table_release(t, s);
             // (The count pass queued behind the first table, gated on its
             // overflow word, saves that table's wait but not the host's
@@ -1938,7 +1994,7 @@ static int unique_VECTOR(const void *x, int64_t n, int dtype, cua_unique_tab *t,
             // int32: 1.032 ms against 1.036 at 10^6 distinct, and 0.350-0.376
             // against 0.322-0.328 at 10^3, where it is not needed.)
             if constexpr (sizeof(T) >= 4) {  // (narrower keys have at most 2^16 values: the sort)
-                if (!(t->want & CUA_UNIQUE_INVERSE) && n < (int64_t)UINT32_MAX) {
+                if (!far && !(t->want & CUA_UNIQUE_INVERSE) && n < (int64_t)UINT32_MAX) {
                     readback rb;
                     part_state ps;
                     st = part_count<T, F>(xs, n, s, &ps, rb);

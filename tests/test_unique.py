@@ -333,6 +333,35 @@ def test_vector_sample_then_table_or_partition(backend, distinct, order):
         np.testing.assert_array_equal(c, ec)
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("first", [False, True])
+def test_vector_sample_guesses_too_many(backend, first):
+    """2^20 + 3 keys, all distinct: the GPU sample sees no value twice and
+    guesses more values than the partition takes, so the call goes from the
+    first table straight to the sort (with counts alone, the sort's runs:
+    the launch record shows their 256-thread blocks, not the vector grid).
+    A tiled input (each value 11 times, in 11 copies of one order) looks the
+    same to the sample's runs and goes the same way. NumPy's values, first
+    indices and counts, sorted and not, either way."""
+    n = (1 << 20) + 3
+    rng = np.random.default_rng(7)
+    spread = (rng.permutation(n).astype(np.int64) * 2654435761 % (1 << 31) - (1 << 30)).astype(np.int32)
+    tiled = np.tile(spread[: n // 11 + 1], 11)[:n]
+    for x in (spread, tiled):
+        ev, ei, ec = np.unique(x, return_index=True, return_counts=True)
+        for sort in (True, False):
+            got = cuatomic.unique(x, return_index=first, return_counts=True, sorted=sort, method="vector",
+                                  backend=backend)
+            v, c = host(got[0]), host(got[-1])
+            if backend == "cuda" and not first and sort:
+                assert cuatomic.last_launch()["threads"] == 256
+            o = np.argsort(v)
+            np.testing.assert_array_equal(v[o], ev)
+            np.testing.assert_array_equal(c[o], ec)
+            if first:
+                np.testing.assert_array_equal(host(got[1])[o], ei)
+
+
 @pytest.mark.parametrize("backend,method,where", where_params("unique"))
 def test_bool_bytes_and_byte_order(backend, method, where):
     """Any nonzero byte of a bool is True (NumPy's reading); a big-endian
