@@ -681,9 +681,14 @@ struct readback {
     {
         const size_t bytes = count * sizeof(U), at = (used + 15) & ~(size_t)15;
         if (at + bytes > (slot >= 0 ? (size_t)CUA_SLOT_BYTES : LOCAL)) return cudaErrorInvalidValue;
+        const bool queued = used > 0;
         used = at + bytes;
         *got = (const U *)(host + at);
-        return cudaMemcpyAsync(host + at, dev, bytes, cudaMemcpyDeviceToHost, s);
+        const cudaError_t e = cudaMemcpyAsync(host + at, dev, bytes, cudaMemcpyDeviceToHost, s);
+        // (A copy already queued must land before the slot goes back: the
+        // caller returns at once, without its wait.)
+        if (e != cudaSuccess && queued) cudaStreamSynchronize(s);
+        return e;
     }
 };
 
@@ -1031,19 +1036,21 @@ static int sort_keys(const T *x, int64_t n, cua_unique_tab *t, cua_launch *cfg)
     using S = sort_key<T>;
     cudaStream_t s = cua_stream(cfg);
     const int64_t tiles = run_tiles<S>(n);
-    // Kept for the finish: the tiles' carries and the sorted keys; CUB's
-    // scratch after them (one allocation: each is a call the host makes).
+    // Kept for the finish: the tiles' carries and the sorted keys. CUB's
+    // scratch for the sort and the scan (one allocation, the larger) goes
+    // back before the outputs are made: the sort's is about n keys.
     const S *in = (const S *)x;
     size_t sort_bytes = 0, scan_bytes = 0;
     CUA_CHECK(cub::DeviceRadixSort::SortKeys(nullptr, sort_bytes, in, (S *)nullptr, n, 0, key_bits<T>(), s));
     CUA_CHECK(cub::DeviceScan::ExclusiveScan(nullptr, scan_bytes, (run_carry *)nullptr, (run_carry *)nullptr,
                                              run_join(), run_carry{0, -1}, tiles + 1, s));
-    const size_t cb = run_carry_bytes<S>(n), kb = round_up((size_t)n * sizeof(S));
-    const size_t tb = sort_bytes > scan_bytes ? sort_bytes : scan_bytes;
-    CUA_CHECK((cudaError_t)cua_cuda_malloc_async(&t->keep, cb + kb + (tb ? tb : 1), s));
+    const size_t cb = run_carry_bytes<S>(n), tb = sort_bytes > scan_bytes ? sort_bytes : scan_bytes;
+    CUA_CHECK((cudaError_t)cua_cuda_malloc_async(&t->keep, cb + (size_t)n * sizeof(S), s));
     run_carry *carry = (run_carry *)t->keep;
     S *sorted = (S *)((char *)t->keep + cb);
-    void *tmp = (char *)t->keep + cb + kb;
+    cua_scratch temp;
+    CUA_CHECK(temp.get(tb ? tb : 1, s));
+    void *tmp = temp.ptr;
     cua_scratch words;
     int st = 0;
     if constexpr (!std::is_same<S, T>::value) {  // the words first
@@ -1738,20 +1745,22 @@ struct part_state {
     const unsigned *reg = nullptr;
 };
 
-// A kernel's static shared memory, asked once per kernel (a kernel's
-// attributes are the same on every GPU of one build's architecture).
+// A kernel's static shared memory on the current GPU, asked once per kernel
+// and GPU (GPUs of different architectures run different builds of it).
 template <class K>
 static int kernel_static_smem(K kernel, int64_t *out)
 {
     static thread_local cua_kernel_memo memo;
-    if (const cua_kernel_memo::Entry *e = memo.find((const void *)kernel, 0, 0, 0)) {
+    int dev;
+    CUA_CHECK(cudaGetDevice(&dev));
+    if (const cua_kernel_memo::Entry *e = memo.find((const void *)kernel, dev, 0, 0)) {
         *out = e->value;
         return 0;
     }
     cudaFuncAttributes fa;
     CUA_CHECK(cudaFuncGetAttributes(&fa, kernel));
     *out = (int64_t)fa.sharedSizeBytes;
-    memo.put({(const void *)kernel, 0, 0, 0, *out});
+    memo.put({(const void *)kernel, dev, 0, 0, *out});
     return 0;
 }
 
