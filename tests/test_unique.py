@@ -340,8 +340,8 @@ def test_vector_sample_guesses_too_many(backend, first):
     guesses more values than the partition takes, so the call goes from the
     first table straight to the sort (with counts alone, the sort's runs:
     the launch record shows their 256-thread blocks, not the vector grid).
-    A tiled input (each value 11 times, in 11 copies of one order) looks the
-    same to the sample's runs and goes the same way. NumPy's values, first
+    A tiled input (copies of one order of 95,326 values, each value 10 or 11
+    times) looks the same to the sample's runs and goes the same way. NumPy's values, first
     indices and counts, sorted and not, either way."""
     n = (1 << 20) + 3
     rng = np.random.default_rng(7)
