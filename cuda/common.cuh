@@ -264,30 +264,57 @@ static inline int cua_max_resident_blocks(K kernel, int threads, size_t smem, in
     return 0;
 }
 
-// Let `kernel` use `smem` bytes of dynamic shared memory: past
+// The dynamic shared memory a block of `kernel` may have on the current GPU:
+// the GPU's opt-in most less the kernel's static shared memory. Past
 // CUA_STATIC_SMEM_BYTES a block must opt in, before it is launched or its
 // occupancy is asked. The opt-in is one ceiling per kernel and GPU, shared
 // by every thread of the process, and each setting replaces the last: so it
-// is raised once to all the GPU allows a block of this kernel (never
-// lowered, which would fail another call's launch), and that is remembered.
-// A request past it is passed on for the runtime to refuse.
+// is raised once, here, to all of this room (never lowered, which would fail
+// another call's launch), and the room is remembered per kernel and GPU.
 template <class K>
-static inline int cua_allow_smem(K kernel, size_t smem)
+static inline int cua_smem_room(K kernel, size_t *room)
 {
-    if (smem <= CUA_STATIC_SMEM_BYTES) return 0;
     static thread_local cua_kernel_memo memo;
     int dev;
     CUA_CHECK(cudaGetDevice(&dev));
-    const cua_kernel_memo::Entry *e = memo.find((const void *)kernel, dev, 0, 0);
-    if (e && smem <= (size_t)e->value) return 0;
+    if (const cua_kernel_memo::Entry *e = memo.find((const void *)kernel, dev, 0, 0)) {
+        *room = (size_t)e->value;
+        return 0;
+    }
     int optin = 0;
     cudaFuncAttributes attr;
     CUA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
     CUA_CHECK(cudaFuncGetAttributes(&attr, kernel));
-    const size_t room = (size_t)optin - attr.sharedSizeBytes;  // the dynamic part of a block's most
-    const int ceiling = (int)(smem > room ? smem : room);
-    CUA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, ceiling));
-    memo.put({(const void *)kernel, dev, 0, 0, (int64_t)room});
+    *room = (size_t)optin > attr.sharedSizeBytes ? (size_t)optin - attr.sharedSizeBytes : 0;
+    if (*room > CUA_STATIC_SMEM_BYTES)
+        CUA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)*room));
+    memo.put({(const void *)kernel, dev, 0, 0, (int64_t)*room});
+    return 0;
+}
+
+// Let `kernel` use `smem` bytes of dynamic shared memory (cua_smem_room). A
+// request past the room is passed on for the runtime to refuse.
+template <class K>
+static inline int cua_allow_smem(K kernel, size_t smem)
+{
+    if (smem <= CUA_STATIC_SMEM_BYTES) return 0;
+    size_t room = 0;
+    const int st = cua_smem_room(kernel, &room);
+    if (st || smem <= room) return st;
+    CUA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    return 0;
+}
+
+// Whether a block of `kernel` can have `smem` bytes of dynamic shared
+// memory on the current GPU; if it can, it is let (cua_allow_smem).
+template <class K>
+static inline int cua_smem_fits(K kernel, size_t smem, bool *fits)
+{
+    size_t room = 0;
+    *fits = false;
+    const int st = cua_smem_room(kernel, &room);
+    if (st) return st;
+    *fits = smem <= room;
     return 0;
 }
 

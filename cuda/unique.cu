@@ -525,34 +525,51 @@ __global__ void vector_kernel(const T *__restrict__ x, int64_t n, int64_t base, 
 
 // The vector rung's sample: SAMPLE_KEYS keys in runs of SAMPLE_RUN 16-byte
 // vectors spread evenly over the input (a warp reads a run with whole
-// sectors: 16K keys read one at a time took 11 us, H200), each key's 32-bit
-// hash kept in a table of 2^SAMPLE_SLOT_BITS slots in shared memory: the
-// slot from its top bits, a 16-bit fingerprint from its low ones (0: empty),
-// linear probing, atomicCAS on 16 bits. The sample's distinct entries are
-// no more than its distinct hashes (two keys may share an entry, never the
-// reverse), which are no more than its distinct keys: more than `limit` of
-// them proves that the rung's first table (which takes `limit` keys) would
-// overflow, and the kernel raises its overflow word (1) before the table is
-// built at all (a 2^16-key prefix of 10^6 distinct values took 40 us to
-// fill it, H200). A sample that shows fewer proves nothing (a sorted input
-// shows few in each run): the table is built as before.
-// Its repeats (keys less entries) also tell the partition's size, as a
-// guess for speed only: keys drawn from D equally frequent values repeat
-// about SAMPLE_KEYS^2 / 2D times in the sample -- 8 at 2^24 values, 22 at
-// 6 M, about the most the partition takes (1024 buckets of 2^14 slots a
-// third full), 134 at 10^6. At most SAMPLE_FAR_REPEATS (P = 0.996 at 2^24
-// values, 0.10 at 6 M, 0.001 at 4 M) the overflow word says 2: the call
-// goes from the first table straight to the sort, sparing the partition's
-// count pass, which would only have found too many values (H100, 2^26
-// int32 with 2^24 distinct: the vector rung 2.02 ms, the sort 1.81). An
-// input whose sample's runs repeat little while the whole repeats much
-// (a tiled sequence) is sorted too: the sort is the peers' speed.
+// sectors: 16K keys read one at a time took 11 us, H200), their distinct
+// 32-bit hashes counted by SAMPLE_BLOCKS blocks: every block reads the
+// whole sample and keeps the keys whose hash's top bits name it, in a table
+// of its own in shared memory (the slot from the next bits, the hash itself
+// the entry, 0 empty), and adds how many entries it made to a control word;
+// the last block to finish (a ticket, after a fence) reads the sum. The
+// lanes of a warp probe in step (a loop of their own per lane left the warp
+// diverged, four lanes active on average) and the inserts are spread over
+// blocks: one block of 1024 threads inserting all 16K hashes into one table
+// took 72 us (28 us in step), the loads alone 4.6 us (H200, after a flush of
+// L2). A block whose table is half full makes no more entries, so a probe
+// always ends; its count is then short, never long.
+// The sample's distinct hashes are no more than its distinct keys: more
+// than `limit` of them proves that the rung's first table (which takes
+// `limit` keys) would overflow, and the last block raises its overflow word
+// (1) before the table is built at all (a 2^16-key prefix of 10^6 distinct
+// values took 40 us to fill it, H200). A sample that shows fewer proves
+// nothing (a sorted input shows few in each run): the table is built as
+// before.
+// Its repeats (keys less distinct hashes) also tell the partition's size,
+// as a guess for speed only: keys drawn from D equally frequent values
+// repeat about SAMPLE_KEYS^2 / 2D times in the sample -- 8 at 2^24 values,
+// 22 at 6 M, about the most the partition takes (1024 buckets of 2^14 slots
+// a third full), 134 at 10^6. At most SAMPLE_FAR_REPEATS (P = 0.996 at
+// 2^24 values, 0.10 at 6 M, 0.001 at 4 M) the overflow word says 2: the
+// call goes from the first table straight to the sort, sparing the
+// partition's count pass, which would only have found too many values
+// (H100, 2^26 int32 with 2^24 distinct: the vector rung 2.02 ms, the sort
+// 1.81). An input whose sample's runs repeat little while the whole
+// repeats much (a tiled sequence) is sorted too: the sort is the peers'
+// speed.
 #define SAMPLE_KEYS 16384
 #define SAMPLE_THREADS 1024
 #define SAMPLE_RUN 16
-#define SAMPLE_SLOT_BITS 15
-#define SAMPLE_SMEM ((size_t)2 << SAMPLE_SLOT_BITS)  // (16-bit slots: 64 KB)
+#define SAMPLE_BLOCK_BITS 4                     // SAMPLE_BLOCKS = 16: about 1024 of the hashes each
+#define SAMPLE_BLOCKS (1 << SAMPLE_BLOCK_BITS)
+#define SAMPLE_SLOT_BITS 12                     // a block's table: 4096 hashes (16 KB), a quarter full
 #define SAMPLE_FAR_REPEATS 16
+// The sample's own words, after the control words in the 256 bytes that
+// a table keeps for them (table_alloc), cleared with them (ctl_init): the
+// blocks' entries summed, and the blocks that have added theirs.
+#define SAMPLE_SEEN CUA_UNIQUE_CTL_WORDS
+#define SAMPLE_DONE (CUA_UNIQUE_CTL_WORDS + 1)
+#define CTL_WORDS_CLEARED (CUA_UNIQUE_CTL_WORDS + 2)
+static_assert(CTL_WORDS_CLEARED * 8 <= 256, "the sample's words fit beside the control words");
 template <class T>
 __global__ void __launch_bounds__(SAMPLE_THREADS) sample_kernel(const T *__restrict__ x, int64_t n, unsigned limit,
                                                                 u64 *ctl)
@@ -561,11 +578,10 @@ __global__ void __launch_bounds__(SAMPLE_THREADS) sample_kernel(const T *__restr
     constexpr int V = vec_of<T>::size, EACH = SAMPLE_KEYS / (SAMPLE_THREADS * V);
     static_assert(EACH >= 1 && EACH * SAMPLE_THREADS * V == SAMPLE_KEYS, "whole vectors for every thread");
     constexpr int64_t RUNS = SAMPLE_KEYS / (V * SAMPLE_RUN);
-    constexpr unsigned MASK = (1u << SAMPLE_SLOT_BITS) - 1;
-    __shared__ unsigned seen;
-    unsigned short *slot = (unsigned short *)cua_smem;
-    for (unsigned i = threadIdx.x; i < (SAMPLE_SMEM / 4); i += SAMPLE_THREADS) ((unsigned *)cua_smem)[i] = 0;
-    if (threadIdx.x == 0) seen = 0;
+    constexpr unsigned SLOTS = 1u << SAMPLE_SLOT_BITS, MASK = SLOTS - 1;
+    __shared__ unsigned slot[SLOTS], made;
+    for (unsigned i = threadIdx.x; i < SLOTS; i += SAMPLE_THREADS) slot[i] = 0;
+    if (threadIdx.x == 0) made = 0;
     const vec_span<T> span(x, n);  // (n is large: the runs fit in span.nvec)
     VT v[EACH];
 #pragma unroll
@@ -574,31 +590,31 @@ __global__ void __launch_bounds__(SAMPLE_THREADS) sample_kernel(const T *__restr
         v[q] = span.xv[g / SAMPLE_RUN * (span.nvec / RUNS) + g % SAMPLE_RUN];
     }
     __syncthreads();
-    unsigned fresh = 0;
 #pragma unroll
     for (int q = 0; q < EACH; q++)
 #pragma unroll
         for (int r = 0; r < V; r++) {
-            const unsigned h = block_hash(to_word(v[q].v[r]));
-            const unsigned short fp = (unsigned short)(h & 0xFFFFu ? h & 0xFFFFu : 1u);
-            for (unsigned at = h >> (32 - SAMPLE_SLOT_BITS);; at = (at + 1) & MASK) {  // (the table never fills)
-                unsigned short cur = *(volatile unsigned short *)&slot[at];
-                if (cur == 0) {
-                    cur = atomicCAS(&slot[at], (unsigned short)0, fp);
-                    if (cur == 0) {
-                        fresh++;
-                        break;
-                    }
-                }
-                if (cur == fp) break;
+            const unsigned h = block_hash(to_word(v[q].v[r])), e = h ? h : 1u;
+            unsigned at = h >> (32 - SAMPLE_BLOCK_BITS - SAMPLE_SLOT_BITS) & MASK;
+            bool pending = h >> (32 - SAMPLE_BLOCK_BITS) == blockIdx.x && *(volatile unsigned *)&made < SLOTS / 2;
+            while (__any_sync(0xffffffffu, pending)) {  // (every lane is here: the loops are the same for all)
+                if (!pending) continue;
+                unsigned cur = *(volatile unsigned *)&slot[at];
+                if (cur == 0) cur = atomicCAS(&slot[at], 0u, e);
+                if (cur == 0) atomicAdd(&made, 1u);  // (past SLOTS / 2 by one a thread at most)
+                if (cur == 0 || cur == e) pending = false;
+                else at = (at + 1) & MASK;
             }
         }
-    for (int d = 16; d > 0; d /= 2) fresh += __shfl_down_sync(0xffffffffu, fresh, d);
-    if (threadIdx.x % 32 == 0) atomicAdd(&seen, fresh);
     __syncthreads();
     if (threadIdx.x == 0) {
-        if (SAMPLE_KEYS - seen <= SAMPLE_FAR_REPEATS) ctl[CUA_UNIQUE_CTL_OVERFLOW] = 2;
-        else if (seen > limit) ctl[CUA_UNIQUE_CTL_OVERFLOW] = 1;
+        atomicAdd(&ctl[SAMPLE_SEEN], (u64)made);
+        __threadfence();  // (the sum before the ticket: the last block reads every block's entries)
+        if (atomicAdd(&ctl[SAMPLE_DONE], 1ull) == gridDim.x - 1) {
+            const u64 seen = atomicAdd(&ctl[SAMPLE_SEEN], 0ull);
+            if (SAMPLE_KEYS - seen <= SAMPLE_FAR_REPEATS) ctl[CUA_UNIQUE_CTL_OVERFLOW] = 2;
+            else if (seen > limit) ctl[CUA_UNIQUE_CTL_OVERFLOW] = 1;
+        }
     }
 }
 
@@ -638,7 +654,7 @@ static void table_release(cua_unique_tab *t, cudaStream_t s)
 __device__ __forceinline__ void ctl_init(u64 *ctl)
 {
     static_assert(CUA_UNIQUE_CTL_SIDE_FIRST == CUA_UNIQUE_CTL_WORDS - 1, "the first index is the last word");
-    for (int w = 0; w < CUA_UNIQUE_CTL_SIDE_FIRST; w++) ctl[w] = 0;
+    for (int w = 0; w < CTL_WORDS_CLEARED; w++) ctl[w] = 0;
     ctl[CUA_UNIQUE_CTL_SIDE_FIRST] = ~0ull;
 }
 
@@ -1745,25 +1761,6 @@ struct part_state {
     const unsigned *reg = nullptr;
 };
 
-// A kernel's static shared memory on the current GPU, asked once per kernel
-// and GPU (GPUs of different architectures run different builds of it).
-template <class K>
-static int kernel_static_smem(K kernel, int64_t *out)
-{
-    static thread_local cua_kernel_memo memo;
-    int dev;
-    CUA_CHECK(cudaGetDevice(&dev));
-    if (const cua_kernel_memo::Entry *e = memo.find((const void *)kernel, dev, 0, 0)) {
-        *out = e->value;
-        return 0;
-    }
-    cudaFuncAttributes fa;
-    CUA_CHECK(cudaFuncGetAttributes(&fa, kernel));
-    *out = (int64_t)fa.sharedSizeBytes;
-    memo.put({(const void *)kernel, dev, 0, 0, *out});
-    return 0;
-}
-
 template <class T, bool FIRST>
 static int part_count(const T *x, int64_t n, cudaStream_t s, part_state *ps, readback &rb)
 {
@@ -1789,13 +1786,11 @@ static int part_count(const T *x, int64_t n, cudaStream_t s, part_state *ps, rea
     // 4-byte keys, 94 KB for 8-byte keys or with first indices, 127 KB for
     // both, at 1024 buckets and 8K-key tiles.)
     const size_t most_smem = part_tile<W, FIRST>::bytes(1u << PART_MAX_BITS, SCATTER_TILE);
-    int64_t own = 0;
-    int st = kernel_static_smem(part_scatter_kernel<FIRST, T>, &own);
-    if (st) return st;
-    if (most_smem + (size_t)own > (size_t)optin) return 0;
-    st = cua_allow_smem(part_scatter_kernel<FIRST, T>, most_smem);
+    bool fits = false;
+    int st = cua_smem_fits(part_scatter_kernel<FIRST, T>, most_smem, &fits);
+    if (st || !fits) return st;
     int64_t blocks = 0;
-    if (!st) st = cua_max_resident_blocks(part_scatter_kernel<FIRST, T>, scatter_threads<T>(), most_smem, &blocks);
+    st = cua_max_resident_blocks(part_scatter_kernel<FIRST, T>, scatter_threads<T>(), most_smem, &blocks);
     if (st) return st;
     if (blocks < 1) return 0;
     ps->blocks = blocks;
@@ -1838,9 +1833,9 @@ static int part_build(const T *x, int64_t n, cua_unique_tab *t, cua_launch *cfg,
     int st = cua_allow_smem(part_table_kernel<FIRST, W>, tsmem);
     if (st) return st;
     // The buckets' lists: a bucket's table takes half its slots, and claims
-    // racing past that limit one more per thread at most; `most` keys in all.
+    // racing past that limit one more per thread at most; `list_most` keys in all.
     const unsigned stride = slots / 2 + BUCKET_THREADS < slots ? slots / 2 + BUCKET_THREADS : slots;
-    const int64_t most = P * stride;
+    const int64_t list_most = P * stride;
     const bool sorting = (t->want & CUA_UNIQUE_SORTED) != 0;
     size_t scan_runs = 0, scan_found = 0, sort_most = 0;  // (CUB's sizes: nothing is queued)
     CUA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, scan_runs, (unsigned *)nullptr, (unsigned *)nullptr,
@@ -1848,21 +1843,22 @@ static int part_build(const T *x, int64_t n, cua_unique_tab *t, cua_launch *cfg,
     CUA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, scan_found, (unsigned *)nullptr, (unsigned *)nullptr, P + 1, s));
     if (sorting)
         CUA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, sort_most, (W *)nullptr, (W *)nullptr, (unsigned *)nullptr,
-                                                  (unsigned *)nullptr, most, 0, key_bits<T>(), s));
+                                                  (unsigned *)nullptr, list_most, 0, key_bits<T>(), s));
     size_t temp = scan_runs > scan_found ? scan_runs : scan_found;
     temp = temp > sort_most ? temp : sort_most;
     // Control words; the runs and found with its scan (one past the last
     // bucket each); the partitioned keys and their indices (n each); the
-    // lists (keys, counts, first indices: `most` each); the listed keys
+    // lists (keys, counts, first indices: `list_most` each); the listed keys
     // and where their counts are, twice (the sort's in and out); CUB's.
     size_t off = 0;
     auto carve = [&](size_t bytes) { const size_t at = off; off += round_up(bytes); return at; };
     const size_t o_runs = carve((size_t)(blocks * P + 1) * 4), o_found = carve((size_t)(P + 1) * 4),
                  o_at = carve((size_t)(P + 1) * 4), o_keys = carve((size_t)n * sizeof(W)),
-                 o_idx = FIRST ? carve((size_t)n * 4) : 0, o_lkeys = carve((size_t)most * sizeof(W)),
-                 o_lcount = carve((size_t)most * 4), o_lfirst = FIRST ? carve((size_t)most * 4) : 0,
-                 o_listed = sorting ? carve((size_t)(most + 1) * sizeof(W)) : 0, o_src = carve((size_t)(most + 1) * 4),
-                 o_src2 = sorting ? carve((size_t)(most + 1) * 4) : 0, o_temp = carve(temp ? temp : 1);
+                 o_idx = FIRST ? carve((size_t)n * 4) : 0, o_lkeys = carve((size_t)list_most * sizeof(W)),
+                 o_lcount = carve((size_t)list_most * 4), o_lfirst = FIRST ? carve((size_t)list_most * 4) : 0,
+                 o_listed = sorting ? carve((size_t)(list_most + 1) * sizeof(W)) : 0,
+                 o_src = carve((size_t)(list_most + 1) * 4),
+                 o_src2 = sorting ? carve((size_t)(list_most + 1) * 4) : 0, o_temp = carve(temp ? temp : 1);
     cua_scratch mem;
     CUA_CHECK(mem.get(256 + off, s));
     u64 *ctl = (u64 *)mem.ptr;
@@ -1891,7 +1887,7 @@ static int part_build(const T *x, int64_t n, cua_unique_tab *t, cua_launch *cfg,
     CUA_WAIT(cfg);
     if (host[CUA_UNIQUE_CTL_OVERFLOW]) return 0;  // a bucket overflowed its table
     const int64_t k = *listed, with_side = host[CUA_UNIQUE_CTL_SIDE_COUNT] ? 1 : 0;
-    if (k > most) return CUA_EINTERNAL;
+    if (k > list_most) return CUA_EINTERNAL;
     t->word = (int)sizeof(W);
     st = table_alloc(t, k + with_side, s);
     if (st) return st;
@@ -1917,23 +1913,6 @@ static int part_build(const T *x, int64_t n, cua_unique_tab *t, cua_launch *cfg,
     t->builds++;
     *done = true;
     return 0;
-}
-
-// Whether this GPU's blocks can hold the sample's table (sm_75's 64 KB
-// cannot beside the kernel's own word: no sample there).
-template <class T>
-static int sample_fits(bool *fits)
-{
-    int dev, optin = 0;
-    int64_t own = 0;
-    *fits = false;
-    CUA_CHECK(cudaGetDevice(&dev));
-    CUA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-    int st = kernel_static_smem(sample_kernel<T>, &own);
-    if (st || SAMPLE_SMEM + (size_t)own > (size_t)optin) return st;
-    st = cua_allow_smem(sample_kernel<T>, SAMPLE_SMEM);
-    *fits = st == 0;
-    return st;
 }
 
 // The vector rung: one table of 2^14 slots, built over a prefix of the
@@ -1972,16 +1951,14 @@ static int unique_VECTOR(const void *x, int64_t n, int dtype, cua_unique_tab *t,
             const unsigned pblocks = (unsigned)(want < cfg->used_blocks ? want : cfg->used_blocks);
             const T *xs = (const T *)x;
             cudaStream_t s = cua_stream(cfg);
-            bool sampling = false;  // (bytes: at most 256 values)
-            if (sizeof(T) > 1 && n >= VECTOR_SAMPLE_FROM) st = sample_fits<T>(&sampling);
-            if (st) return st;
+            const bool sampling = sizeof(T) > 1 && n >= VECTOR_SAMPLE_FROM;  // (bytes: at most 256 values)
             st = grow_and_build<W>(
                 n, t, cfg,
                 [&](const table<W> &tab) -> int {
                     if (sampling) {
                         // (+ 1: the empty word's key, counted beside, may have set a bit)
-                        sample_kernel<T><<<1, SAMPLE_THREADS, SAMPLE_SMEM, s>>>(xs, n, (unsigned)tab.limit + 1,
-                                                                               tab.ctl);
+                        sample_kernel<T><<<SAMPLE_BLOCKS, SAMPLE_THREADS, 0, s>>>(xs, n, (unsigned)tab.limit + 1,
+                                                                                 tab.ctl);
                         CUA_CHECK_LAUNCH();
                     }
                     vector_kernel<F, T><<<pblocks, threads, smem, s>>>(xs, prefix, 0, tab, slots);
