@@ -333,6 +333,36 @@ def test_vector_sample_then_table_or_partition(backend, distinct, order):
         np.testing.assert_array_equal(c, ec)
 
 
+def _mix32(k):
+    """murmur3's 32-bit finalizer on uint32 words (the GPU sample's hash)."""
+    k = k.astype(np.uint64)
+    k ^= k >> 16
+    k = (k * 0x85EBCA6B) & 0xFFFFFFFF
+    k ^= k >> 13
+    k = (k * 0xC2B2AE35) & 0xFFFFFFFF
+    return k ^ (k >> 16)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_vector_sample_one_block_takes_all(backend):
+    """2^20 + 3 keys whose hashes all fall to the first of the GPU sample's
+    blocks (the top 4 bits of the hash of each key's word, the int32 with its
+    sign bit flipped, are 0): that block's table stops at half full, its
+    count comes short (never long), and the call neither hangs nor proves
+    what is not so: the first table is built, overflows, and the partition
+    gives NumPy's values and counts."""
+    rng = np.random.default_rng(11)
+    words = rng.choice(np.uint64(1) << np.uint64(32), 4_000_000, replace=False).astype(np.uint32)
+    words = words[_mix32(words) >> 28 == 0][:100_000]
+    assert words.size == 100_000
+    keys = (words ^ np.uint32(0x80000000)).view(np.int32)
+    x = rng.permutation(np.concatenate([keys, rng.choice(keys, (1 << 20) + 3 - keys.size)]))
+    ev, ec = np.unique(x, return_counts=True)
+    v, c = cuatomic.unique(x, return_counts=True, method="vector", backend=backend)
+    np.testing.assert_array_equal(host(v), ev)
+    np.testing.assert_array_equal(host(c), ec)
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("first", [False, True])
 def test_vector_sample_guesses_too_many(backend, first):
