@@ -286,7 +286,9 @@ static inline int cua_smem_room(K kernel, size_t *room)
     CUA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
     CUA_CHECK(cudaFuncGetAttributes(&attr, kernel));
     *room = (size_t)optin > attr.sharedSizeBytes ? (size_t)optin - attr.sharedSizeBytes : 0;
-    if (*room > CUA_STATIC_SMEM_BYTES)
+    // (raised whenever the GPU allows more than a block has without asking:
+    // static and dynamic together are held to CUA_STATIC_SMEM_BYTES until then)
+    if ((size_t)optin > CUA_STATIC_SMEM_BYTES)
         CUA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)*room));
     memo.put({(const void *)kernel, dev, 0, 0, (int64_t)*room});
     return 0;
@@ -306,7 +308,7 @@ static inline int cua_allow_smem(K kernel, size_t smem)
 }
 
 // Whether a block of `kernel` can have `smem` bytes of dynamic shared
-// memory on the current GPU; if it can, it is let (cua_allow_smem).
+// memory on the current GPU (cua_smem_room has raised its ceiling: if it can, it may).
 template <class K>
 static inline int cua_smem_fits(K kernel, size_t smem, bool *fits)
 {

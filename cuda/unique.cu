@@ -529,7 +529,8 @@ __global__ void vector_kernel(const T *__restrict__ x, int64_t n, int64_t base, 
 // 32-bit hashes counted by SAMPLE_BLOCKS blocks: every block reads the
 // whole sample and keeps the keys whose hash's top bits name it, in a table
 // of its own in shared memory (the slot from the next bits, the hash itself
-// the entry, 0 empty), and adds how many entries it made to a control word;
+// the entry, 0 empty: a hash of 0 is kept as 1, which can only make the
+// count short), and adds how many entries it made to a control word;
 // the last block to finish (a ticket, after a fence) reads the sum. The
 // lanes of a warp probe in step (a loop of their own per lane left the warp
 // diverged, four lanes active on average) and the inserts are spread over
@@ -579,6 +580,8 @@ __global__ void __launch_bounds__(SAMPLE_THREADS) sample_kernel(const T *__restr
     static_assert(EACH >= 1 && EACH * SAMPLE_THREADS * V == SAMPLE_KEYS, "whole vectors for every thread");
     constexpr int64_t RUNS = SAMPLE_KEYS / (V * SAMPLE_RUN);
     constexpr unsigned SLOTS = 1u << SAMPLE_SLOT_BITS, MASK = SLOTS - 1;
+    static_assert(SLOTS / 2 + SAMPLE_THREADS < SLOTS, "past half full, each thread makes one entry more at most: "
+                                                      "a probe always finds an empty slot");
     __shared__ unsigned slot[SLOTS], made;
     for (unsigned i = threadIdx.x; i < SLOTS; i += SAMPLE_THREADS) slot[i] = 0;
     if (threadIdx.x == 0) made = 0;
@@ -611,6 +614,7 @@ __global__ void __launch_bounds__(SAMPLE_THREADS) sample_kernel(const T *__restr
         atomicAdd(&ctl[SAMPLE_SEEN], (u64)made);
         __threadfence();  // (the sum before the ticket: the last block reads every block's entries)
         if (atomicAdd(&ctl[SAMPLE_DONE], 1ull) == gridDim.x - 1) {
+            __threadfence();  // (and the ticket before the sum: the memory model wants both sides fenced)
             const u64 seen = atomicAdd(&ctl[SAMPLE_SEEN], 0ull);
             if (SAMPLE_KEYS - seen <= SAMPLE_FAR_REPEATS) ctl[CUA_UNIQUE_CTL_OVERFLOW] = 2;
             else if (seen > limit) ctl[CUA_UNIQUE_CTL_OVERFLOW] = 1;

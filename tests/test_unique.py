@@ -343,24 +343,42 @@ def _mix32(k):
     return k ^ (k >> 16)
 
 
+def _one_block_keys(count, seed):
+    """`count` distinct int32 keys whose hashes all fall to the first of the
+    GPU sample's blocks: the top 4 bits of the hash of each key's word (the
+    int32 with its sign bit flipped) are 0."""
+    rng = np.random.default_rng(seed)
+    words = rng.choice(np.uint64(1) << np.uint64(32), 40 * count, replace=False).astype(np.uint32)
+    words = words[_mix32(words) >> 28 == 0][:count]
+    assert words.size == count
+    return (words ^ np.uint32(0x80000000)).view(np.int32)
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_vector_sample_one_block_takes_all(backend):
+@pytest.mark.parametrize("distinct", [6000, 100_000])
+def test_vector_sample_one_block_takes_all(backend, distinct):
     """2^20 + 3 keys whose hashes all fall to the first of the GPU sample's
-    blocks (the top 4 bits of the hash of each key's word, the int32 with its
-    sign bit flipped, are 0): that block's table stops at half full, its
-    count comes short (never long), and the call neither hangs nor proves
-    what is not so: the first table is built, overflows, and the partition
-    gives NumPy's values and counts."""
-    rng = np.random.default_rng(11)
-    words = rng.choice(np.uint64(1) << np.uint64(32), 4_000_000, replace=False).astype(np.uint32)
-    words = words[_mix32(words) >> 28 == 0][:100_000]
-    assert words.size == 100_000
-    keys = (words ^ np.uint32(0x80000000)).view(np.int32)
+    blocks: that block's table stops at half full (2048 entries and one more
+    a thread at most), so its count comes short, never long, and the call
+    neither hangs nor proves what is not so. 6000 values fit the rung's
+    first table (2^14 slots, half full at most): the sample must not claim
+    otherwise, and the first table is the one build (on the CPU too: its
+    threads' tables hold them). 100,000 do not: the first table overflows
+    and the partition takes them. NumPy's values and counts either way."""
+    rng = np.random.default_rng(distinct)
+    keys = _one_block_keys(distinct, 11)
     x = rng.permutation(np.concatenate([keys, rng.choice(keys, (1 << 20) + 3 - keys.size)]))
+    rung = _backend.rung("unique", backend, "vector")
+    values, _, counts, _, builds = _C.unique(
+        backend=_backend.backend_id(backend), rung=rung.index, x=x, n=x.size, dtype=dtype_id(np.int32),
+        want=_C.UNIQUE_SORTED, blocks=-1, threads=-1, device_out=False, stream=None)
     ev, ec = np.unique(x, return_counts=True)
-    v, c = cuatomic.unique(x, return_counts=True, method="vector", backend=backend)
-    np.testing.assert_array_equal(host(v), ev)
-    np.testing.assert_array_equal(host(c), ec)
+    np.testing.assert_array_equal(values, ev)
+    np.testing.assert_array_equal(counts, ec)
+    if distinct == 6000:
+        assert builds == 1
+    elif backend == "cuda":  # (the CPU's partition counts as its one build)
+        assert builds > 1
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

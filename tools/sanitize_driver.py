@@ -48,8 +48,16 @@ def unique_calls(check, rng):
     def spread(k):
         return (k * 2654435761 % (1 << 31) - (1 << 30)).astype(np.int32)
     x = spread(rng.integers(0, 50_000, 1 << 20))
+    # 6000 values whose hashes (murmur3's 32-bit finalizer of the word: the int32 with its sign bit flipped) all
+    # have 0 in their top 4 bits: one of the sample's blocks takes every sampled key and stops at half full
+    w = rng.choice(np.uint64(1) << np.uint64(32), 240_000, replace=False).astype(np.uint64)
+    h = w ^ (w >> 16)
+    h = (h * 0x85EBCA6B) & 0xFFFFFFFF
+    h = (h ^ (h >> 13)) * 0xC2B2AE35 & 0xFFFFFFFF
+    one = (w[(h ^ (h >> 16)) >> 28 == 0][:6000].astype(np.uint32) ^ np.uint32(1 << 31)).view(np.int32)
     for label, keys in (("shuffled", x), ("sorted", np.sort(x)), ("few", spread(rng.integers(0, 1000, 1 << 20))),
-                        ("all distinct", spread(rng.permutation((1 << 20) + 3)))):
+                        ("all distinct", spread(rng.permutation((1 << 20) + 3))),
+                        ("one sample block", rng.choice(one, 1 << 20))):
         want = np.unique(keys, return_counts=True)
         got = [g.copy_to_host() for g in cuatomic.unique(cuatomic.to_device(keys, backend="cuda"), return_counts=True,
                                                          method="vector", backend="cuda")]
