@@ -1243,6 +1243,9 @@ static int unique_SHARED(const void *x, int64_t n, int dtype, cua_unique_tab *t,
 #define BUCKET_THREADS 1024
 #define PART_LOAD 0.3      // the distinct values a bucket's table is sized for, per slot
 #define PART_MAX_LOAD 0.35 // ... at most (where the largest tables of the most buckets cannot do better)
+#define PLAN_PBITS 0       // the plan's words (part_plan_kernel): log2 of the buckets (0: no partition),
+#define PLAN_SLOTS 1       // ... their tables' slots
+#define PLAN_WORDS 2
 
 // A key's partition word: its word mixed by murmur3's finalizer (a
 // bijection), complemented around it so that only the empty word's key maps
@@ -1358,28 +1361,38 @@ __global__ void __launch_bounds__(PART_THREADS) part_count_kernel(const T *__res
         if (reg[r]) atomicMax(&sketch[r], reg[r]);
 }
 
-// The scatter blocks' counts per bucket of P = 2^pbits, bucket-major
-// (runs[b * blocks + g]: the fine buckets of b in the count blocks of
-// chunk g), and a 0 after the last: their exclusive scan is where each
-// block writes each bucket's keys, and its last entry the keys in all.
-// Its first thread also clears the partition's control words and the 0
-// after the buckets' list lengths (found[P], for their scan): memsets
-// fewer for the host to queue.
-__global__ void part_runs_kernel(const unsigned *hist, int64_t blocks, int pbits, unsigned *runs, u64 *ctl,
+// The scatter blocks' counts per bucket of P = 2^pbits (the plan's),
+// bucket-major (runs[b * blocks + g]: the fine buckets of b in the count
+// blocks of chunk g), and 0 after the last up to the most buckets' cells:
+// their exclusive scan is where each block writes each bucket's keys, and
+// its entry blocks * P the keys in all. (The host queues the grid and the
+// scan for the most buckets: it does not wait for the plan.) Its first
+// thread also clears the partition's control words and the 0 after the
+// most buckets' list lengths (found[2^PART_MAX_BITS], for their scan):
+// memsets fewer for the host to queue.
+__global__ void part_runs_kernel(const unsigned *hist, int64_t blocks, const unsigned *plan, unsigned *runs, u64 *ctl,
                                  unsigned *found)
 {
-    const int64_t cells = blocks << pbits, fold = (int64_t)1 << (PART_FINE_BITS - pbits);
+    const int pbits = (int)plan[PLAN_PBITS];  // (0: no partition; the runs are not read)
+    const int64_t cells = pbits ? blocks << pbits : 0, fold = (int64_t)1 << (PART_FINE_BITS - pbits);
     if (cua_global_id() == 0) {
         ctl_init(ctl);
-        found[(size_t)1 << pbits] = 0;
+        found[(size_t)1 << PART_MAX_BITS] = 0;
     }
-    for (int64_t e = cua_global_id(); e <= cells; e += cua_grid_stride()) {
+    for (int64_t e = cua_global_id(); e <= blocks << PART_MAX_BITS; e += cua_grid_stride()) {
         unsigned sum = 0;
         if (e < cells) {
+            // (A bucket's fine counts in a count block: `fold` words from a
+            // multiple of 4, read 16 bytes at a time.)
+            static_assert(PART_FINE_BITS - PART_MAX_BITS >= 2, "a bucket has 4 fine buckets or more");
             const int64_t b = e / blocks, g = e % blocks;
-            for (int64_t c = 0; c < PART_COUNT_SPLIT; c++)
-                for (int64_t f = 0; f < fold; f++)
-                    sum += hist[((g * PART_COUNT_SPLIT + c) << PART_FINE_BITS) + b * fold + f];
+            for (int64_t c = 0; c < PART_COUNT_SPLIT; c++) {
+                const uint4 *h = (const uint4 *)(hist + ((g * PART_COUNT_SPLIT + c) << PART_FINE_BITS) + b * fold);
+                for (int64_t f = 0; f < fold / 4; f++) {
+                    const uint4 q = h[f];
+                    sum += q.x + q.y + q.z + q.w;
+                }
+            }
         }
         runs[e] = sum;
     }
@@ -1437,9 +1450,11 @@ __host__ __device__ constexpr int scatter_threads()
 
 template <bool FIRST, class T>
 __global__ void __launch_bounds__(scatter_threads<T>(), 1024 / scatter_threads<T>())  // (blocks an SM)
-    part_scatter_kernel(const T *__restrict__ x, int64_t n, int64_t per, int pbits, const unsigned *runs,
+    part_scatter_kernel(const T *__restrict__ x, int64_t n, int64_t per, const unsigned *plan, const unsigned *runs,
                         word_of<T> *keys, unsigned *idx, u64 *ctl)
 {
+    const int pbits = (int)plan[PLAN_PBITS];
+    if (!pbits) return;  // (no partition: the call takes the sort)
     using W = word_of<T>;
     using VT = typename vec_of<T>::type;
     constexpr int V = vec_of<T>::size, K = PART_VECS * V;
@@ -1550,10 +1565,12 @@ __global__ void __launch_bounds__(scatter_threads<T>(), 1024 / scatter_threads<T
 }
 
 // Pass 3, one block per bucket: its keys counted in a shared-memory table,
-// then its distinct keys listed at the bucket's place in lkeys (`stride` a
-// bucket: no more can be distinct), their counts and first indices beside
-// them, and how many into found[bucket]. A bucket whose table cannot take a key
-// raises the overflow word (the call goes to the sort).
+// then its distinct keys listed at the bucket's place in lkeys (part_list_at),
+// their counts and first indices beside them, and how many into
+// found[bucket]. A bucket whose table cannot take a key raises the overflow
+// word (the call goes to the sort). The grid is the most buckets, each
+// block's memory the largest table's (the host does not wait for the
+// plan): a block past the plan's buckets writes found 0 and returns.
 //
 // Most keys are already in the table (a value of 10^6 among 2^26 keys comes
 // 67 times), and most of those at their home slot or the next (a quarter
@@ -1576,12 +1593,26 @@ __host__ __device__ constexpr size_t part_queue_bytes()
     return (size_t)(BUCKET_THREADS / 32) * TABLE_QUEUE * (sizeof(W) + (FIRST ? 4 : 0));
 }
 
+// Where bucket b's list starts: b * stride, or (stride 0) where its keys
+// start among the partitioned ones -- its distinct keys are no more than
+// its keys, so the lists then take no more room than the keys.
+__device__ __forceinline__ size_t part_list_at(unsigned b, unsigned stride, const unsigned *runs, int64_t blocks)
+{
+    return stride ? (size_t)b * stride : runs[b * blocks];
+}
+
 template <bool FIRST, class W>
 __global__ void __launch_bounds__(BUCKET_THREADS) part_table_kernel(const W *keys, const unsigned *idx,
-                                                                  const unsigned *runs, int64_t blocks, unsigned slots,
-                                                                  unsigned stride, W *lkeys, unsigned *lcount,
-                                                                  unsigned *lfirst, unsigned *found, u64 *ctl)
+                                                                  const unsigned *runs, int64_t blocks,
+                                                                  const unsigned *plan, unsigned stride, W *lkeys,
+                                                                  unsigned *lcount, unsigned *lfirst, unsigned *found,
+                                                                  u64 *ctl)
 {
+    const unsigned pbits = plan[PLAN_PBITS], slots = plan[PLAN_SLOTS];
+    if (blockIdx.x >= (pbits ? 1u << pbits : 0u)) {
+        if (threadIdx.x == 0) found[blockIdx.x] = 0;
+        return;
+    }
     __shared__ unsigned listed, stop;
     if (threadIdx.x == 0) stop = 0;
     block_table<W, FIRST, unsigned> b(slots);  // (its barrier: `stop` is seen zeroed)
@@ -1661,6 +1692,7 @@ __global__ void __launch_bounds__(BUCKET_THREADS) part_table_kernel(const W *key
     __syncthreads();  // every key of the run read, `listed` zeroed
     // A warp's filled slots take their places with one atomic (the slots
     // are a whole number of blocks: every lane is here).
+    const size_t l0 = part_list_at(blockIdx.x, stride, runs, blocks);
     for (unsigned sl = threadIdx.x; sl <= b.mask; sl += blockDim.x) {
         const bool has = b.counts[sl] != 0;
         const unsigned m = __ballot_sync(0xffffffffu, has);
@@ -1668,7 +1700,7 @@ __global__ void __launch_bounds__(BUCKET_THREADS) part_table_kernel(const W *key
         if (lane == 0 && m) j0 = atomicAdd(&listed, (unsigned)__popc(m));
         j0 = __shfl_sync(0xffffffffu, j0, 0);
         if (has) {
-            const size_t j = (size_t)blockIdx.x * stride + j0 + __popc(m & ((1u << lane) - 1));
+            const size_t j = l0 + j0 + __popc(m & ((1u << lane) - 1));
             lkeys[j] = b.keys[sl];
             lcount[j] = b.counts[sl];
             if (FIRST) lfirst[j] = b.first[sl];
@@ -1682,10 +1714,11 @@ __global__ void __launch_bounds__(BUCKET_THREADS) part_table_kernel(const W *key
 // the keys into `out`, and beside each where its count and first index
 // wait (src).
 template <class W>
-__global__ void part_list_kernel(const W *lkeys, unsigned stride, const unsigned *found, const unsigned *at, W *out,
-                                 unsigned *src)
+__global__ void part_list_kernel(const W *lkeys, unsigned stride, const unsigned *runs, int64_t blocks,
+                                 const unsigned *found, const unsigned *at, W *out, unsigned *src)
 {
-    const unsigned s0 = blockIdx.x * stride, d = found[blockIdx.x], p0 = at[blockIdx.x];
+    const unsigned s0 = (unsigned)part_list_at(blockIdx.x, stride, runs, blocks), d = found[blockIdx.x],
+                   p0 = at[blockIdx.x];
     for (unsigned j = threadIdx.x; j < d; j += blockDim.x) {
         out[p0 + j] = part_unword(lkeys[s0 + j]);  // (the table held partition words)
         src[p0 + j] = s0 + j;
@@ -1713,17 +1746,25 @@ __global__ void part_gather_kernel(const unsigned *src, int64_t k, const unsigne
 }
 
 // The distinct values a sketch's registers say were seen (HyperLogLog's
-// estimate, with linear counting where most registers are still 0).
-static double sketch_estimate(const unsigned *reg)
+// estimate, with linear counting where most registers are still 0), by one
+// warp: each lane sums 8 registers, the lanes' sums join in a fixed order
+// (the same estimate every call).
+__device__ double sketch_estimate(const unsigned *reg)
 {
-    const double m = (double)(1u << SKETCH_BITS);
+    constexpr unsigned M = 1u << SKETCH_BITS;
+    static_assert(M % 32 == 0, "a lane takes M / 32 registers");
+    const unsigned lane = threadIdx.x & 31;
     double sum = 0;
     int zeros = 0;
-    for (unsigned r = 0; r < (1u << SKETCH_BITS); r++) {
+    for (unsigned r = lane; r < M; r += 32) {
         sum += ldexp(1.0, -(int)reg[r]);
         zeros += reg[r] == 0;
     }
-    const double e = 0.7213 / (1 + 1.079 / m) * m * m / sum;
+    for (int o = 16; o > 0; o /= 2) {
+        sum += __shfl_xor_sync(0xffffffffu, sum, o);
+        zeros += __shfl_xor_sync(0xffffffffu, zeros, o);
+    }
+    const double m = (double)M, e = 0.7213 / (1 + 1.079 / m) * m * m / sum;
     return e <= 2.5 * m && zeros ? m * log(m / zeros) : e;
 }
 
@@ -1738,7 +1779,7 @@ static double sketch_estimate(const unsigned *reg)
 // 0.90-0.92 ms against 1.00-1.05), int64 keys 1.32 ms against 1.41.
 // (Tables of 12288 slots, two blocks an SM where one of 2^14 has it alone:
 // the tables 192 us against 213, whole calls no faster; not kept.)
-static bool part_shape(double d, unsigned most, int *pbits, unsigned *slots)
+__device__ bool part_shape(double d, unsigned most, int *pbits, unsigned *slots)
 {
     int pb = PART_MIN_BITS;
     while (pb < PART_MAX_BITS && d / (double)(1u << pb) > PART_LOAD * most) pb++;
@@ -1751,22 +1792,41 @@ static bool part_shape(double d, unsigned most, int *pbits, unsigned *slots)
     return true;
 }
 
+// The partition's shape, chosen on the GPU from the count pass's sketch
+// (one warp), so that the host queues the rest of the partition behind the
+// count pass without waiting for it (a wait there left the GPU idle for
+// 56 us of an 1.05 ms call: H100 timeline, 2^26 int32, 10^6 distinct).
+// plan[PLAN_PBITS] = log2 of the buckets, or 0 where the estimate is more
+// than the partition takes: every later kernel of the partition then
+// returns at once, and the host, reading the plan back, takes the sort.
+// (Its warp: sketch_estimate's lanes.)
+__global__ void part_plan_kernel(const unsigned *sketch, unsigned most, unsigned *plan)
+{
+    const double d = sketch_estimate(sketch);
+    int pbits = 0;
+    unsigned slots = 0;
+    if (threadIdx.x == 0) {
+        if (!part_shape(d, most, &pbits, &slots)) pbits = 0, slots = 0;
+        plan[PLAN_PBITS] = (unsigned)pbits;
+        plan[PLAN_SLOTS] = slots;
+    }
+}
+
 // The partition's first pass and what it leaves for the rest (part_build):
 // the scatter's grid, the largest table a block may have, and scratch for
-// the sketch and the fine counts. `ready`: the count pass is queued and the
-// sketch's copy to the host (`reg`, read after the wait); false: this GPU's
-// blocks cannot hold the scatter's tiles.
+// the sketch, the plan and the fine counts. `ready`: the count pass and the
+// plan are queued; false: this GPU's blocks cannot hold the scatter's
+// tiles.
 struct part_state {
     bool ready = false;
     int64_t blocks = 0, per = 0;
     unsigned most = 0;
     cua_scratch mem;
-    unsigned *hist = nullptr;
-    const unsigned *reg = nullptr;
+    unsigned *hist = nullptr, *plan = nullptr;
 };
 
 template <class T, bool FIRST>
-static int part_count(const T *x, int64_t n, cudaStream_t s, part_state *ps, readback &rb)
+static int part_count(const T *x, int64_t n, cudaStream_t s, part_state *ps)
 {
     using W = word_of<T>;
     constexpr int V = vec_of<T>::size;
@@ -1800,69 +1860,66 @@ static int part_count(const T *x, int64_t n, cudaStream_t s, part_state *ps, rea
     ps->blocks = blocks;
     ps->per = cua_ceil_div(n / V > 0 ? n / V : 1, blocks);
     ps->most = most;
-    // Scratch: the sketch, the fine counts (2^12 a count block).
+    // Scratch: the sketch (256 registers), the plan, the fine counts (2^12
+    // a count block).
+    constexpr size_t SKETCH = 1u << SKETCH_BITS, HEAD = SKETCH + 64;  // (words; the plan in the 64)
+    static_assert(PLAN_WORDS <= 64, "the plan fits its words");
     const int64_t count_blocks = blocks * PART_COUNT_SPLIT;
-    CUA_CHECK(ps->mem.get(1024 + ((size_t)count_blocks * 4 << PART_FINE_BITS), s));
+    CUA_CHECK(ps->mem.get(HEAD * 4 + ((size_t)count_blocks * 4 << PART_FINE_BITS), s));
     unsigned *sketch = (unsigned *)ps->mem.ptr;
-    ps->hist = sketch + (1u << SKETCH_BITS);
-    CUA_CHECK(cudaMemsetAsync(sketch, 0, 1024, s));
+    ps->plan = sketch + SKETCH;
+    ps->hist = sketch + HEAD;
+    CUA_CHECK(cudaMemsetAsync(sketch, 0, SKETCH * 4, s));
     part_count_kernel<T><<<(unsigned)count_blocks, PART_THREADS, 0, s>>>(x, n, ps->per, ps->hist, sketch);
     CUA_CHECK_LAUNCH();
-    CUA_CHECK(rb.take(sketch, 1u << SKETCH_BITS, s, &ps->reg));
+    part_plan_kernel<<<1, 32, 0, s>>>(sketch, most, ps->plan);
+    CUA_CHECK_LAUNCH();
     ps->ready = true;
     return 0;
 }
 
-// The rest of the partition, after the count pass and the wait that
-// brought its sketch (ps): a compact table in the wanted order
+// The rest of the partition, queued behind the count pass without a wait
+// (the kernels read the plan: ps): a compact table in the wanted order
 // (t->compact), or *done false (nothing wrong: too many distinct values or
-// a bucket that overflowed) for the caller to take the sort. Its memory is
-// one allocation, sized before anything is queued (the buckets' lists for
-// the most keys they can list, CUB's scratch for the most it can be asked):
-// each allocation and each memset is a call the host makes while the GPU,
-// between the few long kernels, waits for it.
+// a bucket that overflowed) for the caller to take the sort. What the plan
+// sizes is sized for the most buckets and the largest tables (the runs,
+// the grids, the lists); the host waits once, for the distinct keys'
+// number, before it lists and sorts them. Each allocation and each memset
+// is a call the host makes while the GPU, between the few long kernels,
+// waits for it: the memory up to that wait is one allocation.
 template <class T, bool FIRST>
-static int part_build(const T *x, int64_t n, cua_unique_tab *t, cua_launch *cfg, part_state &ps, readback &rb,
-                      bool *done)
+static int part_build(const T *x, int64_t n, cua_unique_tab *t, cua_launch *cfg, part_state &ps, bool *done)
 {
     using W = word_of<T>;
     cudaStream_t s = cua_stream(cfg);
     *done = false;
-    const int64_t blocks = ps.blocks;
-    int pbits;
-    unsigned slots;
-    if (!part_shape(sketch_estimate(ps.reg), ps.most, &pbits, &slots)) return 0;
-    const int64_t P = (int64_t)1 << pbits;
-    const size_t tsmem = block_table_bytes<W, FIRST, unsigned>(slots) + part_queue_bytes<W, FIRST>();
+    const int64_t blocks = ps.blocks, PM = (int64_t)1 << PART_MAX_BITS;
+    const size_t tsmem = block_table_bytes<W, FIRST, unsigned>(ps.most) + part_queue_bytes<W, FIRST>();
     int st = cua_allow_smem(part_table_kernel<FIRST, W>, tsmem);
     if (st) return st;
     // The buckets' lists: a bucket's table takes half its slots, and claims
-    // racing past that limit one more per thread at most; `list_most` keys in all.
-    const unsigned stride = slots / 2 + BUCKET_THREADS < slots ? slots / 2 + BUCKET_THREADS : slots;
-    const int64_t list_most = P * stride;
-    const bool sorting = (t->want & CUA_UNIQUE_SORTED) != 0;
-    size_t scan_runs = 0, scan_found = 0, sort_most = 0;  // (CUB's sizes: nothing is queued)
+    // racing past that limit one more per thread at most (`stride` a
+    // bucket, room for the most buckets with the largest tables); and a
+    // bucket lists no more keys than it has, so an input of no more keys
+    // than that room lists each bucket where its keys start (stride 0).
+    const int64_t widest = ps.most / 2 + BUCKET_THREADS < ps.most ? ps.most / 2 + BUCKET_THREADS : ps.most;
+    const unsigned stride = n > PM * widest ? (unsigned)widest : 0;
+    const int64_t list_most = stride ? PM * widest : n;
+    size_t scan_runs = 0, scan_found = 0;  // (CUB's sizes: nothing is queued)
     CUA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, scan_runs, (unsigned *)nullptr, (unsigned *)nullptr,
-                                            blocks * P + 1, s));
-    CUA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, scan_found, (unsigned *)nullptr, (unsigned *)nullptr, P + 1, s));
-    if (sorting)
-        CUA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, sort_most, (W *)nullptr, (W *)nullptr, (unsigned *)nullptr,
-                                                  (unsigned *)nullptr, list_most, 0, key_bits<T>(), s));
-    size_t temp = scan_runs > scan_found ? scan_runs : scan_found;
-    temp = temp > sort_most ? temp : sort_most;
+                                            blocks * PM + 1, s));
+    CUA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, scan_found, (unsigned *)nullptr, (unsigned *)nullptr, PM + 1, s));
+    const size_t temp = scan_runs > scan_found ? scan_runs : scan_found;
     // Control words; the runs and found with its scan (one past the last
     // bucket each); the partitioned keys and their indices (n each); the
-    // lists (keys, counts, first indices: `list_most` each); the listed keys
-    // and where their counts are, twice (the sort's in and out); CUB's.
+    // lists (keys, counts, first indices: `list_most` each); CUB's.
     size_t off = 0;
     auto carve = [&](size_t bytes) { const size_t at = off; off += round_up(bytes); return at; };
-    const size_t o_runs = carve((size_t)(blocks * P + 1) * 4), o_found = carve((size_t)(P + 1) * 4),
-                 o_at = carve((size_t)(P + 1) * 4), o_keys = carve((size_t)n * sizeof(W)),
+    const size_t o_runs = carve((size_t)(blocks * PM + 1) * 4), o_found = carve((size_t)(PM + 1) * 4),
+                 o_at = carve((size_t)(PM + 1) * 4), o_keys = carve((size_t)n * sizeof(W)),
                  o_idx = FIRST ? carve((size_t)n * 4) : 0, o_lkeys = carve((size_t)list_most * sizeof(W)),
                  o_lcount = carve((size_t)list_most * 4), o_lfirst = FIRST ? carve((size_t)list_most * 4) : 0,
-                 o_listed = sorting ? carve((size_t)(list_most + 1) * sizeof(W)) : 0,
-                 o_src = carve((size_t)(list_most + 1) * 4),
-                 o_src2 = sorting ? carve((size_t)(list_most + 1) * 4) : 0, o_temp = carve(temp ? temp : 1);
+                 o_temp = carve(temp ? temp : 1);
     cua_scratch mem;
     CUA_CHECK(mem.get(256 + off, s));
     u64 *ctl = (u64 *)mem.ptr;
@@ -1872,41 +1929,53 @@ static int part_build(const T *x, int64_t n, cua_unique_tab *t, cua_launch *cfg,
     unsigned *idx = FIRST ? (unsigned *)(p + o_idx) : nullptr, *lcount = (unsigned *)(p + o_lcount),
              *lfirst = FIRST ? (unsigned *)(p + o_lfirst) : nullptr;
     void *tmp = p + o_temp;
-    part_runs_kernel<<<(unsigned)cua_ceil_div(blocks * P + 1, 256), 256, 0, s>>>(ps.hist, blocks, pbits, runs, ctl,
-                                                                                found);
+    part_runs_kernel<<<(unsigned)cua_ceil_div(blocks * PM + 1, 256), 256, 0, s>>>(ps.hist, blocks, ps.plan, runs, ctl,
+                                                                                 found);
     CUA_CHECK_LAUNCH();
-    CUA_CHECK(cub::DeviceScan::ExclusiveSum(tmp, scan_runs, runs, runs, blocks * P + 1, s));
-    const size_t tile_smem = part_tile<W, FIRST>::bytes((unsigned)P, SCATTER_TILE);
-    part_scatter_kernel<FIRST, T><<<(unsigned)blocks, scatter_threads<T>(), tile_smem, s>>>(x, n, ps.per, pbits, runs,
-                                                                                          keys, idx, ctl);
+    CUA_CHECK(cub::DeviceScan::ExclusiveSum(tmp, scan_runs, runs, runs, blocks * PM + 1, s));
+    const size_t tile_smem = part_tile<W, FIRST>::bytes((unsigned)PM, SCATTER_TILE);
+    part_scatter_kernel<FIRST, T><<<(unsigned)blocks, scatter_threads<T>(), tile_smem, s>>>(x, n, ps.per, ps.plan,
+                                                                                          runs, keys, idx, ctl);
     CUA_CHECK_LAUNCH();
-    part_table_kernel<FIRST, W><<<(unsigned)P, BUCKET_THREADS, tsmem, s>>>(keys, idx, runs, blocks, slots, stride,
-                                                                          lkeys, lcount, lfirst, found, ctl);
+    part_table_kernel<FIRST, W><<<(unsigned)PM, BUCKET_THREADS, tsmem, s>>>(keys, idx, runs, blocks, ps.plan, stride,
+                                                                           lkeys, lcount, lfirst, found, ctl);
     CUA_CHECK_LAUNCH();
-    CUA_CHECK(cub::DeviceScan::ExclusiveSum(tmp, scan_found, found, at, P + 1, s));
+    CUA_CHECK(cub::DeviceScan::ExclusiveSum(tmp, scan_found, found, at, PM + 1, s));
+    readback rb;
     const u64 *host;
-    const unsigned *listed;
+    const unsigned *listed, *plan;
     CUA_CHECK(rb.take(ctl, CUA_UNIQUE_CTL_WORDS, s, &host));
-    CUA_CHECK(rb.take(at + P, 1, s, &listed));
+    CUA_CHECK(rb.take(at + PM, 1, s, &listed));
+    CUA_CHECK(rb.take((const unsigned *)ps.plan, PLAN_WORDS, s, &plan));
     CUA_WAIT(cfg);
-    if (host[CUA_UNIQUE_CTL_OVERFLOW]) return 0;  // a bucket overflowed its table
+    if (!plan[PLAN_PBITS] || host[CUA_UNIQUE_CTL_OVERFLOW]) return 0;  // too many values, or a bucket overflowed
+    const int64_t P = (int64_t)1 << plan[PLAN_PBITS];
     const int64_t k = *listed, with_side = host[CUA_UNIQUE_CTL_SIDE_COUNT] ? 1 : 0;
     if (k > list_most) return CUA_EINTERNAL;
+    // The listed keys and where their counts are, twice for sorted output
+    // (the sort's in and out), and the sort's scratch: sized by k.
+    const bool sorted = (t->want & CUA_UNIQUE_SORTED) && k > 1;
+    size_t sort_bytes = 0;
+    unsigned *no_src = nullptr;
+    if (sorted)
+        CUA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, (W *)nullptr, (W *)nullptr, no_src, no_src, k,
+                                                  0, key_bits<T>(), s));
+    off = 0;
+    const size_t o_listed = sorted ? carve((size_t)(k + 1) * sizeof(W)) : 0, o_src = carve((size_t)(k + 1) * 4),
+                 o_src2 = sorted ? carve((size_t)(k + 1) * 4) : 0, o_sort = carve(sort_bytes ? sort_bytes : 1);
+    cua_scratch lists;
+    CUA_CHECK(lists.get(off, s));
     t->word = (int)sizeof(W);
     st = table_alloc(t, k + with_side, s);
     if (st) return st;
-    const bool sorted = sorting && k > 1;
-    W *listed_keys = sorted ? (W *)(p + o_listed) : (W *)t->keys;
-    unsigned *src = (unsigned *)(p + o_src), *src_sorted = (unsigned *)(p + o_src2);
-    part_list_kernel<W><<<(unsigned)P, 256, 0, s>>>(lkeys, stride, found, at, listed_keys, src);
+    char *q = (char *)lists.ptr;
+    W *listed_keys = sorted ? (W *)(q + o_listed) : (W *)t->keys;
+    unsigned *src = (unsigned *)(q + o_src), *src_sorted = (unsigned *)(q + o_src2);
+    part_list_kernel<W><<<(unsigned)P, 256, 0, s>>>(lkeys, stride, runs, blocks, found, at, listed_keys, src);
     CUA_CHECK_LAUNCH();
     if (sorted) {  // only the distinct keys are sorted
-        size_t sort_bytes = 0;
-        CUA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, listed_keys, (W *)t->keys, src, src_sorted, k,
+        CUA_CHECK(cub::DeviceRadixSort::SortPairs(q + o_sort, sort_bytes, listed_keys, (W *)t->keys, src, src_sorted, k,
                                                   0, key_bits<T>(), s));
-        if (sort_bytes > temp) return CUA_EINTERNAL;  // (CUB's scratch grows with the keys)
-        CUA_CHECK(cub::DeviceRadixSort::SortPairs(tmp, sort_bytes, listed_keys, (W *)t->keys, src, src_sorted, k, 0,
-                                                  key_bits<T>(), s));
         src = src_sorted;
     }
     part_gather_kernel<W><<<(unsigned)cua_ceil_div(k + 1, 256), 256, 0, s>>>(src, k, lcount, lfirst, ctl, (W *)t->keys,
@@ -1985,13 +2054,11 @@ static int unique_VECTOR(const void *x, int64_t n, int dtype, cua_unique_tab *t,
             // against 0.322-0.328 at 10^3, where it is not needed.)
             if constexpr (sizeof(T) >= 4) {  // (narrower keys have at most 2^16 values: the sort)
                 if (!far && !(t->want & CUA_UNIQUE_INVERSE) && n < (int64_t)UINT32_MAX) {
-                    readback rb;
                     part_state ps;
-                    st = part_count<T, F>(xs, n, s, &ps, rb);
-                    if (!st && ps.ready) st = cua_wait(cfg);
+                    st = part_count<T, F>(xs, n, s, &ps);
                     if (st) return st;
                     bool done = false;
-                    if (ps.ready) st = part_build<T, F>(xs, n, t, cfg, ps, rb, &done);  // (not done: no table made)
+                    if (ps.ready) st = part_build<T, F>(xs, n, t, cfg, ps, &done);  // (not done: no table made)
                     if (st || done) return st;
                 }
             }
