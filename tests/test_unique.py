@@ -333,6 +333,26 @@ def test_vector_sample_then_table_or_partition(backend, distinct, order):
         np.testing.assert_array_equal(c, ec)
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_vector_partition_strided_lists(backend):
+    """More keys (9.5 M) than the GPU partition's lists hold where their
+    buckets' keys start (1024 buckets of 9216 entries on Hopper): the lists
+    are strided, each bucket's room what its largest table lists. 200,000
+    distinct int32 values, with and without first indices, as NumPy's."""
+    n = 9_500_000
+    rng = np.random.default_rng(7)
+    x = (rng.integers(0, 200_000, n) * 2654435761 % (1 << 31) - (1 << 30)).astype(np.int32)
+    ev, ei, ec = np.unique(x, return_index=True, return_counts=True)
+    v, c = (host(g) for g in cuatomic.unique(x, return_counts=True, method="vector", backend=backend))
+    np.testing.assert_array_equal(v, ev)
+    np.testing.assert_array_equal(c, ec)
+    v, i, c = (host(g) for g in cuatomic.unique(x, return_index=True, return_counts=True, method="vector",
+                                                backend=backend))
+    np.testing.assert_array_equal(v, ev)
+    np.testing.assert_array_equal(i, ei)
+    np.testing.assert_array_equal(c, ec)
+
+
 def _mix32(k):
     """murmur3's 32-bit finalizer on uint32 words (the GPU sample's hash)."""
     k = k.astype(np.uint64)
