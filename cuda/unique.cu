@@ -1568,9 +1568,13 @@ __global__ void __launch_bounds__(scatter_threads<T>(), 1024 / scatter_threads<T
 // then its distinct keys listed at the bucket's place in lkeys (part_list_at),
 // their counts and first indices beside them, and how many into
 // found[bucket]. A bucket whose table cannot take a key raises the overflow
-// word (the call goes to the sort). The grid is the most buckets, each
-// block's memory the largest table's (the host does not wait for the
-// plan): a block past the plan's buckets writes found 0 and returns.
+// word (the call goes to the sort). The host does not wait for the plan:
+// it queues two launches of the most buckets, one whose blocks have the
+// memory of tables up to half the largest (two blocks an SM) and one with
+// the largest's (one), and only the launch whose tables [lo, hi] slots
+// hold the plan's acts (the other returns at once); in it a block past the
+// plan's buckets writes found 0 and returns. (One launch with the largest
+// tables' memory halved the blocks an SM below about 630K values.)
 //
 // Most keys are already in the table (a value of 10^6 among 2^26 keys comes
 // 67 times), and most of those at their home slot or the next (a quarter
@@ -1604,11 +1608,12 @@ __device__ __forceinline__ size_t part_list_at(unsigned b, unsigned stride, cons
 template <bool FIRST, class W>
 __global__ void __launch_bounds__(BUCKET_THREADS) part_table_kernel(const W *keys, const unsigned *idx,
                                                                   const unsigned *runs, int64_t blocks,
-                                                                  const unsigned *plan, unsigned stride, W *lkeys,
-                                                                  unsigned *lcount, unsigned *lfirst, unsigned *found,
-                                                                  u64 *ctl)
+                                                                  const unsigned *plan, unsigned lo, unsigned hi,
+                                                                  unsigned stride, W *lkeys, unsigned *lcount,
+                                                                  unsigned *lfirst, unsigned *found, u64 *ctl)
 {
     const unsigned pbits = plan[PLAN_PBITS], slots = plan[PLAN_SLOTS];
+    if (slots < lo || slots > hi) return;  // (the other launch's plan; no plan: slots 0, the first's)
     if (blockIdx.x >= (pbits ? 1u << pbits : 0u)) {
         if (threadIdx.x == 0) found[blockIdx.x] = 0;
         return;
@@ -1795,10 +1800,11 @@ __device__ bool part_shape(double d, unsigned most, int *pbits, unsigned *slots)
 // The partition's shape, chosen on the GPU from the count pass's sketch
 // (one warp), so that the host queues the rest of the partition behind the
 // count pass without waiting for it (a wait there left the GPU idle for
-// 56 us of an 1.05 ms call: H100 timeline, 2^26 int32, 10^6 distinct).
+// 56 us of a 1.05 ms call: H100 timeline, 2^26 int32, 10^6 distinct).
 // plan[PLAN_PBITS] = log2 of the buckets, or 0 where the estimate is more
-// than the partition takes: every later kernel of the partition then
-// returns at once, and the host, reading the plan back, takes the sort.
+// than the partition takes: the scatter and the tables then return at once
+// (the runs kernel still clears what the scans read), and the host, reading
+// the plan back, takes the sort.
 // (Its warp: sketch_estimate's lanes.)
 __global__ void part_plan_kernel(const unsigned *sketch, unsigned most, unsigned *plan)
 {
@@ -1864,6 +1870,7 @@ static int part_count(const T *x, int64_t n, cudaStream_t s, part_state *ps)
     // a count block).
     constexpr size_t SKETCH = 1u << SKETCH_BITS, HEAD = SKETCH + 64;  // (words; the plan in the 64)
     static_assert(PLAN_WORDS <= 64, "the plan fits its words");
+    static_assert(HEAD % 4 == 0, "the fine counts start 16-byte aligned (part_runs_kernel reads them so)");
     const int64_t count_blocks = blocks * PART_COUNT_SPLIT;
     CUA_CHECK(ps->mem.get(HEAD * 4 + ((size_t)count_blocks * 4 << PART_FINE_BITS), s));
     unsigned *sketch = (unsigned *)ps->mem.ptr;
@@ -1883,8 +1890,10 @@ static int part_count(const T *x, int64_t n, cudaStream_t s, part_state *ps)
 // (t->compact), or *done false (nothing wrong: too many distinct values or
 // a bucket that overflowed) for the caller to take the sort. What the plan
 // sizes is sized for the most buckets and the largest tables (the runs,
-// the grids, the lists); the host waits once, for the distinct keys'
-// number, before it lists and sorts them. Each allocation and each memset
+// the grids; the lists where the input has more keys than they take); the
+// memory is allocated and the kernels queued even when the plan turns out
+// to be no partition. The host waits once, for the distinct keys' number,
+// before it lists and sorts them. Each allocation and each memset
 // is a call the host makes while the GPU, between the few long kernels,
 // waits for it: the memory up to that wait is one allocation.
 template <class T, bool FIRST>
@@ -1894,8 +1903,12 @@ static int part_build(const T *x, int64_t n, cua_unique_tab *t, cua_launch *cfg,
     cudaStream_t s = cua_stream(cfg);
     *done = false;
     const int64_t blocks = ps.blocks, PM = (int64_t)1 << PART_MAX_BITS;
-    const size_t tsmem = block_table_bytes<W, FIRST, unsigned>(ps.most) + part_queue_bytes<W, FIRST>();
-    int st = cua_allow_smem(part_table_kernel<FIRST, W>, tsmem);
+    // The table pass's two launches (part_table_kernel): tables of up to
+    // half the largest, and the largest.
+    const unsigned half = ps.most / 2;
+    const size_t small_smem = block_table_bytes<W, FIRST, unsigned>(half) + part_queue_bytes<W, FIRST>(),
+                 large_smem = block_table_bytes<W, FIRST, unsigned>(ps.most) + part_queue_bytes<W, FIRST>();
+    int st = cua_allow_smem(part_table_kernel<FIRST, W>, large_smem);
     if (st) return st;
     // The buckets' lists: a bucket's table takes half its slots, and claims
     // racing past that limit one more per thread at most (`stride` a
@@ -1910,9 +1923,10 @@ static int part_build(const T *x, int64_t n, cua_unique_tab *t, cua_launch *cfg,
                                             blocks * PM + 1, s));
     CUA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, scan_found, (unsigned *)nullptr, (unsigned *)nullptr, PM + 1, s));
     const size_t temp = scan_runs > scan_found ? scan_runs : scan_found;
-    // Control words; the runs and found with its scan (one past the last
-    // bucket each); the partitioned keys and their indices (n each); the
-    // lists (keys, counts, first indices: `list_most` each); CUB's.
+    // Control words; the runs and found with its scan (one past the most
+    // buckets' cells each); the partitioned keys and their indices (n
+    // each); the lists (keys, counts, first indices: `list_most` each);
+    // CUB's.
     size_t off = 0;
     auto carve = [&](size_t bytes) { const size_t at = off; off += round_up(bytes); return at; };
     const size_t o_runs = carve((size_t)(blocks * PM + 1) * 4), o_found = carve((size_t)(PM + 1) * 4),
@@ -1937,8 +1951,11 @@ static int part_build(const T *x, int64_t n, cua_unique_tab *t, cua_launch *cfg,
     part_scatter_kernel<FIRST, T><<<(unsigned)blocks, scatter_threads<T>(), tile_smem, s>>>(x, n, ps.per, ps.plan,
                                                                                           runs, keys, idx, ctl);
     CUA_CHECK_LAUNCH();
-    part_table_kernel<FIRST, W><<<(unsigned)PM, BUCKET_THREADS, tsmem, s>>>(keys, idx, runs, blocks, ps.plan, stride,
-                                                                           lkeys, lcount, lfirst, found, ctl);
+    part_table_kernel<FIRST, W><<<(unsigned)PM, BUCKET_THREADS, small_smem, s>>>(
+        keys, idx, runs, blocks, ps.plan, 0, half, stride, lkeys, lcount, lfirst, found, ctl);
+    CUA_CHECK_LAUNCH();
+    part_table_kernel<FIRST, W><<<(unsigned)PM, BUCKET_THREADS, large_smem, s>>>(
+        keys, idx, runs, blocks, ps.plan, half + 1, ps.most, stride, lkeys, lcount, lfirst, found, ctl);
     CUA_CHECK_LAUNCH();
     CUA_CHECK(cub::DeviceScan::ExclusiveSum(tmp, scan_found, found, at, PM + 1, s));
     readback rb;
