@@ -1571,9 +1571,9 @@ __global__ void __launch_bounds__(scatter_threads<T>(), 1024 / scatter_threads<T
 // word (the call goes to the sort). The host does not wait for the plan:
 // it queues two launches of the most buckets, one whose blocks have the
 // memory of tables up to half the largest (two blocks an SM) and one with
-// the largest's (one), and only the launch whose tables [lo, hi] slots
-// hold the plan's acts (the other returns at once); in it a block past the
-// plan's buckets writes found 0 and returns. (One launch with the largest
+// the largest's (one), and only the launch whose range of slots [lo, hi]
+// holds the plan's acts (the other returns at once); in it a block past
+// the plan's buckets writes found 0 and returns. (One launch with the largest
 // tables' memory halved the blocks an SM below about 630K values.)
 //
 // Most keys are already in the table (a value of 10^6 among 2^26 keys comes
