@@ -1836,18 +1836,17 @@ static int part_count(const T *x, int64_t n, cudaStream_t s, part_state *ps)
 {
     using W = word_of<T>;
     constexpr int V = vec_of<T>::size;
-    int dev, optin = 0;
-    CUA_CHECK(cudaGetDevice(&dev));
-    CUA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-    // The largest table a block may opt in to beside its warps' queues (a few
-    // bytes kept for the kernel's own). On Hopper's 227 KB the queues cost no
+    // The largest table a block of the table pass may have beside its warps'
+    // queues (its room: cua_smem_room). On Hopper's 227 KB the queues cost no
     // table size; on GPUs of 99 KB a block (sm_86, sm_89) they halve it for
     // 8-byte keys and for 4-byte keys with first indices (2^12 slots, not
     // 2^13: about half the distinct values before the call goes to the sort;
     // those GPUs were not measured).
+    size_t room = 0;
+    int st = cua_smem_room(part_table_kernel<FIRST, W>, &room);
+    if (st) return st;
     unsigned most = 1u << 14;
-    while (most > 2048 &&
-           block_table_bytes<W, FIRST, unsigned>(most) + part_queue_bytes<W, FIRST>() + 64 > (size_t)optin)
+    while (most > 2048 && block_table_bytes<W, FIRST, unsigned>(most) + part_queue_bytes<W, FIRST>() > room)
         most /= 2;
     // The scatter's grid: as many blocks as can be resident with its
     // largest tile arrays, each with a chunk of the input (which
@@ -1857,7 +1856,7 @@ static int part_count(const T *x, int64_t n, cudaStream_t s, part_state *ps)
     // both, at 1024 buckets and 8K-key tiles.)
     const size_t most_smem = part_tile<W, FIRST>::bytes(1u << PART_MAX_BITS, SCATTER_TILE);
     bool fits = false;
-    int st = cua_smem_fits(part_scatter_kernel<FIRST, T>, most_smem, &fits);
+    st = cua_smem_fits(part_scatter_kernel<FIRST, T>, most_smem, &fits);
     if (st || !fits) return st;
     int64_t blocks = 0;
     st = cua_max_resident_blocks(part_scatter_kernel<FIRST, T>, scatter_threads<T>(), most_smem, &blocks);
