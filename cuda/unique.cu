@@ -1246,6 +1246,14 @@ static int unique_SHARED(const void *x, int64_t n, int dtype, cua_unique_tab *t,
 #define PLAN_PBITS 0       // the plan's words (part_plan_kernel): log2 of the buckets (0: no partition),
 #define PLAN_SLOTS 1       // ... their tables' slots
 #define PLAN_WORDS 2
+// The partition's control words beside the table's (in the 256 bytes
+// before its scratch): the keys all buckets listed (each table block adds
+// its own), and the plan, copied there by the runs kernel, so that the
+// host's one wait reads them back with the control words in one copy.
+#define PART_LISTED (CUA_UNIQUE_CTL_WORDS + 2)
+#define PART_PLAN (CUA_UNIQUE_CTL_WORDS + 3)  // (PLAN_WORDS of them)
+#define PART_CTL_WORDS (PART_PLAN + PLAN_WORDS)
+static_assert(PART_LISTED >= CTL_WORDS_CLEARED && PART_CTL_WORDS * 8 <= 256, "the partition's words fit beside");
 
 // A key's partition word: its word mixed by murmur3's finalizer (a
 // bijection), complemented around it so that only the empty word's key maps
@@ -1367,17 +1375,16 @@ __global__ void __launch_bounds__(PART_THREADS) part_count_kernel(const T *__res
 // their exclusive scan is where each block writes each bucket's keys, and
 // its entry blocks * P the keys in all. (The host queues the grid and the
 // scan for the most buckets: it does not wait for the plan.) Its first
-// thread also clears the partition's control words and the 0 after the
-// most buckets' list lengths (found[2^PART_MAX_BITS], for their scan):
-// memsets fewer for the host to queue.
-__global__ void part_runs_kernel(const unsigned *hist, int64_t blocks, const unsigned *plan, unsigned *runs, u64 *ctl,
-                                 unsigned *found)
+// thread also sets the control words (cleared, the listed keys 0, the
+// plan copied): a memset and a copy fewer for the host to queue.
+__global__ void part_runs_kernel(const unsigned *hist, int64_t blocks, const unsigned *plan, unsigned *runs, u64 *ctl)
 {
     const int pbits = (int)plan[PLAN_PBITS];  // (0: no partition; the runs are not read)
     const int64_t cells = pbits ? blocks << pbits : 0, fold = (int64_t)1 << (PART_FINE_BITS - pbits);
     if (cua_global_id() == 0) {
         ctl_init(ctl);
-        found[(size_t)1 << PART_MAX_BITS] = 0;
+        ctl[PART_LISTED] = 0;
+        for (int w = 0; w < PLAN_WORDS; w++) ctl[PART_PLAN + w] = plan[w];
     }
     for (int64_t e = cua_global_id(); e <= blocks << PART_MAX_BITS; e += cua_grid_stride()) {
         unsigned sum = 0;
@@ -1398,38 +1405,39 @@ __global__ void part_runs_kernel(const unsigned *hist, int64_t blocks, const uns
     }
 }
 
-// Pass 2, a tile (PART_VECS vectors per thread) at a time: the tile's keys are
-// counted per bucket in shared memory (a count's old value is the key's
-// place among its bucket's keys in the tile), the counts scanned, the keys
-// laid out in the tile bucket by bucket, and then written out in that
-// order, each at its bucket's next place in the block's run: a bucket's keys
-// go to consecutive addresses, so a warp's store touches a few sectors
-// rather than one per key (the first version wrote each key from where it
-// was read: 1.7 ms of a 2.7 ms call, H100, 2^26 keys, 10^6 distinct). The
-// empty word's key is counted beside, once per block.
+// Pass 2, a tile (one or two parts of PART_VECS vectors per thread:
+// scatter_parts) at a time: the tile's keys are counted per bucket in
+// shared memory (a count's old value is the key's place among its bucket's
+// keys in the tile), the counts scanned, the keys laid out in the tile
+// bucket by bucket, and then written out in that order, each at its
+// bucket's next place in the block's run: a bucket's keys go to
+// consecutive addresses, so a warp's store touches a few sectors rather
+// than one per key (the first version wrote each key from where it was
+// read: 1.7 ms of a 2.7 ms call, H100, 2^26 keys, 10^6 distinct). The empty
+// word's key is counted beside, once per block.
 template <class W, bool FIRST>
 struct part_tile {
     unsigned *at, *count, *start;  // per bucket: next place in the block's run; in the tile: count, start
-    W *keys;                       // the tile laid out by bucket
-    unsigned short *bucket;
+    W *keys;                       // the tile laid out by bucket (a key's top bits name it)
+    W *stage;                      // the keys of the tile's earlier part, as each thread read them
     unsigned *index;
     unsigned *total, *side_count, *side_first;
 
-    __host__ __device__ static size_t bytes(unsigned buckets, unsigned tile)
+    __host__ __device__ static size_t bytes(unsigned buckets, unsigned tile, unsigned staged)
     {
-        return (size_t)buckets * 12 + (size_t)tile * (sizeof(W) + 2 + (FIRST ? 4 : 0)) + 64;
+        return (size_t)buckets * 12 + (size_t)tile * (sizeof(W) + (FIRST ? 4 : 0)) + (size_t)staged * sizeof(W) + 16;
     }
-    __device__ part_tile(unsigned buckets, unsigned tile)
+    __device__ part_tile(unsigned buckets, unsigned tile, unsigned staged)
     {
         keys = (W *)cua_smem;  // the widest first: each array stays aligned
-        index = (unsigned *)(keys + tile);
+        stage = keys + tile;
+        index = (unsigned *)(stage + staged);
         at = index + (FIRST ? tile : 0);
         count = at + buckets;
         start = count + buckets;
         total = start + buckets;
         side_count = total + 1;
         side_first = total + 2;
-        bucket = (unsigned short *)(total + 4);
     }
 };
 
@@ -1448,7 +1456,23 @@ __host__ __device__ constexpr int scatter_threads()
     return SCATTER_TILE / (PART_VECS * vec_of<T>::size);
 }
 
-template <bool FIRST, class T>
+// The most parts of SCATTER_TILE keys a tile may have: a thread's
+// registers hold one part, and the earlier part waits in shared memory
+// (stage) with its keys' places in 16-bit halves of registers. 4-byte keys
+// without first indices take 16K keys a tile where a GPU has room for as
+// many blocks an SM that way (two on Hopper: 108 KB each), so that each
+// tile's fixed work -- the counts cleared and scanned, four barriers -- is
+// paid half as often and its buckets' runs are twice as long: the scatter
+// 355-366 us against 390 (H100 timelines, 2^26 int32 with 10^6 distinct).
+// (Tiles of 4K keys in four blocks of 256 threads: 560 us.) Others: one
+// part.
+template <class T, bool FIRST>
+__host__ __device__ constexpr int scatter_parts()
+{
+    return sizeof(T) == 4 && !FIRST ? 2 : 1;
+}
+
+template <bool FIRST, int PARTS, class T>
 __global__ void __launch_bounds__(scatter_threads<T>(), 1024 / scatter_threads<T>())  // (blocks an SM)
     part_scatter_kernel(const T *__restrict__ x, int64_t n, int64_t per, const unsigned *plan, const unsigned *runs,
                         word_of<T> *keys, unsigned *idx, u64 *ctl)
@@ -1460,37 +1484,56 @@ __global__ void __launch_bounds__(scatter_threads<T>(), 1024 / scatter_threads<T
     constexpr int V = vec_of<T>::size, K = PART_VECS * V;
     constexpr int THREADS = scatter_threads<T>();
     static_assert(K * THREADS == SCATTER_TILE, "the host sizes the tile's shared memory for SCATTER_TILE keys");
+    static_assert(PARTS <= 2 && K <= 32 && PARTS * SCATTER_TILE <= 65536, "one part staged; places in 16 bits");
     using scan_t = cub::BlockScan<unsigned, THREADS>;
     __shared__ typename scan_t::TempStorage scan_mem;
-    const unsigned P = 1u << pbits, tile = K * THREADS, tid = threadIdx.x;
-    part_tile<W, FIRST> s(P, tile);
+    const unsigned P = 1u << pbits, part = K * THREADS, tid = threadIdx.x;
+    part_tile<W, FIRST> s(P, PARTS * part, (PARTS - 1) * part);
     for (unsigned b = tid; b < P; b += THREADS) s.at[b] = runs[(size_t)b * gridDim.x + blockIdx.x];
     if (tid == 0) {
         *s.side_count = 0;
         *s.side_first = ~0u;
     }
     const unsigned each = (P + THREADS - 1) / THREADS;  // buckets a thread scans
-    W w[K];        // this thread's keys of the tile
+    W w[K];        // this thread's keys of the tile's part in hand
     unsigned ok;   // bit e: key e is there
-    // One tile; index_of(e): key e's index in the input. A key's bucket
-    // (high 16 bits) and its place among the bucket's keys in the tile (low
-    // 16) travel in one word: the arrays here stay in registers.
-    auto tile_pass = [&](auto index_of) {
+    unsigned held = 0, held_at[(K + 1) / 2];  // the staged part: which keys are there, their places (16 bits each)
+    // One tile of `parts` parts (parts_c: a std::integral_constant); load(r)
+    // reads part r's keys into w and ok, index_of(r, e) is key e's index in
+    // the input. A key's bucket (high 16 bits) and its place among the
+    // bucket's keys in the tile (low 16) travel in one word: the arrays here
+    // stay in registers.
+    auto tile_pass = [&](auto parts_c, auto load, auto index_of) {
+        constexpr int parts = decltype(parts_c)::value;
         for (unsigned b = tid; b < P; b += THREADS) s.count[b] = 0;
         __syncthreads();
         unsigned placed[K];
 #pragma unroll
-        for (int e = 0; e < K; e++) {
-            if (!(ok >> e & 1)) continue;
-            if (w[e] == empty_word<W>()) {
-                atomicAdd(s.side_count, 1u);
-                if (FIRST) atomicMin(s.side_first, index_of(e));
-                ok &= ~(1u << e);
-                continue;
+        for (int r = 0; r < parts; r++) {
+            load(r);
+#pragma unroll
+            for (int e = 0; e < K; e++) {
+                if (!(ok >> e & 1)) continue;
+                if (w[e] == empty_word<W>()) {
+                    atomicAdd(s.side_count, 1u);
+                    if (FIRST) atomicMin(s.side_first, index_of(r, e));
+                    ok &= ~(1u << e);
+                    continue;
+                }
+                w[e] = part_word(w[e]);  // (what is written out)
+                const unsigned bk = part_bits(w[e]) >> (32 - pbits);
+                placed[e] = bk << 16 | atomicAdd(&s.count[bk], 1u);
             }
-            w[e] = part_word(w[e]);  // (what is written out)
-            const unsigned bk = part_bits(w[e]) >> (32 - pbits);
-            placed[e] = bk << 16 | atomicAdd(&s.count[bk], 1u);
+            if (parts > 1 && r + 1 < parts) {  // (the part staged; its bucket is its key's top bits again)
+                held = ok;
+#pragma unroll
+                for (int e = 0; e < K; e++) {
+                    const unsigned at = ok >> e & 1 ? placed[e] & 0xFFFFu : 0u;
+                    if (ok >> e & 1) s.stage[e * THREADS + tid] = w[e];
+                    if (e % 2 == 0) held_at[e / 2] = at;
+                    else held_at[e / 2] |= at << 16;
+                }
+            }
         }
         __syncthreads();
         // Scan the counts (each thread `each` consecutive buckets); the
@@ -1519,13 +1562,23 @@ __global__ void __launch_bounds__(scatter_threads<T>(), 1024 / scatter_threads<T
             if (!(ok >> e & 1)) continue;
             const unsigned bk = placed[e] >> 16, p = s.start[bk] + (placed[e] & 0xFFFFu);
             s.keys[p] = w[e];
-            s.bucket[p] = (unsigned short)bk;
-            if (FIRST) s.index[p] = index_of(e);
+            if (FIRST) s.index[p] = index_of(parts - 1, e);
+        }
+        if (parts > 1) {
+#pragma unroll
+            for (int e = 0; e < K; e++) {
+                if (!(held >> e & 1)) continue;
+                const W k = s.stage[e * THREADS + tid];
+                const unsigned p = s.start[part_bits(k) >> (32 - pbits)] + (held_at[e / 2] >> (16 * (e % 2)) & 0xFFFFu);
+                s.keys[p] = k;
+                if (FIRST) s.index[p] = index_of(0, e);
+            }
         }
         __syncthreads();
         for (unsigned p = tid; p < *s.total; p += THREADS) {
-            const unsigned d = s.count[s.bucket[p]] + p;
-            keys[d] = s.keys[p];
+            const W k = s.keys[p];
+            const unsigned d = s.count[part_bits(k) >> (32 - pbits)] + p;
+            keys[d] = k;
             if (FIRST) idx[d] = s.index[p];
         }
         __syncthreads();  // the tile's arrays are free again
@@ -1534,32 +1587,38 @@ __global__ void __launch_bounds__(scatter_threads<T>(), 1024 / scatter_threads<T
     const int64_t head = span.head, nvec = span.nvec;
     const VT *xv = span.xv;
     const int64_t lo = (int64_t)blockIdx.x * per, hi = lo + per < nvec ? lo + per : nvec;
-    for (int64_t base = lo; base < hi; base += PART_VECS * THREADS) {  // (the same bound for the whole block)
-        ok = 0;
+    for (int64_t base = lo; base < hi; base += (int64_t)PARTS * PART_VECS * THREADS) {  // (one bound for the block)
+        auto load = [&](int r) {
+            ok = 0;
 #pragma unroll
-        for (int h = 0; h < PART_VECS; h++) {
-            const int64_t j = base + tid + h * THREADS;
-            VT v{};
-            if (j < hi) {
-                v = xv[j];
-                ok |= ((1u << V) - 1) << (h * V);
+            for (int h = 0; h < PART_VECS; h++) {
+                const int64_t j = base + r * PART_VECS * THREADS + tid + h * THREADS;
+                VT v{};
+                if (j < hi) {
+                    v = xv[j];
+                    ok |= ((1u << V) - 1) << (h * V);
+                }
+#pragma unroll
+                for (int q = 0; q < V; q++) w[h * V + q] = to_word(v.v[q]);
             }
-#pragma unroll
-            for (int r = 0; r < V; r++) w[h * V + r] = to_word(v.v[r]);
-        }
-        tile_pass([&](int e) { return (unsigned)(head + (base + tid + (e / V) * THREADS) * V + e % V); });
+        };
+        tile_pass(std::integral_constant<int, PARTS>{}, load, [&](int r, int e) {
+            return (unsigned)(head + (base + r * PART_VECS * THREADS + tid + (e / V) * THREADS) * V + e % V);
+        });
     }
     if (blockIdx.x == gridDim.x - 1) {  // the elements before the first vector and after the last (fewer than 2V)
         const int64_t rest = span.rest(n);
         auto at_q = [&](int e) { return span.element((int64_t)tid * K + e); };
-        ok = 0;
+        auto load = [&](int) {
+            ok = 0;
 #pragma unroll
-        for (int e = 0; e < K; e++) {
-            const bool here = (int64_t)tid * K + e < rest;
-            w[e] = here ? to_word(x[at_q(e)]) : empty_word<W>();
-            ok |= (unsigned)here << e;
-        }
-        tile_pass([&](int e) { return (unsigned)at_q(e); });
+            for (int e = 0; e < K; e++) {
+                const bool here = (int64_t)tid * K + e < rest;
+                w[e] = here ? to_word(x[at_q(e)]) : empty_word<W>();
+                ok |= (unsigned)here << e;
+            }
+        };
+        tile_pass(std::integral_constant<int, 1>{}, load, [&](int, int e) { return (unsigned)at_q(e); });
     }
     if (tid == 0 && *s.side_count) side_add<FIRST>(ctl, *s.side_count, *s.side_first);
 }
@@ -1712,19 +1771,32 @@ __global__ void __launch_bounds__(BUCKET_THREADS) part_table_kernel(const W *key
         }
     }
     __syncthreads();
-    if (threadIdx.x == 0) found[blockIdx.x] = listed;
+    if (threadIdx.x == 0) {
+        found[blockIdx.x] = listed;
+        if (listed) atomicAdd((unsigned long long *)&ctl[PART_LISTED], (unsigned long long)listed);
+    }
 }
 
-// The buckets' lists one after another (at[bucket]: the scan of found):
-// the keys into `out`, and beside each where its count and first index
-// wait (src).
+// The buckets' lists one after another: the keys into `out`, and beside
+// each where its count and first index wait (src). A block finds where its
+// bucket's list goes by summing the lists before it (at most
+// 2^PART_MAX_BITS: cheaper than a scan the host would queue).
+#define LIST_THREADS 256
 template <class W>
-__global__ void part_list_kernel(const W *lkeys, unsigned stride, const unsigned *runs, int64_t blocks,
-                                 const unsigned *found, const unsigned *at, W *out, unsigned *src)
+__global__ void __launch_bounds__(LIST_THREADS) part_list_kernel(const W *lkeys, unsigned stride, const unsigned *runs,
+                                                                 int64_t blocks, const unsigned *found, W *out,
+                                                                 unsigned *src)
 {
-    const unsigned s0 = (unsigned)part_list_at(blockIdx.x, stride, runs, blocks), d = found[blockIdx.x],
-                   p0 = at[blockIdx.x];
-    for (unsigned j = threadIdx.x; j < d; j += blockDim.x) {
+    using sum_t = cub::BlockReduce<unsigned, LIST_THREADS>;
+    __shared__ typename sum_t::TempStorage sum_mem;
+    __shared__ unsigned before;
+    unsigned mine = 0;
+    for (unsigned b = threadIdx.x; b < blockIdx.x; b += LIST_THREADS) mine += found[b];
+    const unsigned all = sum_t(sum_mem).Sum(mine);
+    if (threadIdx.x == 0) before = all;
+    __syncthreads();
+    const unsigned s0 = (unsigned)part_list_at(blockIdx.x, stride, runs, blocks), d = found[blockIdx.x], p0 = before;
+    for (unsigned j = threadIdx.x; j < d; j += LIST_THREADS) {
         out[p0 + j] = part_unword(lkeys[s0 + j]);  // (the table held partition words)
         src[p0 + j] = s0 + j;
     }
@@ -1827,9 +1899,32 @@ struct part_state {
     bool ready = false;
     int64_t blocks = 0, per = 0;
     unsigned most = 0;
+    int parts = 1;  // the scatter's tile: parts of SCATTER_TILE keys (scatter_parts)
     cua_scratch mem;
     unsigned *hist = nullptr, *plan = nullptr;
 };
+
+// The scatter's shared memory for tiles of `parts` parts, with room for the
+// most buckets.
+template <class W, bool FIRST>
+static size_t scatter_smem(unsigned parts)
+{
+    return part_tile<W, FIRST>::bytes(1u << PART_MAX_BITS, parts * SCATTER_TILE, (parts - 1) * SCATTER_TILE);
+}
+
+// The scatter's grid with tiles of PARTS parts: the blocks that can be
+// resident (0: its arrays do not fit a block).
+template <bool FIRST, int PARTS, class T>
+static int scatter_grid(int64_t *blocks)
+{
+    using W = word_of<T>;
+    bool fits = false;
+    *blocks = 0;
+    int st = cua_smem_fits(part_scatter_kernel<FIRST, PARTS, T>, scatter_smem<W, FIRST>(PARTS), &fits);
+    if (st || !fits) return st;
+    return cua_max_resident_blocks(part_scatter_kernel<FIRST, PARTS, T>, scatter_threads<T>(),
+                                   scatter_smem<W, FIRST>(PARTS), blocks);
+}
 
 template <class T, bool FIRST>
 static int part_count(const T *x, int64_t n, cudaStream_t s, part_state *ps)
@@ -1850,18 +1945,21 @@ static int part_count(const T *x, int64_t n, cudaStream_t s, part_state *ps)
         most /= 2;
     // The scatter's grid: as many blocks as can be resident with its
     // largest tile arrays, each with a chunk of the input (which
-    // PART_COUNT_SPLIT blocks of the count pass count). (A GPU whose blocks
-    // cannot have that much shared memory takes the sort: 61.5 KB for
-    // 4-byte keys, 94 KB for 8-byte keys or with first indices, 127 KB for
-    // both, at 1024 buckets and 8K-key tiles.)
-    const size_t most_smem = part_tile<W, FIRST>::bytes(1u << PART_MAX_BITS, SCATTER_TILE);
-    bool fits = false;
-    st = cua_smem_fits(part_scatter_kernel<FIRST, T>, most_smem, &fits);
-    if (st || !fits) return st;
+    // PART_COUNT_SPLIT blocks of the count pass count), in tiles of two
+    // parts where that keeps as many blocks. (A GPU whose blocks cannot
+    // have the arrays of one part takes the sort: 44 KB for 4-byte keys,
+    // 76 KB for 8-byte keys or with first indices, 108 KB for both, at 1024
+    // buckets.)
     int64_t blocks = 0;
-    st = cua_max_resident_blocks(part_scatter_kernel<FIRST, T>, scatter_threads<T>(), most_smem, &blocks);
+    st = scatter_grid<FIRST, 1, T>(&blocks);
     if (st) return st;
     if (blocks < 1) return 0;
+    if constexpr (scatter_parts<T, FIRST>() == 2) {
+        int64_t two = 0;
+        st = scatter_grid<FIRST, 2, T>(&two);
+        if (st) return st;
+        if (two >= blocks) ps->parts = 2;
+    }
     ps->blocks = blocks;
     ps->per = cua_ceil_div(n / V > 0 ? n / V : 1, blocks);
     ps->most = most;
@@ -1917,19 +2015,17 @@ static int part_build(const T *x, int64_t n, cua_unique_tab *t, cua_launch *cfg,
     const int64_t widest = ps.most / 2 + BUCKET_THREADS < ps.most ? ps.most / 2 + BUCKET_THREADS : ps.most;
     const unsigned stride = n > PM * widest ? (unsigned)widest : 0;
     const int64_t list_most = stride ? PM * widest : n;
-    size_t scan_runs = 0, scan_found = 0;  // (CUB's sizes: nothing is queued)
-    CUA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, scan_runs, (unsigned *)nullptr, (unsigned *)nullptr,
-                                            blocks * PM + 1, s));
-    CUA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, scan_found, (unsigned *)nullptr, (unsigned *)nullptr, PM + 1, s));
-    const size_t temp = scan_runs > scan_found ? scan_runs : scan_found;
-    // Control words; the runs and found with its scan (one past the most
-    // buckets' cells each); the partitioned keys and their indices (n
-    // each); the lists (keys, counts, first indices: `list_most` each);
-    // CUB's.
+    size_t temp = 0;  // (CUB's size: nothing is queued)
+    CUA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, temp, (unsigned *)nullptr, (unsigned *)nullptr, blocks * PM + 1,
+                                            s));
+    // Control words; the runs (one past the most buckets' cells) and the
+    // lists' lengths (found: one a bucket); the partitioned keys and their
+    // indices (n each); the lists (keys, counts, first indices: `list_most`
+    // each); CUB's.
     size_t off = 0;
     auto carve = [&](size_t bytes) { const size_t at = off; off += round_up(bytes); return at; };
-    const size_t o_runs = carve((size_t)(blocks * PM + 1) * 4), o_found = carve((size_t)(PM + 1) * 4),
-                 o_at = carve((size_t)(PM + 1) * 4), o_keys = carve((size_t)n * sizeof(W)),
+    const size_t o_runs = carve((size_t)(blocks * PM + 1) * 4), o_found = carve((size_t)PM * 4),
+                 o_keys = carve((size_t)n * sizeof(W)),
                  o_idx = FIRST ? carve((size_t)n * 4) : 0, o_lkeys = carve((size_t)list_most * sizeof(W)),
                  o_lcount = carve((size_t)list_most * 4), o_lfirst = FIRST ? carve((size_t)list_most * 4) : 0,
                  o_temp = carve(temp ? temp : 1);
@@ -1937,18 +2033,25 @@ static int part_build(const T *x, int64_t n, cua_unique_tab *t, cua_launch *cfg,
     CUA_CHECK(mem.get(256 + off, s));
     u64 *ctl = (u64 *)mem.ptr;
     char *p = (char *)mem.ptr + 256;
-    unsigned *runs = (unsigned *)(p + o_runs), *found = (unsigned *)(p + o_found), *at = (unsigned *)(p + o_at);
+    unsigned *runs = (unsigned *)(p + o_runs), *found = (unsigned *)(p + o_found);
     W *keys = (W *)(p + o_keys), *lkeys = (W *)(p + o_lkeys);
     unsigned *idx = FIRST ? (unsigned *)(p + o_idx) : nullptr, *lcount = (unsigned *)(p + o_lcount),
              *lfirst = FIRST ? (unsigned *)(p + o_lfirst) : nullptr;
     void *tmp = p + o_temp;
-    part_runs_kernel<<<(unsigned)cua_ceil_div(blocks * PM + 1, 256), 256, 0, s>>>(ps.hist, blocks, ps.plan, runs, ctl,
-                                                                                 found);
+    part_runs_kernel<<<(unsigned)cua_ceil_div(blocks * PM + 1, 256), 256, 0, s>>>(ps.hist, blocks, ps.plan, runs, ctl);
     CUA_CHECK_LAUNCH();
-    CUA_CHECK(cub::DeviceScan::ExclusiveSum(tmp, scan_runs, runs, runs, blocks * PM + 1, s));
-    const size_t tile_smem = part_tile<W, FIRST>::bytes((unsigned)PM, SCATTER_TILE);
-    part_scatter_kernel<FIRST, T><<<(unsigned)blocks, scatter_threads<T>(), tile_smem, s>>>(x, n, ps.per, ps.plan,
-                                                                                          runs, keys, idx, ctl);
+    CUA_CHECK(cub::DeviceScan::ExclusiveSum(tmp, temp, runs, runs, blocks * PM + 1, s));
+    auto scatter = [&](auto parts) {
+        constexpr int PARTS = decltype(parts)::value;
+        part_scatter_kernel<FIRST, PARTS, T><<<(unsigned)blocks, scatter_threads<T>(), scatter_smem<W, FIRST>(PARTS),
+                                               s>>>(x, n, ps.per, ps.plan, runs, keys, idx, ctl);
+    };
+    if constexpr (scatter_parts<T, FIRST>() == 2) {
+        if (ps.parts == 2) scatter(std::integral_constant<int, 2>{});
+        else scatter(std::integral_constant<int, 1>{});
+    } else {
+        scatter(std::integral_constant<int, 1>{});
+    }
     CUA_CHECK_LAUNCH();
     part_table_kernel<FIRST, W><<<(unsigned)PM, BUCKET_THREADS, small_smem, s>>>(
         keys, idx, runs, blocks, ps.plan, 0, half, stride, lkeys, lcount, lfirst, found, ctl);
@@ -1956,17 +2059,14 @@ static int part_build(const T *x, int64_t n, cua_unique_tab *t, cua_launch *cfg,
     part_table_kernel<FIRST, W><<<(unsigned)PM, BUCKET_THREADS, large_smem, s>>>(
         keys, idx, runs, blocks, ps.plan, half + 1, ps.most, stride, lkeys, lcount, lfirst, found, ctl);
     CUA_CHECK_LAUNCH();
-    CUA_CHECK(cub::DeviceScan::ExclusiveSum(tmp, scan_found, found, at, PM + 1, s));
     readback rb;
-    const u64 *host;
-    const unsigned *listed, *plan;
-    CUA_CHECK(rb.take(ctl, CUA_UNIQUE_CTL_WORDS, s, &host));
-    CUA_CHECK(rb.take(at + PM, 1, s, &listed));
-    CUA_CHECK(rb.take((const unsigned *)ps.plan, PLAN_WORDS, s, &plan));
+    const u64 *host;  // (the control words, the keys listed and the plan: one copy)
+    CUA_CHECK(rb.take(ctl, PART_CTL_WORDS, s, &host));
     CUA_WAIT(cfg);
-    if (!plan[PLAN_PBITS] || host[CUA_UNIQUE_CTL_OVERFLOW]) return 0;  // too many values, or a bucket overflowed
-    const int64_t P = (int64_t)1 << plan[PLAN_PBITS];
-    const int64_t k = *listed, with_side = host[CUA_UNIQUE_CTL_SIDE_COUNT] ? 1 : 0;
+    const u64 pbits = host[PART_PLAN + PLAN_PBITS];
+    if (!pbits || host[CUA_UNIQUE_CTL_OVERFLOW]) return 0;  // too many values, or a bucket overflowed
+    const int64_t P = (int64_t)1 << pbits;
+    const int64_t k = (int64_t)host[PART_LISTED], with_side = host[CUA_UNIQUE_CTL_SIDE_COUNT] ? 1 : 0;
     if (k > list_most) return CUA_EINTERNAL;
     // The listed keys and where their counts are, twice for sorted output
     // (the sort's in and out), and the sort's scratch: sized by k.
@@ -1987,7 +2087,7 @@ static int part_build(const T *x, int64_t n, cua_unique_tab *t, cua_launch *cfg,
     char *q = (char *)lists.ptr;
     W *listed_keys = sorted ? (W *)(q + o_listed) : (W *)t->keys;
     unsigned *src = (unsigned *)(q + o_src), *src_sorted = (unsigned *)(q + o_src2);
-    part_list_kernel<W><<<(unsigned)P, 256, 0, s>>>(lkeys, stride, runs, blocks, found, at, listed_keys, src);
+    part_list_kernel<W><<<(unsigned)P, LIST_THREADS, 0, s>>>(lkeys, stride, runs, blocks, found, listed_keys, src);
     CUA_CHECK_LAUNCH();
     if (sorted) {  // only the distinct keys are sorted
         CUA_CHECK(cub::DeviceRadixSort::SortPairs(q + o_sort, sort_bytes, listed_keys, (W *)t->keys, src, src_sorted, k,
