@@ -353,6 +353,35 @@ def test_vector_partition_strided_lists(backend):
     np.testing.assert_array_equal(c, ec)
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", ["int32", "float32"])
+def test_vector_partition_hot_value(backend, dtype):
+    """Three keys in four one value, the rest 40,000 others (2^21 + 5 keys,
+    from an odd offset): the GPU partition's tiles of 16K keys (4-byte keys
+    without first indices, two parts) give the hot value's bucket more than
+    one part's 8K places in a tile. The key whose word marks an empty slot
+    (int32's max; float32's negative NaN payloads, one value with the other
+    NaNs) and both zeros are among them. NumPy's values and counts."""
+    n = (1 << 21) + 5
+    rng = np.random.default_rng(11)
+    pool = rng.integers(0, 40_000, n) * 2654435761 % (1 << 31) - (1 << 30)
+    x = np.where(rng.random(n) < 0.75, 12345, pool)
+    if dtype == "float32":
+        x = (x.astype(np.float64) / 7).astype(np.float32)
+        x[::997] = -0.0
+        x[::1009] = 0.0
+        x[::1013] = np.uint32(0xFFFFFFFF).view(np.float32)  # (a NaN)
+        x[::1019] = np.nan
+    else:
+        x = x.astype(np.int32)
+        x[::1013] = np.iinfo(np.int32).max
+    whole = np.concatenate([x[:1], x])  # (an odd start: the data's first 16-byte boundary is not its first key)
+    v, c = cuatomic.unique(whole[1:], return_counts=True, method="vector", backend=backend)
+    ev, ec = np.unique(x, return_counts=True, equal_nan=True)
+    np.testing.assert_array_equal(host(v), ev)
+    np.testing.assert_array_equal(host(c), ec)
+
+
 def _mix32(k):
     """murmur3's 32-bit finalizer on uint32 words (the GPU sample's hash)."""
     k = k.astype(np.uint64)
