@@ -1237,7 +1237,8 @@ static int unique_SHARED(const void *x, int64_t n, int dtype, cua_unique_tab *t,
 #define PART_THREADS 1024    // the count pass
 #define PART_VECS 4          // the scatter's 16-byte vectors per thread and tile (4: 550 us against 640
                              // with 2, H100, 10^6 distinct int32, 1024 threads)
-#define SCATTER_TILE 8192    // the scatter's keys a tile (its threads: SCATTER_TILE / (PART_VECS * V))
+#define SCATTER_TILE 8192    // the keys of a part of the scatter's tile (one or two parts: scatter_parts;
+                             // its threads: SCATTER_TILE / (PART_VECS * V))
 #define PART_COUNT_SPLIT 2  // the count pass's blocks per scatter block (its own blocks are light; with 4-byte
                             // keys' two scatter blocks an SM, two waves: 145.8 us against 144.9 in one, H200)
 #define BUCKET_THREADS 1024
@@ -1419,7 +1420,7 @@ template <class W, bool FIRST>
 struct part_tile {
     unsigned *at, *count, *start;  // per bucket: next place in the block's run; in the tile: count, start
     W *keys;                       // the tile laid out by bucket (a key's top bits name it)
-    W *stage;                      // the keys of the tile's earlier part, as each thread read them
+    W *stage;                      // the earlier part's partition words, where each thread left them
     unsigned *index;
     unsigned *total, *side_count, *side_first;
 
@@ -1461,7 +1462,7 @@ __host__ __device__ constexpr int scatter_threads()
 // (stage) with its keys' places in 16-bit halves of registers. 4-byte keys
 // without first indices take 16K keys a tile where a GPU has room for as
 // many blocks an SM that way (two on Hopper: 108 KB each), so that each
-// tile's fixed work -- the counts cleared and scanned, four barriers -- is
+// tile's fixed work -- the counts cleared and scanned, five barriers -- is
 // paid half as often and its buckets' runs are twice as long: the scatter
 // 355-366 us against 390 (H100 timelines, 2^26 int32 with 10^6 distinct).
 // (Tiles of 4K keys in four blocks of 256 threads: 560 us.) Others: one
@@ -1875,7 +1876,7 @@ __device__ bool part_shape(double d, unsigned most, int *pbits, unsigned *slots)
 // 56 us of a 1.05 ms call: H100 timeline, 2^26 int32, 10^6 distinct).
 // plan[PLAN_PBITS] = log2 of the buckets, or 0 where the estimate is more
 // than the partition takes: the scatter and the tables then return at once
-// (the runs kernel still clears what the scans read), and the host, reading
+// (the runs kernel still clears what the runs' scan reads), and the host, reading
 // the plan back, takes the sort.
 // (Its warp: sketch_estimate's lanes.)
 __global__ void part_plan_kernel(const unsigned *sketch, unsigned most, unsigned *plan)

@@ -11,7 +11,7 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import BACKENDS, DTYPES, host, placed, requires_cuda, where_params
+from conftest import BACKENDS, DTYPES, FakeCAI, host, placed, requires_cuda, where_params
 
 import cuatomic
 from cuatomic import _C, _backend
@@ -356,13 +356,16 @@ def test_vector_partition_strided_lists(backend):
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("dtype", ["int32", "float32"])
 def test_vector_partition_hot_value(backend, dtype):
-    """Three keys in four one value, the rest 40,000 others (2^21 + 5 keys,
-    from an odd offset): the GPU partition's tiles of 16K keys (4-byte keys
-    without first indices, two parts) give the hot value's bucket more than
-    one part's 8K places in a tile. The key whose word marks an empty slot
-    (int32's max; float32's negative NaN payloads, one value with the other
-    NaNs) and both zeros are among them. NumPy's values and counts."""
-    n = (1 << 21) + 5
+    """Three keys in four one value, the rest 40,000 others: 2^23 + 5 keys,
+    one element into their buffer (on a GPU a device view off the 16-byte
+    grid). The GPU partition's scatter gives each block about 32K keys on
+    Hopper (264 blocks), so a block's first 16K-key tile (4-byte keys
+    without first indices: two parts of 8K) is full and the hot value's
+    bucket takes about 12K places in it, past one part's 8K. The key whose
+    word marks an empty slot (int32's max; for float32 a NaN payload, one
+    value with the other NaNs) and both zeros are among them. NumPy's
+    values and counts."""
+    n = (1 << 23) + 5
     rng = np.random.default_rng(11)
     pool = rng.integers(0, 40_000, n) * 2654435761 % (1 << 31) - (1 << 30)
     x = np.where(rng.random(n) < 0.75, 12345, pool)
@@ -375,8 +378,14 @@ def test_vector_partition_hot_value(backend, dtype):
     else:
         x = x.astype(np.int32)
         x[::1013] = np.iinfo(np.int32).max
-    whole = np.concatenate([x[:1], x])  # (an odd start: the data's first 16-byte boundary is not its first key)
-    v, c = cuatomic.unique(whole[1:], return_counts=True, method="vector", backend=backend)
+    whole = np.concatenate([x[:1], x])
+    if backend == "cuda":
+        d = cuatomic.to_device(whole)
+        cai = d.__cuda_array_interface__
+        arg = FakeCAI(d, data=(cai["data"][0] + whole.itemsize, False), shape=(n,))
+    else:
+        arg = whole[1:]
+    v, c = cuatomic.unique(arg, return_counts=True, method="vector", backend=backend)
     ev, ec = np.unique(x, return_counts=True, equal_nan=True)
     np.testing.assert_array_equal(host(v), ev)
     np.testing.assert_array_equal(host(c), ec)
