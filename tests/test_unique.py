@@ -20,6 +20,12 @@ from cuatomic._dtypes import dtype_id
 SIZES = [1, 2, 33, 257, 2000, 70_001]
 
 
+def _spread(k):
+    """Keys k (integers) spread over int32's range by a large odd multiplier,
+    as int64: k * 2654435761 mod 2^31, less 2^30."""
+    return np.asarray(k).astype(np.int64) * 2654435761 % (1 << 31) - (1 << 30)
+
+
 @functools.lru_cache(maxsize=None)
 def data(dtype, n, distinct, seed=0):
     """n elements of dtype with about `distinct` values, the dtype's limits
@@ -271,7 +277,7 @@ def test_vector_many_buckets(backend, dtype, distinct, sort):
     among them; counts, first indices and the order as NumPy's."""
     n = 1 << 22
     rng = np.random.default_rng(distinct)
-    keys = rng.permutation(n)[:distinct].astype(np.int64) * 2654435761 % (1 << 31) - (1 << 30)
+    keys = _spread(rng.permutation(n)[:distinct])
     x = np.concatenate([keys, rng.permutation(keys)[:n - distinct]]).astype(dtype)
     if np.dtype(dtype).kind == "i":
         x[[5, n // 2, n - 3]] = np.iinfo(dtype).max
@@ -319,7 +325,7 @@ def test_vector_sample_then_table_or_partition(backend, distinct, order):
     the sample's effect is on time only.)"""
     n = (1 << 20) + 3
     rng = np.random.default_rng(distinct)
-    x = (rng.integers(0, distinct, n) * 2654435761 % (1 << 31) - (1 << 30)).astype(np.int32)
+    x = _spread(rng.integers(0, distinct, n)).astype(np.int32)
     if order == "sorted":
         x.sort()
     ev, ec = np.unique(x, return_counts=True)
@@ -341,7 +347,7 @@ def test_vector_partition_strided_lists(backend):
     distinct int32 values, with and without first indices, as NumPy's."""
     n = 9_500_000
     rng = np.random.default_rng(7)
-    x = (rng.integers(0, 200_000, n) * 2654435761 % (1 << 31) - (1 << 30)).astype(np.int32)
+    x = _spread(rng.integers(0, 200_000, n)).astype(np.int32)
     ev, ei, ec = np.unique(x, return_index=True, return_counts=True)
     v, c = (host(g) for g in cuatomic.unique(x, return_counts=True, method="vector", backend=backend))
     np.testing.assert_array_equal(v, ev)
@@ -367,7 +373,7 @@ def test_vector_partition_hot_value(backend, dtype):
     values and counts."""
     n = (1 << 23) + 5
     rng = np.random.default_rng(11)
-    pool = rng.integers(0, 40_000, n) * 2654435761 % (1 << 31) - (1 << 30)
+    pool = _spread(rng.integers(0, 40_000, n))
     x = np.where(rng.random(n) < 0.75, 12345, pool)
     if dtype == "float32":
         x = (x.astype(np.float64) / 7).astype(np.float32)
@@ -451,7 +457,7 @@ def test_vector_sample_guesses_too_many(backend, first):
     indices and counts, sorted and not, either way."""
     n = (1 << 20) + 3
     rng = np.random.default_rng(7)
-    spread = (rng.permutation(n).astype(np.int64) * 2654435761 % (1 << 31) - (1 << 30)).astype(np.int32)
+    spread = _spread(rng.permutation(n)).astype(np.int32)
     tiled = np.tile(spread[: n // 11 + 1], 11)[:n]
     for x in (spread, tiled):
         ev, ei, ec = np.unique(x, return_index=True, return_counts=True)
