@@ -1501,15 +1501,16 @@ __global__ void __launch_bounds__(scatter_threads<T>(), 1024 / scatter_threads<T
     unsigned held = 0, held_at[(K + 1) / 2];  // the staged part: which keys are there, their places (16 bits each)
     // One tile of `parts` parts (parts_c: a std::integral_constant); load(r)
     // reads part r's keys into w and ok, index_of(r, e) is key e's index in
-    // the input. A key's place among its bucket's keys in the tile takes
-    // 16 bits of a register, two keys' places a register, and its bucket is
-    // its partition word's top bits again where the place is used. A
-    // register a key's place (and bucket) spilled 24-216 bytes a thread past
-    // the 64 registers (ptxas, sm_90), and with shared memory taking most of
-    // L1 the spills went to L2: 2.3 M local requests in a 436 us scatter
-    // (H100 Nsight Compute, 2^26 int32 with 10^6 distinct). Packed, 0-52
-    // bytes spill, and whole calls took 0.967 ms against 1.026 (int32) and
-    // 1.006 against 1.042 (float32), one H100, alternating processes.
+    // the input. A key's place among its bucket's keys in the tile takes 16
+    // bits of a register, two keys' places a register, and its bucket is its
+    // partition word's top bits again where the place is used. With a
+    // register a key for its bucket and place, the kernel spilled 24-216
+    // bytes a thread past its 64 registers (ptxas, sm_90), and with shared
+    // memory taking most of L1 the spills went to L2: 2.3 M local requests in
+    // a 436 us scatter (H100 Nsight Compute, 2^26 int32 with 10^6 distinct).
+    // Packed, 0-52 bytes spill, and whole calls took 0.967 ms against 1.026
+    // (int32) and 1.006 against 1.042 (float32), one H100, alternating
+    // processes.
     auto tile_pass = [&](auto parts_c, auto load, auto index_of) {
         constexpr int parts = decltype(parts_c)::value;
         for (unsigned b = tid; b < P; b += THREADS) s.count[b] = 0;
@@ -1702,13 +1703,14 @@ __global__ void __launch_bounds__(BUCKET_THREADS) part_table_kernel(const W *key
         queued -= take;
         __syncwarp();  // (the entries taken are free again)
     };
-    // The warp's rounds: TABLE_KEYS keys a lane, the lanes of a key
-    // adjacent (the round's start 64-bit: a run may end near 2^32; the
-    // scatter left the empty word out, so it marks a lane with no key).
-    // (A lane's keys are BUCKET_THREADS apart, a constant: its four loads
-    // take one address and immediate offsets, about 20 instructions a
-    // round against about 40 with blockDim's (SASS); the kernel 215.7 us
-    // against 218.6, H100 timelines, 2^26 int32 with 10^6 distinct.)
+    // The warp's rounds: TABLE_KEYS keys a lane, the lanes of a key adjacent
+    // (the round's start 64-bit: a run may end near 2^32; the scatter left
+    // the empty word out, so it marks a lane with no key). (A lane's keys are
+    // BUCKET_THREADS apart, a constant -- both launches have that many
+    // threads: its TABLE_KEYS loads take one address and immediate offsets,
+    // about 20 instructions a round against about 40 with blockDim's (SASS);
+    // the kernel 215.7 us against 218.6, H100 timelines, 2^26 int32 with 10^6
+    // distinct.)
     const unsigned len = s1 - s0;
     for (int64_t base = threadIdx.x & ~31u; base < len; base += (int64_t)TABLE_KEYS * BUCKET_THREADS) {
         const unsigned left = len - (unsigned)base;
