@@ -1499,6 +1499,8 @@ __global__ void __launch_bounds__(scatter_threads<T>(), 1024 / scatter_threads<T
     W w[K];        // this thread's keys of the tile's part in hand
     unsigned ok;   // bit e: key e is there
     unsigned held = 0, held_at[(K + 1) / 2];  // the staged part: which keys are there, their places (16 bits each)
+    auto bucket_of = [&](W k) { return part_bits(k) >> (32 - pbits); };  // (k: a partition word)
+    auto place_of = [](const unsigned *at, int e) { return at[e / 2] >> (16 * (e % 2)) & 0xFFFFu; };
     // One tile of `parts` parts (parts_c: a std::integral_constant); load(r)
     // reads part r's keys into w and ok, index_of(r, e) is key e's index in
     // the input. A key's place among its bucket's keys in the tile takes 16
@@ -1531,8 +1533,7 @@ __global__ void __launch_bounds__(scatter_threads<T>(), 1024 / scatter_threads<T
                     continue;
                 }
                 w[e] = part_word(w[e]);  // (what is written out)
-                const unsigned bk = part_bits(w[e]) >> (32 - pbits);
-                placed[e / 2] |= atomicAdd(&s.count[bk], 1u) << (16 * (e % 2));
+                placed[e / 2] |= atomicAdd(&s.count[bucket_of(w[e])], 1u) << (16 * (e % 2));
             }
             if (parts > 1 && r + 1 < parts) {  // (the part staged; its bucket is its key's top bits again)
                 held = ok;
@@ -1568,8 +1569,7 @@ __global__ void __launch_bounds__(scatter_threads<T>(), 1024 / scatter_threads<T
 #pragma unroll
         for (int e = 0; e < K; e++) {
             if (!(ok >> e & 1)) continue;
-            const unsigned bk = part_bits(w[e]) >> (32 - pbits),
-                           p = s.start[bk] + (placed[e / 2] >> (16 * (e % 2)) & 0xFFFFu);
+            const unsigned p = s.start[bucket_of(w[e])] + place_of(placed, e);
             s.keys[p] = w[e];
             if (FIRST) s.index[p] = index_of(parts - 1, e);
         }
@@ -1578,7 +1578,7 @@ __global__ void __launch_bounds__(scatter_threads<T>(), 1024 / scatter_threads<T
             for (int e = 0; e < K; e++) {
                 if (!(held >> e & 1)) continue;
                 const W k = s.stage[e * THREADS + tid];
-                const unsigned p = s.start[part_bits(k) >> (32 - pbits)] + (held_at[e / 2] >> (16 * (e % 2)) & 0xFFFFu);
+                const unsigned p = s.start[bucket_of(k)] + place_of(held_at, e);
                 s.keys[p] = k;
                 if (FIRST) s.index[p] = index_of(0, e);
             }
@@ -1586,7 +1586,7 @@ __global__ void __launch_bounds__(scatter_threads<T>(), 1024 / scatter_threads<T
         __syncthreads();
         for (unsigned p = tid; p < *s.total; p += THREADS) {
             const W k = s.keys[p];
-            const unsigned d = s.count[part_bits(k) >> (32 - pbits)] + p;
+            const unsigned d = s.count[bucket_of(k)] + p;
             keys[d] = k;
             if (FIRST) idx[d] = s.index[p];
         }
