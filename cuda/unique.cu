@@ -77,6 +77,7 @@
 //
 // Keys are order-keeping words (cuatomic_abi.h); the all-ones word marks an
 // empty slot, and the one key equal to it is counted in the side cell.
+#include <cub/block/block_radix_sort.cuh>
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
 #include <cub/device/device_radix_sort.cuh>
@@ -557,6 +558,8 @@ __global__ void vector_kernel(const T *__restrict__ x, int64_t n, int64_t base, 
 // 1.81). An input whose sample's runs repeat little while the whole
 // repeats much (a tiled sequence) is sorted too: the sort is the peers'
 // speed.
+// Block 0 also keeps the sample's least and greatest words: the range the
+// partition's sorted output cuts into digits (part_digit).
 #define SAMPLE_KEYS 16384
 #define SAMPLE_THREADS 1024
 #define SAMPLE_RUN 16
@@ -570,12 +573,17 @@ __global__ void vector_kernel(const T *__restrict__ x, int64_t n, int64_t base, 
 #define SAMPLE_SEEN CUA_UNIQUE_CTL_WORDS
 #define SAMPLE_DONE (CUA_UNIQUE_CTL_WORDS + 1)
 #define CTL_WORDS_CLEARED (CUA_UNIQUE_CTL_WORDS + 2)
-static_assert(CTL_WORDS_CLEARED * 8 <= 256, "the sample's words fit beside the control words");
+// (and, written whole by block 0, not cleared: the least and greatest words)
+#define SAMPLE_LO CTL_WORDS_CLEARED
+#define SAMPLE_HI (CTL_WORDS_CLEARED + 1)
+#define SAMPLE_CTL_WORDS (CTL_WORDS_CLEARED + 2)
+static_assert(SAMPLE_CTL_WORDS * 8 <= 256, "the sample's words fit beside the control words");
 template <class T>
 __global__ void __launch_bounds__(SAMPLE_THREADS) sample_kernel(const T *__restrict__ x, int64_t n, unsigned limit,
                                                                 u64 *ctl)
 {
     using VT = typename vec_of<T>::type;
+    using W = word_of<T>;
     constexpr int V = vec_of<T>::size, EACH = SAMPLE_KEYS / (SAMPLE_THREADS * V);
     static_assert(EACH >= 1 && EACH * SAMPLE_THREADS * V == SAMPLE_KEYS, "whole vectors for every thread");
     constexpr int64_t RUNS = SAMPLE_KEYS / (V * SAMPLE_RUN);
@@ -583,8 +591,9 @@ __global__ void __launch_bounds__(SAMPLE_THREADS) sample_kernel(const T *__restr
     static_assert(SLOTS / 2 + SAMPLE_THREADS < SLOTS, "past half full, each thread makes one entry more at most: "
                                                       "a probe always finds an empty slot");
     __shared__ unsigned slot[SLOTS], made;
+    __shared__ W lo, hi;
     for (unsigned i = threadIdx.x; i < SLOTS; i += SAMPLE_THREADS) slot[i] = 0;
-    if (threadIdx.x == 0) made = 0;
+    if (threadIdx.x == 0) made = 0, lo = empty_word<W>(), hi = 0;
     const vec_span<T> span(x, n);  // (n is large: the runs fit in span.nvec)
     VT v[EACH];
 #pragma unroll
@@ -593,6 +602,26 @@ __global__ void __launch_bounds__(SAMPLE_THREADS) sample_kernel(const T *__restr
         v[q] = span.xv[g / SAMPLE_RUN * (span.nvec / RUNS) + g % SAMPLE_RUN];
     }
     __syncthreads();
+    if (blockIdx.x == 0) {  // the range: a thread's, its warp's, then one atomic a warp
+        W a = empty_word<W>(), b = 0;
+#pragma unroll
+        for (int q = 0; q < EACH; q++)
+#pragma unroll
+            for (int r = 0; r < V; r++) {
+                const W w = to_word(v[q].v[r]);
+                a = w < a ? w : a;
+                b = w > b ? w : b;
+            }
+        for (int o = 16; o > 0; o /= 2) {
+            const W a2 = __shfl_xor_sync(0xffffffffu, a, o), b2 = __shfl_xor_sync(0xffffffffu, b, o);
+            a = a2 < a ? a2 : a;
+            b = b2 > b ? b2 : b;
+        }
+        if ((threadIdx.x & 31) == 0) {
+            atomicMin(&lo, a);
+            atomicMax(&hi, b);
+        }
+    }
 #pragma unroll
     for (int q = 0; q < EACH; q++)
 #pragma unroll
@@ -611,6 +640,7 @@ __global__ void __launch_bounds__(SAMPLE_THREADS) sample_kernel(const T *__restr
         }
     __syncthreads();
     if (threadIdx.x == 0) {
+        if (blockIdx.x == 0) ctl[SAMPLE_LO] = lo, ctl[SAMPLE_HI] = hi;  // (read after the call's wait)
         atomicAdd(&ctl[SAMPLE_SEEN], (u64)made);
         __threadfence();  // (the sum before the ticket: the last block reads every block's entries)
         if (atomicAdd(&ctl[SAMPLE_DONE], 1ull) == gridDim.x - 1) {
@@ -739,11 +769,14 @@ static int table_clear(cua_unique_tab *t, cudaStream_t s)
 // first power of two past that.
 // With `only` > 0, one build at that size: CUA_EOVERFLOW_ if it overflows
 // (the vector rung then takes its partition), CUA_EFAR_ if its sample
-// guessed too many values for the partition (the vector rung sorts).
+// guessed too many values for the partition (the vector rung sorts); and
+// `range` (where given) the sample's least and greatest words, read back
+// with the control words.
 #define CUA_EOVERFLOW_ (-100)
 #define CUA_EFAR_ (-101)
 template <class W, class L>
-static int grow_and_build(int64_t n, cua_unique_tab *t, cua_launch *cfg, L launch, int64_t only = 0)
+static int grow_and_build(int64_t n, cua_unique_tab *t, cua_launch *cfg, L launch, int64_t only = 0,
+                          u64 *range = nullptr)
 {
     cudaStream_t s = cua_stream(cfg);
     int64_t most = 2;
@@ -761,9 +794,10 @@ static int grow_and_build(int64_t n, cua_unique_tab *t, cua_launch *cfg, L launc
         if (st) return st;
         readback rb;
         const u64 *ctl;
-        CUA_CHECK(rb.take((const u64 *)t->ctl, CUA_UNIQUE_CTL_WORDS, s, &ctl));
+        CUA_CHECK(rb.take((const u64 *)t->ctl, SAMPLE_CTL_WORDS, s, &ctl));
         CUA_WAIT(cfg);
         t->builds++;
+        if (range) range[0] = ctl[SAMPLE_LO], range[1] = ctl[SAMPLE_HI];
         if (!ctl[CUA_UNIQUE_CTL_OVERFLOW]) {
             t->filled = (int64_t)ctl[CUA_UNIQUE_CTL_FILLED];
             t->distinct = t->filled + (ctl[CUA_UNIQUE_CTL_SIDE_COUNT] ? 1 : 0);
@@ -1253,7 +1287,8 @@ static int unique_SHARED(const void *x, int64_t n, int dtype, cua_unique_tab *t,
 // host's one wait reads them back with the control words in one copy.
 #define PART_LISTED (CUA_UNIQUE_CTL_WORDS + 2)
 #define PART_PLAN (CUA_UNIQUE_CTL_WORDS + 3)  // (PLAN_WORDS of them)
-#define PART_CTL_WORDS (PART_PLAN + PLAN_WORDS)
+#define PART_SPLIT (PART_PLAN + PLAN_WORDS)  // the segments' split where the digits allow them (0: not)
+#define PART_CTL_WORDS (PART_SPLIT + 1)
 static_assert(PART_LISTED >= CTL_WORDS_CLEARED && PART_CTL_WORDS * 8 <= 256, "the partition's words fit beside");
 
 // A key's partition word: its word mixed by murmur3's finalizer (a
@@ -1287,6 +1322,42 @@ __device__ __forceinline__ W part_unword(W h)
         k ^= k >> 33;
     }
     return ~k;
+}
+
+// Sorted output without a sort of the whole list: each distinct key's
+// *digit*, one of 2^DIGIT_BITS, never smaller for a greater word, cuts the
+// distinct keys into segments of consecutive digits that are sorted each on
+// its own (part_segsort_kernel), one after another. The digits are
+// linear in the value between the least and greatest words of the vector
+// rung's sample (keys outside take the first or the last digit): the
+// integers' words shifted, the floats' values scaled (a float's word is not
+// linear in its value: uniform values crowd the words of the largest
+// exponents). Input whose distinct values crowd a few digits anyway
+// (clusters, or a range far wider than most of its values) is sorted whole.
+#define DIGIT_BITS 12
+#define DIGITS (1u << DIGIT_BITS)
+template <class W>
+struct digit_map {
+    W lo;          // integers: the least word, and the shift that leaves DIGIT_BITS bits of the range
+    int shift;
+    int floats;    // floats: the value of the least word, and DIGITS over the range of values
+    double a, scale;
+};
+
+template <class W>
+__device__ __forceinline__ unsigned part_digit(W w, const digit_map<W> &m)
+{
+    constexpr unsigned LAST = DIGITS - 1;
+    if (m.floats) {
+        using F = typename std::conditional<sizeof(W) == 4, float, double>::type;
+        const double x = (double)from_word<F>(w);
+        if (isnan(x)) return LAST;  // (the canonical NaN's word is the greatest)
+        const double t = (x - m.a) * m.scale;  // (rounding keeps the order; a NaN t, from an infinite or NaN
+        return t > 0 ? (t < LAST ? (unsigned)t : LAST) : 0;  // range, makes every digit 0, still in order)
+    }
+    if (w <= m.lo) return 0;
+    const W d = (w - m.lo) >> m.shift;
+    return d < LAST ? (unsigned)d : LAST;
 }
 
 // The 32 bits of a partition word that place it: its bucket is their top
@@ -1378,13 +1449,17 @@ __global__ void __launch_bounds__(PART_THREADS) part_count_kernel(const T *__res
 // scan for the most buckets: it does not wait for the plan.) Its first
 // thread also sets the control words (cleared, the listed keys 0, the
 // plan copied): a memset and a copy fewer for the host to queue.
-__global__ void part_runs_kernel(const unsigned *hist, int64_t blocks, const unsigned *plan, unsigned *runs, u64 *ctl)
+__global__ void part_runs_kernel(const unsigned *hist, int64_t blocks, const unsigned *plan, unsigned *runs, u64 *ctl,
+                                 unsigned *digits)
 {
+    if (digits)
+        for (int64_t d = cua_global_id(); d < DIGITS; d += cua_grid_stride()) digits[d] = 0;
     const int pbits = (int)plan[PLAN_PBITS];  // (0: no partition; the runs are not read)
     const int64_t cells = pbits ? blocks << pbits : 0, fold = (int64_t)1 << (PART_FINE_BITS - pbits);
     if (cua_global_id() == 0) {
         ctl_init(ctl);
         ctl[PART_LISTED] = 0;
+        ctl[PART_SPLIT] = 0;
         for (int w = 0; w < PLAN_WORDS; w++) ctl[PART_PLAN + w] = plan[w];
     }
     for (int64_t e = cua_global_id(); e <= blocks << PART_MAX_BITS; e += cua_grid_stride()) {
@@ -1678,7 +1753,8 @@ __global__ void __launch_bounds__(BUCKET_THREADS) part_table_kernel(const W *key
                                                                   const unsigned *runs, int64_t blocks,
                                                                   const unsigned *plan, unsigned lo, unsigned hi,
                                                                   unsigned stride, W *lkeys, unsigned *lcount,
-                                                                  unsigned *lfirst, unsigned *found, u64 *ctl)
+                                                                  unsigned *lfirst, unsigned *found, u64 *ctl,
+                                                                  unsigned *digits, digit_map<W> dm)
 {
     const unsigned pbits = plan[PLAN_PBITS], slots = plan[PLAN_SLOTS];
     if (slots < lo || slots > hi) return;  // (the other launch's plan; no plan: slots 0, the first's)
@@ -1779,6 +1855,7 @@ __global__ void __launch_bounds__(BUCKET_THREADS) part_table_kernel(const W *key
             lkeys[j] = b.keys[sl];
             lcount[j] = b.counts[sl];
             if (FIRST) lfirst[j] = b.first[sl];
+            if (digits) atomicAdd(&digits[part_digit(part_unword(b.keys[sl]), dm)], 1u);  // (sorted output)
         }
     }
     __syncthreads();
@@ -1830,6 +1907,210 @@ __global__ void part_gather_kernel(const unsigned *src, int64_t k, const unsigne
         }
         counts[r] = cnt[src[r]];
         if (first) first[r] = idx[src[r]];
+    }
+}
+
+// The segments of sorted output (part_digit), by one block after the table
+// pass (the host reads the split it chose with the control words): the
+// digits' counts become where each digit's keys start, and segment j starts
+// at the first digit's start at or past j * split (seg[j], for j up to the
+// last, whose next is where the keys end; and the order kernel's cursor of
+// the segment, cursor[j], the same). A digit whose keys start at e is in
+// segment e / split (e is at or past that segment's start, and short of
+// the next's). Consecutive digits' starts are at most the largest digit apart, so
+// a segment holds less than the split plus the largest digit: the split is
+// SEG_CAP (what a block of the segments' sort takes) less the largest
+// digit, and 0 (the host sorts the list whole) where that would leave
+// less than SEG_MIN_SPLIT (the segments, and seg's room, stay few).
+#define SEG_THREADS 512
+#define SEG_ITEMS 8
+#define SEG_CAP (SEG_THREADS * SEG_ITEMS)
+#define SEG_MIN_SPLIT (SEG_CAP / 4)
+#define SEG_RADIX_BITS 5  // (5 bits a pass: the ranks' counters 32 KB; 6 would need 64)
+#define DIGITS_THREADS 1024
+__global__ void __launch_bounds__(DIGITS_THREADS) part_digits_kernel(unsigned *digits, unsigned *seg,
+                                                                     unsigned *cursor, u64 *ctl)
+{
+    constexpr int EACH = DIGITS / DIGITS_THREADS;
+    static_assert(EACH * DIGITS_THREADS == DIGITS, "whole digits a thread");
+    using scan_t = cub::BlockScan<unsigned, DIGITS_THREADS>;
+    using most_t = cub::BlockReduce<unsigned, DIGITS_THREADS>;
+    __shared__ union {
+        typename scan_t::TempStorage scan;
+        typename most_t::TempStorage most;
+    } mem;
+    __shared__ unsigned start[DIGITS], total, split;
+    unsigned c[EACH], e[EACH], most = 0, all = 0;
+#pragma unroll
+    for (int q = 0; q < EACH; q++) {
+        c[q] = digits[threadIdx.x * EACH + q];
+        most = c[q] > most ? c[q] : most;
+    }
+    scan_t(mem.scan).ExclusiveSum(c, e, all);
+    __syncthreads();  // (the scan's memory is the reduction's)
+    most = most_t(mem.most).Reduce(most, [](unsigned a, unsigned b) { return a > b ? a : b; });  // (thread 0's)
+#pragma unroll
+    for (int q = 0; q < EACH; q++) start[threadIdx.x * EACH + q] = digits[threadIdx.x * EACH + q] = e[q];
+    if (threadIdx.x == 0) {
+        total = all;
+        split = most + SEG_MIN_SPLIT <= SEG_CAP ? SEG_CAP - most : 0;
+        ctl[PART_SPLIT] = split;
+    }
+    __syncthreads();
+    if (!split) return;
+    const unsigned segs = (unsigned)cua_ceil_div(total, split);
+    for (unsigned j = threadIdx.x; j <= segs; j += DIGITS_THREADS) {
+        const u64 want = (u64)j * split;
+        unsigned lo = 0, hi = DIGITS;  // the first start at or past `want`
+        while (lo < hi) {
+            const unsigned mid = (lo + hi) / 2;
+            if (start[mid] < want) lo = mid + 1;
+            else hi = mid;
+        }
+        seg[j] = lo < DIGITS ? start[lo] : total;
+        if (j < segs) cursor[j] = seg[j];
+    }
+}
+
+// The listed keys (as part_list_kernel lists them) each into its segment,
+// a block a bucket, ORDER_CHUNK keys a round, privatized: the block counts
+// the round's keys of each segment in shared memory (a key's rank among them
+// the old value of that atomicAdd), takes their places with one atomicAdd on
+// each segment's cursor (its old value the first place), lays the keys out
+// segment by segment in shared memory and writes them from there, so that a
+// warp's stores go to runs of consecutive places -- in no fixed order within
+// a segment, which the segments' sort makes the keys' own (they are
+// distinct). Beside each key goes its count (counts alone) or where its count
+// and first index are in the lists (src). (An atomicAdd on a digit's cursor
+// for each key: 60 us for 10^6 keys; privatized but each key stored from
+// where it was read, 4 of a sector's 32 bytes used: 42 us; H100.) Dynamic
+// shared memory: ORDER_CHUNK keys, values and places, and three words a
+// segment (order_smem).
+#define ORDER_THREADS 512
+#define ORDER_EACH 4
+#define ORDER_CHUNK (ORDER_THREADS * ORDER_EACH)
+template <class W>
+static size_t order_smem(int64_t segs)
+{
+    return (size_t)ORDER_CHUNK * (sizeof(W) + 8) + (size_t)segs * 12;
+}
+
+template <bool FIRST, class W>
+__global__ void __launch_bounds__(ORDER_THREADS) part_order_kernel(const W *lkeys, const unsigned *lcount,
+                                                                   unsigned stride, const unsigned *runs,
+                                                                   int64_t blocks, const unsigned *found,
+                                                                   const unsigned *start, unsigned split,
+                                                                   unsigned segs, unsigned *cursor, digit_map<W> dm,
+                                                                   W *out, unsigned *val)
+{
+    using scan_t = cub::BlockScan<unsigned, ORDER_THREADS>;
+    __shared__ typename scan_t::TempStorage scan_mem;
+    __shared__ unsigned carry;
+    W *kw = (W *)cua_smem;  // (first: the widest)
+    unsigned *kv = (unsigned *)(kw + ORDER_CHUNK), *kp = kv + ORDER_CHUNK, *got = kp + ORDER_CHUNK, *loc = got + segs,
+             *at = loc + segs;
+    const unsigned s0 = (unsigned)part_list_at(blockIdx.x, stride, runs, blocks), d = found[blockIdx.x];
+    for (unsigned base = 0; base < d; base += ORDER_CHUNK) {  // (the same rounds for every thread)
+        for (unsigned j = threadIdx.x; j < segs; j += ORDER_THREADS) got[j] = 0;
+        if (threadIdx.x == 0) carry = 0;
+        __syncthreads();
+        W w[ORDER_EACH];
+        unsigned sg[ORDER_EACH], r[ORDER_EACH];
+#pragma unroll
+        for (int e = 0; e < ORDER_EACH; e++) {
+            const unsigned j = base + e * ORDER_THREADS + threadIdx.x;
+            sg[e] = ~0u;
+            if (j < d) {
+                w[e] = part_unword(lkeys[s0 + j]);
+                sg[e] = start[part_digit(w[e], dm)] / split;
+                r[e] = atomicAdd(&got[sg[e]], 1u);
+            }
+        }
+        __syncthreads();
+        // Where each segment's keys go in shared memory (an exclusive scan,
+        // ORDER_THREADS segments a step) and in the output (the cursors).
+        for (unsigned b = 0; b < segs; b += ORDER_THREADS) {
+            const unsigned j = b + threadIdx.x, c = j < segs ? got[j] : 0;
+            unsigned e = 0, all = 0;
+            scan_t(scan_mem).ExclusiveSum(c, e, all);
+            if (j < segs) {
+                loc[j] = carry + e;
+                if (c) at[j] = atomicAdd(&cursor[j], c);
+            }
+            __syncthreads();  // (every thread has read carry, and the scan's memory is free)
+            if (threadIdx.x == 0) carry += all;
+            __syncthreads();
+        }
+#pragma unroll
+        for (int e = 0; e < ORDER_EACH; e++) {
+            if (sg[e] == ~0u) continue;
+            const unsigned i = loc[sg[e]] + r[e], j = base + e * ORDER_THREADS + threadIdx.x;
+            kw[i] = w[e];
+            kv[i] = FIRST ? s0 + j : lcount[s0 + j];
+            kp[i] = at[sg[e]] + r[e];
+        }
+        __syncthreads();
+        const unsigned m = d - base < ORDER_CHUNK ? d - base : ORDER_CHUNK;
+        for (unsigned i = threadIdx.x; i < m; i += ORDER_THREADS) {
+            out[kp[i]] = kw[i];
+            val[kp[i]] = kv[i];
+        }
+        __syncthreads();  // (the next round's counts and layout reuse the memory)
+    }
+}
+
+// One segment a block (at most SEG_CAP keys: part_digits_kernel's verdict),
+// radix-sorted in shared memory on the bits its keys do not share (those
+// where a key differs from the first), and written with its counts (beside
+// the keys, or with first indices gathered from the lists, as
+// part_gather_kernel does) at its place in the output; block 0 adds the
+// empty word's key last.
+template <bool FIRST, class W>
+__global__ void __launch_bounds__(SEG_THREADS, sizeof(W) == 4 ? 2 : 1)
+    part_segsort_kernel(const W *in, const unsigned *beside, const unsigned *seg, int64_t k, const unsigned *cnt,
+                        const unsigned *idx, const u64 *ctl, W *keys, u64 *counts, u64 *first)
+{
+    using sort_t = cub::BlockRadixSort<W, SEG_THREADS, SEG_ITEMS, unsigned, SEG_RADIX_BITS>;
+    using or_t = cub::BlockReduce<W, SEG_THREADS>;
+    __shared__ union {
+        typename sort_t::TempStorage sort;
+        typename or_t::TempStorage any;
+    } mem;
+    __shared__ W differ;
+    if (blockIdx.x == 0 && threadIdx.x == 0 && ctl[CUA_UNIQUE_CTL_SIDE_COUNT]) {
+        keys[k] = empty_word<W>();
+        counts[k] = ctl[CUA_UNIQUE_CTL_SIDE_COUNT];
+        if (FIRST) first[k] = ctl[CUA_UNIQUE_CTL_SIDE_FIRST];
+    }
+    const unsigned s0 = seg[blockIdx.x], size = seg[blockIdx.x + 1] - s0;
+    if (size == 0) return;  // (the whole block: a digit larger than the split left this segment none)
+    // Blocked: the padding (the empty word, greater than every listed key
+    // in any bits) comes after every key, and the sort is stable.
+    const W w0 = in[s0];
+    W key[SEG_ITEMS], any = 0;
+    unsigned val[SEG_ITEMS];
+#pragma unroll
+    for (int q = 0; q < SEG_ITEMS; q++) {
+        const unsigned i = threadIdx.x * SEG_ITEMS + q;
+        key[q] = i < size ? in[s0 + i] : empty_word<W>();
+        val[q] = i < size ? beside[s0 + i] : 0;
+        any |= i < size ? key[q] ^ w0 : 0;
+    }
+    any = or_t(mem.any).Reduce(any, [](W a, W b) { return a | b; });
+    if (threadIdx.x == 0) differ = any;
+    __syncthreads();  // (and the reduction's memory is the sort's)
+    int bits = 1;
+    if constexpr (sizeof(W) == 4) bits = differ ? 32 - __clz(differ) : 1;
+    else bits = differ ? 64 - __clzll((long long)differ) : 1;
+    sort_t(mem.sort).SortBlockedToStriped(key, val, 0, bits);
+#pragma unroll
+    for (int q = 0; q < SEG_ITEMS; q++) {
+        const unsigned r = q * SEG_THREADS + threadIdx.x;
+        if (r < size) {
+            keys[s0 + r] = key[q];
+            counts[s0 + r] = FIRST ? cnt[val[q]] : val[q];
+            if (FIRST) first[s0 + r] = idx[val[q]];
+        }
     }
 }
 
@@ -1993,6 +2274,42 @@ static int part_count(const T *x, int64_t n, cudaStream_t s, part_state *ps)
     return 0;
 }
 
+// A float's or double's value from its word (from_word's, on the host).
+static double word_value(u64 w, bool wide)
+{
+    if (wide) {
+        const u64 b = (w & 0x8000000000000000ull) ? w ^ 0x8000000000000000ull : ~w;
+        double v;
+        memcpy(&v, &b, sizeof v);
+        return v;
+    }
+    const unsigned b = (unsigned)((w & 0x80000000u) ? w ^ 0x80000000u : ~w);
+    float v;
+    memcpy(&v, &b, sizeof v);
+    return v;
+}
+
+// The digits of sorted output (part_digit) between the sample's least and
+// greatest words.
+template <class T>
+static digit_map<word_of<T>> digits_of(const u64 *range)
+{
+    using W = word_of<T>;
+    digit_map<W> m{};
+    m.lo = (W)range[0];
+    m.floats = std::is_floating_point<T>::value;
+    if (m.floats) {
+        m.a = word_value(range[0], sizeof(W) == 8);
+        m.scale = (double)DIGITS / (word_value(range[1], sizeof(W) == 8) - m.a);  // (inf or NaN: see part_digit)
+    } else {
+        const W span = (W)range[1] > m.lo ? (W)range[1] - m.lo : 0;
+        int bits = 0;
+        while (bits < (int)(8 * sizeof(W)) && (span >> bits) != 0) bits++;
+        m.shift = bits > DIGIT_BITS ? bits - DIGIT_BITS : 0;
+    }
+    return m;
+}
+
 // The rest of the partition, queued behind the count pass without a wait
 // (the kernels read the plan: ps): a compact table in the wanted order
 // (t->compact), or *done false (nothing wrong: too many distinct values or
@@ -2005,7 +2322,8 @@ static int part_count(const T *x, int64_t n, cudaStream_t s, part_state *ps)
 // is a call the host makes while the GPU, between the few long kernels,
 // waits for it: the memory up to that wait is one allocation.
 template <class T, bool FIRST>
-static int part_build(const T *x, int64_t n, cua_unique_tab *t, cua_launch *cfg, part_state &ps, bool *done)
+static int part_build(const T *x, int64_t n, cua_unique_tab *t, cua_launch *cfg, part_state &ps, const u64 *range,
+                      bool *done)
 {
     using W = word_of<T>;
     cudaStream_t s = cua_stream(cfg);
@@ -2026,6 +2344,10 @@ static int part_build(const T *x, int64_t n, cua_unique_tab *t, cua_launch *cfg,
     const int64_t widest = ps.most / 2 + BUCKET_THREADS < ps.most ? ps.most / 2 + BUCKET_THREADS : ps.most;
     const unsigned stride = n > PM * widest ? (unsigned)widest : 0;
     const int64_t list_most = stride ? PM * widest : n;
+    // Sorted output from the sample's range: the digits' counts and the
+    // segments' starts (part_digits_kernel).
+    const bool digits = (t->want & CUA_UNIQUE_SORTED) && range;
+    const digit_map<W> dm = digits ? digits_of<T>(range) : digit_map<W>{};
     size_t temp = 0;  // (CUB's size: nothing is queued)
     CUA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, temp, (unsigned *)nullptr, (unsigned *)nullptr, blocks * PM + 1,
                                             s));
@@ -2039,6 +2361,9 @@ static int part_build(const T *x, int64_t n, cua_unique_tab *t, cua_launch *cfg,
                  o_keys = carve((size_t)n * sizeof(W)),
                  o_idx = FIRST ? carve((size_t)n * 4) : 0, o_lkeys = carve((size_t)list_most * sizeof(W)),
                  o_lcount = carve((size_t)list_most * 4), o_lfirst = FIRST ? carve((size_t)list_most * 4) : 0,
+                 o_digits = digits ? carve((size_t)DIGITS * 4) : 0,
+                 o_seg = digits ? carve((size_t)(list_most / SEG_MIN_SPLIT + 2) * 4) : 0,
+                 o_cursor = digits ? carve((size_t)(list_most / SEG_MIN_SPLIT + 2) * 4) : 0,
                  o_temp = carve(temp ? temp : 1);
     cua_scratch mem;
     CUA_CHECK(mem.get(256 + off, s));
@@ -2048,8 +2373,11 @@ static int part_build(const T *x, int64_t n, cua_unique_tab *t, cua_launch *cfg,
     W *keys = (W *)(p + o_keys), *lkeys = (W *)(p + o_lkeys);
     unsigned *idx = FIRST ? (unsigned *)(p + o_idx) : nullptr, *lcount = (unsigned *)(p + o_lcount),
              *lfirst = FIRST ? (unsigned *)(p + o_lfirst) : nullptr;
+    unsigned *dig = digits ? (unsigned *)(p + o_digits) : nullptr, *seg = digits ? (unsigned *)(p + o_seg) : nullptr,
+             *cursor = digits ? (unsigned *)(p + o_cursor) : nullptr;
     void *tmp = p + o_temp;
-    part_runs_kernel<<<(unsigned)cua_ceil_div(blocks * PM + 1, 256), 256, 0, s>>>(ps.hist, blocks, ps.plan, runs, ctl);
+    part_runs_kernel<<<(unsigned)cua_ceil_div(blocks * PM + 1, 256), 256, 0, s>>>(ps.hist, blocks, ps.plan, runs, ctl,
+                                                                                   dig);
     CUA_CHECK_LAUNCH();
     CUA_CHECK(cub::DeviceScan::ExclusiveSum(tmp, temp, runs, runs, blocks * PM + 1, s));
     auto scatter = [&](auto parts) {
@@ -2065,11 +2393,15 @@ static int part_build(const T *x, int64_t n, cua_unique_tab *t, cua_launch *cfg,
     }
     CUA_CHECK_LAUNCH();
     part_table_kernel<FIRST, W><<<(unsigned)PM, BUCKET_THREADS, small_smem, s>>>(
-        keys, idx, runs, blocks, ps.plan, 0, half, stride, lkeys, lcount, lfirst, found, ctl);
+        keys, idx, runs, blocks, ps.plan, 0, half, stride, lkeys, lcount, lfirst, found, ctl, dig, dm);
     CUA_CHECK_LAUNCH();
     part_table_kernel<FIRST, W><<<(unsigned)PM, BUCKET_THREADS, large_smem, s>>>(
-        keys, idx, runs, blocks, ps.plan, half + 1, ps.most, stride, lkeys, lcount, lfirst, found, ctl);
+        keys, idx, runs, blocks, ps.plan, half + 1, ps.most, stride, lkeys, lcount, lfirst, found, ctl, dig, dm);
     CUA_CHECK_LAUNCH();
+    if (digits) {
+        part_digits_kernel<<<1, DIGITS_THREADS, 0, s>>>(dig, seg, cursor, ctl);
+        CUA_CHECK_LAUNCH();
+    }
     readback rb;
     const u64 *host;  // (the control words, the keys listed and the plan: one copy)
     CUA_CHECK(rb.take(ctl, PART_CTL_WORDS, s, &host));
@@ -2080,8 +2412,37 @@ static int part_build(const T *x, int64_t n, cua_unique_tab *t, cua_launch *cfg,
     const int64_t k = (int64_t)host[PART_LISTED], with_side = host[CUA_UNIQUE_CTL_SIDE_COUNT] ? 1 : 0;
     if (k > list_most) return CUA_EINTERNAL;
     // The listed keys and where their counts are, twice for sorted output
-    // (the sort's in and out), and the sort's scratch: sized by k.
+    // (the sort's in and out), and the sort's scratch: sized by k. Or, where
+    // the digits cut the keys into short segments, the keys in digit order
+    // and their segments sorted, into the table.
     const bool sorted = (t->want & CUA_UNIQUE_SORTED) && k > 1;
+    const int64_t split = digits ? (int64_t)host[PART_SPLIT] : 0;
+    if (sorted && split) {
+        off = 0;
+        const size_t o_ordered = carve((size_t)k * sizeof(W)), o_from = carve((size_t)k * 4);
+        cua_scratch lists;
+        CUA_CHECK(lists.get(off, s));
+        t->word = (int)sizeof(W);
+        st = table_alloc(t, k + with_side, s);
+        if (st) return st;
+        W *ordered = (W *)((char *)lists.ptr + o_ordered);
+        unsigned *from = (unsigned *)((char *)lists.ptr + o_from);
+        const int64_t segs = cua_ceil_div(k, split);
+        const size_t osmem = order_smem<W>(segs);
+        st = cua_allow_smem(part_order_kernel<FIRST, W>, osmem);
+        if (st) return st;
+        part_order_kernel<FIRST, W><<<(unsigned)P, ORDER_THREADS, osmem, s>>>(
+            lkeys, lcount, stride, runs, blocks, found, dig, (unsigned)split, (unsigned)segs, cursor, dm, ordered, from);
+        CUA_CHECK_LAUNCH();
+        part_segsort_kernel<FIRST, W><<<(unsigned)segs, SEG_THREADS, 0, s>>>(
+            ordered, from, seg, k, lcount, lfirst, ctl, (W *)t->keys, (u64 *)t->counts, (u64 *)t->first);
+        CUA_CHECK_LAUNCH();  // (the scratch goes back in stream order, after the kernels that read it)
+        t->distinct = k + with_side;
+        t->compact = COMPACT_LIST;
+        t->builds++;
+        *done = true;
+        return 0;
+    }
     size_t sort_bytes = 0;
     unsigned *no_src = nullptr;
     if (sorted)
@@ -2152,6 +2513,7 @@ static int unique_VECTOR(const void *x, int64_t n, int dtype, cua_unique_tab *t,
             const T *xs = (const T *)x;
             cudaStream_t s = cua_stream(cfg);
             const bool sampling = sizeof(T) > 1 && n >= VECTOR_SAMPLE_FROM;  // (bytes: at most 256 values)
+            u64 range[2] = {0, 0};  // (the sample's least and greatest words)
             st = grow_and_build<W>(
                 n, t, cfg,
                 [&](const table<W> &tab) -> int {
@@ -2170,7 +2532,7 @@ static int unique_VECTOR(const void *x, int64_t n, int dtype, cua_unique_tab *t,
                     }
                     return 0;
                 },
-                FIRST_CAP);
+                FIRST_CAP, range);
             if (st != CUA_EOVERFLOW_ && st != CUA_EFAR_) return st;
             [[maybe_unused]] const bool far = st == CUA_EFAR_;  // (the sample's guess: too many values for the partition)
             table_release(t, s);
@@ -2185,7 +2547,8 @@ static int unique_VECTOR(const void *x, int64_t n, int dtype, cua_unique_tab *t,
                     st = part_count<T, F>(xs, n, s, &ps);
                     if (st) return st;
                     bool done = false;
-                    if (ps.ready) st = part_build<T, F>(xs, n, t, cfg, ps, &done);  // (not done: no table made)
+                    if (ps.ready)  // (not done: no table made)
+                        st = part_build<T, F>(xs, n, t, cfg, ps, sampling ? range : nullptr, &done);
                     if (st || done) return st;
                 }
             }

@@ -397,6 +397,75 @@ def test_vector_partition_hot_value(backend, dtype):
     np.testing.assert_array_equal(host(c), ec)
 
 
+def _digit_case(dtype, shape):
+    """2^22 + 3 keys of about 300,000 distinct values (sorted output of the
+    GPU partition: the distinct keys cut by digits of the sample's range
+    into segments sorted each on its own, or the list sorted whole)."""
+    n, d = (1 << 22) + 3, 300_000
+    rng = np.random.default_rng(list(_DIGIT_SHAPES).index(shape) + 7 * np.dtype(dtype).num)
+    dt = np.dtype(dtype)
+    if dt.kind == "f":
+        lo, hi = (-1.0, 1.0) if shape == "outside" else (-1e6, 1e6)
+        keys = rng.uniform(lo, hi, d).astype(dt)
+        if shape == "clustered":  # (most keys in [0, 1): a few digits of the sample's wide range)
+            keys = np.concatenate([rng.uniform(0, 1, d).astype(dt), rng.uniform(-1e30, 1e30, d // 100).astype(dt)])
+        keys[:3] = [-0.0, 0.0, np.nan]
+        x = keys[rng.integers(0, keys.size, n)]
+        if shape == "outside":
+            x[-3:] = [-np.inf, np.finfo(dt).max, np.nan]
+        return x
+    info = np.iinfo(dt)
+    if shape == "uneven":  # digits of 1 to 2048 values, from the least word up (the sample holds both ends)
+        u = np.dtype(f"u{dt.itemsize}")
+        sizes = np.where(rng.random(4096) < 0.1, rng.integers(1500, 2049, 4096), rng.integers(1, 65, 4096))
+        first = np.repeat(np.cumsum(sizes) - sizes, sizes)
+        words = (np.repeat(np.arange(4096, dtype=u), sizes) << u.type(8 * dt.itemsize - 12)) \
+            + (np.arange(sizes.sum()) - first).astype(u)
+        keys = (words ^ u.type(1 << (8 * dt.itemsize - 1))).view(dt) if dt.kind == "i" else words
+        x = keys[rng.integers(0, keys.size, n)]
+        x[0], x[1] = keys[0], keys[-1]
+        return x
+    lo, hi = (int(info.min) // 2, int(info.max) // 2) if shape == "outside" else (int(info.min), int(info.max))
+    keys = rng.integers(lo, hi, d, dtype=dt, endpoint=True)
+    if shape == "clustered":
+        keys = np.concatenate([rng.integers(0, d, d, dtype=dt), keys[: d // 100]])
+    x = keys[rng.integers(0, keys.size, n)]
+    if shape == "outside":  # (the last elements: past the sample's vectors)
+        x[-3:] = [info.min, info.max - 1, info.max]
+    return x
+
+
+_DIGIT_SHAPES = ("uniform", "outside", "clustered", "uneven")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", [np.int32, np.uint32, np.int64, np.uint64, np.float32, np.float64],
+                         ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("shape", _DIGIT_SHAPES)
+def test_vector_partition_sorted_digits(backend, dtype, shape):
+    """Sorted output of many distinct values: on a GPU, digits linear in the
+    value between the sample's least and greatest words cut the distinct
+    keys into segments sorted each in one block. Keys spread evenly
+    (short segments); the type's extremes, the empty word's key among them,
+    in the last elements, which the sample does not read (the first and last
+    digits take them); most values in a few digits of a wide range (too many
+    for a segment: the list is sorted whole); digits of 1 to 2048 values
+    (segments of up to twice the split). Floats with both zeros, NaNs and
+    the infinities. Values, first indices and counts as NumPy's."""
+    if shape == "uneven" and np.dtype(dtype).kind == "f":
+        pytest.skip("the uneven digits are integer words")
+    x = _digit_case(dtype, shape)
+    v, i, c = (host(g) for g in cuatomic.unique(x, return_index=True, return_counts=True, method="vector",
+                                                backend=backend))
+    ev, ei, ec = np.unique(x, return_index=True, return_counts=True)
+    np.testing.assert_array_equal(v, ev)
+    np.testing.assert_array_equal(i, ei)
+    np.testing.assert_array_equal(c, ec)
+    v, c = (host(g) for g in cuatomic.unique(x, return_counts=True, method="vector", backend=backend))
+    np.testing.assert_array_equal(v, ev)
+    np.testing.assert_array_equal(c, ec)
+
+
 def _mix32(k):
     """murmur3's 32-bit finalizer on uint32 words (the GPU sample's hash)."""
     k = k.astype(np.uint64)
