@@ -167,6 +167,21 @@ static inline int unique_dispatch(int dtype, F &&f)
     return cua_dispatch(dtype, f);
 }
 
+// Whether a word is a finite value's (integers: every word): floats' words
+// between those of the infinities.
+template <class T>
+__device__ __forceinline__ bool finite_word(word_of<T> w)
+{
+    if constexpr (std::is_floating_point<T>::value) {
+        using W = word_of<T>;
+        constexpr W NEG_INF = sizeof(T) == 4 ? (W)0x007FFFFFu : (W)0x000FFFFFFFFFFFFFull,
+                    POS_INF = sizeof(T) == 4 ? (W)0xFF800000u : (W)0xFFF0000000000000ull;
+        return w > NEG_INF && w < POS_INF;
+    } else {
+        return true;
+    }
+}
+
 // The bits of a key's word that can differ between keys (the sort's end bit).
 template <class T>
 constexpr int key_bits()
@@ -559,7 +574,9 @@ __global__ void vector_kernel(const T *__restrict__ x, int64_t n, int64_t base, 
 // repeats much (a tiled sequence) is sorted too: the sort is the peers'
 // speed.
 // Block 0 also keeps the sample's least and greatest words: the range the
-// partition's sorted output cuts into digits (part_digit).
+// partition's sorted output cuts into digits (part_digit); for floats the
+// finite ones' (one NaN or infinity in the sample would make the range's
+// width NaN or infinite, and every digit the first).
 #define SAMPLE_KEYS 16384
 #define SAMPLE_THREADS 1024
 #define SAMPLE_RUN 16
@@ -609,6 +626,7 @@ __global__ void __launch_bounds__(SAMPLE_THREADS) sample_kernel(const T *__restr
 #pragma unroll
             for (int r = 0; r < V; r++) {
                 const W w = to_word(v[q].v[r]);
+                if (!finite_word<T>(w)) continue;
                 a = w < a ? w : a;
                 b = w > b ? w : b;
             }

@@ -62,6 +62,16 @@ def unique_calls(check, rng):
         got = [g.copy_to_host() for g in cuatomic.unique(cuatomic.to_device(keys, backend="cuda"), return_counts=True,
                                                          method="vector", backend="cuda")]
         check(f"unique vector sampled {label}", all(np.array_equal(g, w) for g, w in zip(got, want)))
+    # sorted output of the partition: segments by digits of the sample's range, with first indices too (int32,
+    # float64), and most values in a few digits of a wide range (the whole list sorted)
+    wide = np.concatenate([rng.integers(0, 60_000, 1 << 20), spread(rng.integers(0, 1 << 30, 1 << 14))])
+    floats = rng.uniform(-1e6, 1e6, 50_000)[rng.integers(0, 50_000, 1 << 20)]
+    for label, keys in (("segments", x), ("float segments", floats),
+                        ("crowded digits", rng.permutation(wide).astype(np.int32))):
+        want = np.unique(keys, return_index=True, return_counts=True)
+        got = [g.copy_to_host() for g in cuatomic.unique(cuatomic.to_device(keys, backend="cuda"), return_index=True,
+                                                         return_counts=True, method="vector", backend="cuda")]
+        check(f"unique vector sorted {label}", all(np.array_equal(g, w) for g, w in zip(got, want)))
 
 
 def main():
