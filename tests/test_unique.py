@@ -439,21 +439,23 @@ _DIGIT_SHAPES = ("uniform", "outside", "clustered", "uneven")
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("dtype", [np.int32, np.uint32, np.int64, np.uint64, np.float32, np.float64],
-                         ids=lambda d: np.dtype(d).name)
-@pytest.mark.parametrize("shape", _DIGIT_SHAPES)
+@pytest.mark.parametrize("dtype,shape", [(d, s) for d in (np.int32, np.uint32, np.int64, np.uint64, np.float32,
+                                                          np.float64)
+                                         for s in _DIGIT_SHAPES if not (s == "uneven" and np.dtype(d).kind == "f")],
+                         ids=lambda p: np.dtype(p).name if not isinstance(p, str) else p)
 def test_vector_partition_sorted_digits(backend, dtype, shape):
     """Sorted output of many distinct values: on a GPU, digits linear in the
     value between the sample's least and greatest words cut the distinct
     keys into segments sorted each in one block. Keys spread evenly
-    (short segments); the type's extremes, the empty word's key among them,
+    (short digits); the type's extremes, the empty word's key among them,
     in the last elements, which the sample does not read (the first and last
     digits take them); most values in a few digits of a wide range (too many
-    for a segment: the list is sorted whole); digits of 1 to 2048 values
-    (segments of up to twice the split). Floats with both zeros, NaNs and
-    the infinities. Values, first indices and counts as NumPy's."""
-    if shape == "uneven" and np.dtype(dtype).kind == "f":
-        pytest.skip("the uneven digits are integer words")
+    for a segment: the list is sorted whole); integer digits of 1 to 2048
+    values (a split of about 2048, segments up to a block's 4096 keys).
+    Floats with both zeros, NaNs and the infinities (float64's samples hold
+    a NaN: the range is the finite words'). Which way each case went was
+    seen on the GPU with a profiler (the segments' kernel or CUB's sort),
+    not here. Values, first indices and counts as NumPy's."""
     x = _digit_case(dtype, shape)
     v, i, c = (host(g) for g in cuatomic.unique(x, return_index=True, return_counts=True, method="vector",
                                                 backend=backend))
