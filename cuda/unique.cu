@@ -55,7 +55,9 @@
 //                     scattered into 256 to 1024 buckets sized from a
 //                     sketch of the distinct values, each bucket counted
 //                     whole by one block in a shared-memory table, so no
-//                     element takes a global atomic. Without it, rung 1's
+//                     element takes a global atomic; sorted, the distinct
+//                     keys in segments cut by digits of the sample's
+//                     range, a block sorting each. Without it, rung 1's
 //                     sort (the inverse wanted, 2^32 - 1 elements or more,
 //                     more distinct values than the buckets take).
 //
