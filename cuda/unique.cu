@@ -2436,8 +2436,13 @@ static int part_build(const T *x, int64_t n, cua_unique_tab *t, cua_launch *cfg,
     // the digits cut the keys into short segments, the keys in digit order
     // and their segments sorted, into the table.
     const bool sorted = (t->want & CUA_UNIQUE_SORTED) && k > 1;
-    const int64_t split = digits ? (int64_t)host[PART_SPLIT] : 0;
-    if (sorted && split) {
+    const int64_t split = digits ? (int64_t)host[PART_SPLIT] : 0, segs = split ? cua_ceil_div(k, split) : 0;
+    bool segments = sorted && split;
+    if (segments) {  // (a GPU whose blocks cannot have the layout's memory sorts the list whole)
+        st = cua_smem_fits(part_order_kernel<FIRST, W>, order_smem<W>(segs), &segments);
+        if (st) return st;
+    }
+    if (segments) {
         off = 0;
         const size_t o_ordered = carve((size_t)k * sizeof(W)), o_from = carve((size_t)k * 4);
         cua_scratch lists;
@@ -2447,10 +2452,7 @@ static int part_build(const T *x, int64_t n, cua_unique_tab *t, cua_launch *cfg,
         if (st) return st;
         W *ordered = (W *)((char *)lists.ptr + o_ordered);
         unsigned *from = (unsigned *)((char *)lists.ptr + o_from);
-        const int64_t segs = cua_ceil_div(k, split);
-        const size_t osmem = order_smem<W>(segs);
-        st = cua_allow_smem(part_order_kernel<FIRST, W>, osmem);
-        if (st) return st;
+        const size_t osmem = order_smem<W>(segs);  // (cua_smem_fits raised the kernel's ceiling to the room)
         part_order_kernel<FIRST, W><<<(unsigned)P, ORDER_THREADS, osmem, s>>>(
             lkeys, lcount, stride, runs, blocks, found, dig, (unsigned)split, (unsigned)segs, cursor, dm, ordered, from);
         CUA_CHECK_LAUNCH();
