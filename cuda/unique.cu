@@ -2454,7 +2454,8 @@ static int part_build(const T *x, int64_t n, cua_unique_tab *t, cua_launch *cfg,
         unsigned *from = (unsigned *)((char *)lists.ptr + o_from);
         const size_t osmem = order_smem<W>(segs);  // (cua_smem_fits raised the kernel's ceiling to the room)
         part_order_kernel<FIRST, W><<<(unsigned)P, ORDER_THREADS, osmem, s>>>(
-            lkeys, lcount, stride, runs, blocks, found, dig, (unsigned)split, (unsigned)segs, cursor, dm, ordered, from);
+            lkeys, lcount, stride, runs, blocks, found, dig, (unsigned)split, (unsigned)segs, cursor, dm, ordered,
+            from);
         CUA_CHECK_LAUNCH();
         part_segsort_kernel<FIRST, W><<<(unsigned)segs, SEG_THREADS, 0, s>>>(
             ordered, from, seg, k, lcount, lfirst, ctl, (W *)t->keys, (u64 *)t->counts, (u64 *)t->first);
