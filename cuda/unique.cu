@@ -88,6 +88,7 @@
 #include <thrust/iterator/counting_iterator.h>
 
 #include <cmath>
+#include <cuda/std/bit>
 #include <type_traits>
 
 #include "common.cuh"
@@ -140,12 +141,12 @@ __device__ __forceinline__ word_of<T> to_word(T v)
 }
 
 template <class T>
-__device__ __forceinline__ T from_word(word_of<T> w)
+__host__ __device__ __forceinline__ T from_word(word_of<T> w)
 {
     if constexpr (std::is_same<T, float>::value) {
-        return __uint_as_float((w & 0x80000000u) ? w ^ 0x80000000u : ~w);
+        return cuda::std::bit_cast<float>((w & 0x80000000u) ? w ^ 0x80000000u : ~w);
     } else if constexpr (std::is_same<T, double>::value) {
-        return __longlong_as_double((long long)((w & 0x8000000000000000ull) ? w ^ 0x8000000000000000ull : ~w));
+        return cuda::std::bit_cast<double>((w & 0x8000000000000000ull) ? w ^ 0x8000000000000000ull : ~w);
     } else if constexpr (std::is_same<T, bool8>::value) {
         return bool8{(uint8_t)w};
     } else if constexpr (std::is_signed<T>::value) {
@@ -814,7 +815,7 @@ static int grow_and_build(int64_t n, cua_unique_tab *t, cua_launch *cfg, L launc
         if (st) return st;
         readback rb;
         const u64 *ctl;
-        CUA_CHECK(rb.take((const u64 *)t->ctl, SAMPLE_CTL_WORDS, s, &ctl));
+        CUA_CHECK(rb.take((const u64 *)t->ctl, range ? SAMPLE_CTL_WORDS : CTL_WORDS_CLEARED, s, &ctl));
         CUA_WAIT(cfg);
         t->builds++;
         if (range) range[0] = ctl[SAMPLE_LO], range[1] = ctl[SAMPLE_HI];
@@ -1933,9 +1934,9 @@ __global__ void part_gather_kernel(const unsigned *src, int64_t k, const unsigne
 // The segments of sorted output (part_digit), by one block after the table
 // pass (the host reads the split it chose with the control words): the
 // digits' counts become where each digit's keys start, and segment j starts
-// at the first digit's start at or past j * split (seg[j], for j up to the
-// last, whose next is where the keys end; and the order kernel's cursor of
-// the segment, cursor[j], the same). A digit whose keys start at e is in
+// at the first digit's start at or past j * split (seg[j]: the order
+// kernel's cursor of segment j, which it leaves at the next segment's start,
+// where segment j ends for the segments' sort). A digit whose keys start at e is in
 // segment e / split (e is at or past that segment's start, and short of
 // the next's). Consecutive digits' starts are at most the largest digit apart, so
 // a segment holds less than the split plus the largest digit: the split is
@@ -1948,8 +1949,7 @@ __global__ void part_gather_kernel(const unsigned *src, int64_t k, const unsigne
 #define SEG_MIN_SPLIT (SEG_CAP / 4)
 #define SEG_RADIX_BITS 5  // (5 bits a pass: the ranks' counters 32 KB; 6 would need 64)
 #define DIGITS_THREADS 1024
-__global__ void __launch_bounds__(DIGITS_THREADS) part_digits_kernel(unsigned *digits, unsigned *seg,
-                                                                     unsigned *cursor, u64 *ctl)
+__global__ void __launch_bounds__(DIGITS_THREADS) part_digits_kernel(unsigned *digits, unsigned *seg, u64 *ctl)
 {
     constexpr int EACH = DIGITS / DIGITS_THREADS;
     static_assert(EACH * DIGITS_THREADS == DIGITS, "whole digits a thread");
@@ -1979,7 +1979,7 @@ __global__ void __launch_bounds__(DIGITS_THREADS) part_digits_kernel(unsigned *d
     __syncthreads();
     if (!split) return;
     const unsigned segs = (unsigned)cua_ceil_div(total, split);
-    for (unsigned j = threadIdx.x; j <= segs; j += DIGITS_THREADS) {
+    for (unsigned j = threadIdx.x; j < segs; j += DIGITS_THREADS) {
         const u64 want = (u64)j * split;
         unsigned lo = 0, hi = DIGITS;  // the first start at or past `want`
         while (lo < hi) {
@@ -1988,7 +1988,6 @@ __global__ void __launch_bounds__(DIGITS_THREADS) part_digits_kernel(unsigned *d
             else hi = mid;
         }
         seg[j] = lo < DIGITS ? start[lo] : total;
-        if (j < segs) cursor[j] = seg[j];
     }
 }
 
@@ -1996,7 +1995,7 @@ __global__ void __launch_bounds__(DIGITS_THREADS) part_digits_kernel(unsigned *d
 // a block a bucket, ORDER_CHUNK keys a round, privatized: the block counts
 // the round's keys of each segment in shared memory (a key's rank among them
 // the old value of that atomicAdd), takes their places with one atomicAdd on
-// each segment's cursor (its old value the first place), lays the keys out
+// each segment's cursor (seg: its old value the first place), lays the keys out
 // segment by segment in shared memory and writes them from there, so that a
 // warp's stores go to runs of consecutive places -- in no fixed order within
 // a segment, which the segments' sort makes the keys' own (they are
@@ -2020,7 +2019,7 @@ __global__ void __launch_bounds__(ORDER_THREADS) part_order_kernel(const W *lkey
                                                                    unsigned stride, const unsigned *runs,
                                                                    int64_t blocks, const unsigned *found,
                                                                    const unsigned *start, unsigned split,
-                                                                   unsigned segs, unsigned *cursor, digit_map<W> dm,
+                                                                   unsigned segs, unsigned *seg, digit_map<W> dm,
                                                                    W *out, unsigned *val)
 {
     using scan_t = cub::BlockScan<unsigned, ORDER_THREADS>;
@@ -2055,7 +2054,7 @@ __global__ void __launch_bounds__(ORDER_THREADS) part_order_kernel(const W *lkey
             scan_t(scan_mem).ExclusiveSum(c, e, all);
             if (j < segs) {
                 loc[j] = carry + e;
-                if (c) at[j] = atomicAdd(&cursor[j], c);
+                if (c) at[j] = atomicAdd(&seg[j], c);
             }
             __syncthreads();  // (every thread has read carry, and the scan's memory is free)
             if (threadIdx.x == 0) carry += all;
@@ -2087,7 +2086,7 @@ __global__ void __launch_bounds__(ORDER_THREADS) part_order_kernel(const W *lkey
 // empty word's key last.
 template <bool FIRST, class W>
 __global__ void __launch_bounds__(SEG_THREADS, sizeof(W) == 4 ? 2 : 1)
-    part_segsort_kernel(const W *in, const unsigned *beside, const unsigned *seg, int64_t k, const unsigned *cnt,
+    part_segsort_kernel(const W *in, const unsigned *beside, const unsigned *end, int64_t k, const unsigned *cnt,
                         const unsigned *idx, const u64 *ctl, W *keys, u64 *counts, u64 *first)
 {
     using sort_t = cub::BlockRadixSort<W, SEG_THREADS, SEG_ITEMS, unsigned, SEG_RADIX_BITS>;
@@ -2102,7 +2101,7 @@ __global__ void __launch_bounds__(SEG_THREADS, sizeof(W) == 4 ? 2 : 1)
         counts[k] = ctl[CUA_UNIQUE_CTL_SIDE_COUNT];
         if (FIRST) first[k] = ctl[CUA_UNIQUE_CTL_SIDE_FIRST];
     }
-    const unsigned s0 = seg[blockIdx.x], size = seg[blockIdx.x + 1] - s0;
+    const unsigned s0 = blockIdx.x ? end[blockIdx.x - 1] : 0, size = end[blockIdx.x] - s0;
     if (size == 0) return;  // (the whole block: a digit larger than the split left this segment none)
     // Blocked: the padding (the empty word, greater than every listed key
     // in any bits) comes after every key, and the sort is stable.
@@ -2294,21 +2293,6 @@ static int part_count(const T *x, int64_t n, cudaStream_t s, part_state *ps)
     return 0;
 }
 
-// A float's or double's value from its word (from_word's, on the host).
-static double word_value(u64 w, bool wide)
-{
-    if (wide) {
-        const u64 b = (w & 0x8000000000000000ull) ? w ^ 0x8000000000000000ull : ~w;
-        double v;
-        memcpy(&v, &b, sizeof v);
-        return v;
-    }
-    const unsigned b = (unsigned)((w & 0x80000000u) ? w ^ 0x80000000u : ~w);
-    float v;
-    memcpy(&v, &b, sizeof v);
-    return v;
-}
-
 // The digits of sorted output (part_digit) between the sample's least and
 // greatest words.
 template <class T>
@@ -2318,9 +2302,9 @@ static digit_map<word_of<T>> digits_of(const u64 *range)
     digit_map<W> m{};
     m.lo = (W)range[0];
     m.floats = std::is_floating_point<T>::value;
-    if (m.floats) {
-        m.a = word_value(range[0], sizeof(W) == 8);
-        m.scale = (double)DIGITS / (word_value(range[1], sizeof(W) == 8) - m.a);  // (inf or NaN: see part_digit)
+    if constexpr (std::is_floating_point<T>::value) {
+        m.a = (double)from_word<T>((W)range[0]);
+        m.scale = (double)DIGITS / ((double)from_word<T>((W)range[1]) - m.a);  // (inf or NaN: see part_digit)
     } else {
         const W span = (W)range[1] > m.lo ? (W)range[1] - m.lo : 0;
         int bits = 0;
@@ -2382,8 +2366,7 @@ static int part_build(const T *x, int64_t n, cua_unique_tab *t, cua_launch *cfg,
                  o_idx = FIRST ? carve((size_t)n * 4) : 0, o_lkeys = carve((size_t)list_most * sizeof(W)),
                  o_lcount = carve((size_t)list_most * 4), o_lfirst = FIRST ? carve((size_t)list_most * 4) : 0,
                  o_digits = digits ? carve((size_t)DIGITS * 4) : 0,
-                 o_seg = digits ? carve((size_t)(list_most / SEG_MIN_SPLIT + 2) * 4) : 0,
-                 o_cursor = digits ? carve((size_t)(list_most / SEG_MIN_SPLIT + 2) * 4) : 0,
+                 o_seg = digits ? carve((size_t)(list_most / SEG_MIN_SPLIT + 1) * 4) : 0,
                  o_temp = carve(temp ? temp : 1);
     cua_scratch mem;
     CUA_CHECK(mem.get(256 + off, s));
@@ -2393,8 +2376,7 @@ static int part_build(const T *x, int64_t n, cua_unique_tab *t, cua_launch *cfg,
     W *keys = (W *)(p + o_keys), *lkeys = (W *)(p + o_lkeys);
     unsigned *idx = FIRST ? (unsigned *)(p + o_idx) : nullptr, *lcount = (unsigned *)(p + o_lcount),
              *lfirst = FIRST ? (unsigned *)(p + o_lfirst) : nullptr;
-    unsigned *dig = digits ? (unsigned *)(p + o_digits) : nullptr, *seg = digits ? (unsigned *)(p + o_seg) : nullptr,
-             *cursor = digits ? (unsigned *)(p + o_cursor) : nullptr;
+    unsigned *dig = digits ? (unsigned *)(p + o_digits) : nullptr, *seg = digits ? (unsigned *)(p + o_seg) : nullptr;
     void *tmp = p + o_temp;
     part_runs_kernel<<<(unsigned)cua_ceil_div(blocks * PM + 1, 256), 256, 0, s>>>(ps.hist, blocks, ps.plan, runs, ctl,
                                                                                    dig);
@@ -2419,7 +2401,7 @@ static int part_build(const T *x, int64_t n, cua_unique_tab *t, cua_launch *cfg,
         keys, idx, runs, blocks, ps.plan, half + 1, ps.most, stride, lkeys, lcount, lfirst, found, ctl, dig, dm);
     CUA_CHECK_LAUNCH();
     if (digits) {
-        part_digits_kernel<<<1, DIGITS_THREADS, 0, s>>>(dig, seg, cursor, ctl);
+        part_digits_kernel<<<1, DIGITS_THREADS, 0, s>>>(dig, seg, ctl);
         CUA_CHECK_LAUNCH();
     }
     readback rb;
@@ -2454,7 +2436,7 @@ static int part_build(const T *x, int64_t n, cua_unique_tab *t, cua_launch *cfg,
         unsigned *from = (unsigned *)((char *)lists.ptr + o_from);
         const size_t osmem = order_smem<W>(segs);  // (cua_smem_fits raised the kernel's ceiling to the room)
         part_order_kernel<FIRST, W><<<(unsigned)P, ORDER_THREADS, osmem, s>>>(
-            lkeys, lcount, stride, runs, blocks, found, dig, (unsigned)split, (unsigned)segs, cursor, dm, ordered,
+            lkeys, lcount, stride, runs, blocks, found, dig, (unsigned)split, (unsigned)segs, seg, dm, ordered,
             from);
         CUA_CHECK_LAUNCH();
         part_segsort_kernel<FIRST, W><<<(unsigned)segs, SEG_THREADS, 0, s>>>(
@@ -2536,7 +2518,7 @@ static int unique_VECTOR(const void *x, int64_t n, int dtype, cua_unique_tab *t,
             const T *xs = (const T *)x;
             cudaStream_t s = cua_stream(cfg);
             const bool sampling = sizeof(T) > 1 && n >= VECTOR_SAMPLE_FROM;  // (bytes: at most 256 values)
-            u64 range[2] = {0, 0};  // (the sample's least and greatest words)
+            u64 range[2] = {0, 0}, *sampled = sampling ? range : nullptr;  // (the sample's least and greatest words)
             st = grow_and_build<W>(
                 n, t, cfg,
                 [&](const table<W> &tab) -> int {
@@ -2555,7 +2537,7 @@ static int unique_VECTOR(const void *x, int64_t n, int dtype, cua_unique_tab *t,
                     }
                     return 0;
                 },
-                FIRST_CAP, range);
+                FIRST_CAP, sampled);
             if (st != CUA_EOVERFLOW_ && st != CUA_EFAR_) return st;
             [[maybe_unused]] const bool far = st == CUA_EFAR_;  // (the sample's guess: too many values for the partition)
             table_release(t, s);
@@ -2571,7 +2553,7 @@ static int unique_VECTOR(const void *x, int64_t n, int dtype, cua_unique_tab *t,
                     if (st) return st;
                     bool done = false;
                     if (ps.ready)  // (not done: no table made)
-                        st = part_build<T, F>(xs, n, t, cfg, ps, sampling ? range : nullptr, &done);
+                        st = part_build<T, F>(xs, n, t, cfg, ps, sampled, &done);
                     if (st || done) return st;
                 }
             }
