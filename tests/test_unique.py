@@ -455,7 +455,10 @@ def test_vector_partition_sorted_digits(backend, dtype, shape):
     Floats with both zeros, NaNs and the infinities (float64's samples hold
     a NaN: the range is the finite words'). Which way each case went was
     seen on the GPU with a profiler (the segments' kernel or CUB's sort),
-    not here. Values, first indices and counts as NumPy's."""
+    not here. On the CPU the same digits are the partition's buckets, each
+    bucket's list sorted as it is made (clustered samples take the hash
+    buckets and the finish's sort). Values, first indices, counts and the
+    inverse as NumPy's."""
     x = _digit_case(dtype, shape)
     v, i, c = (host(g) for g in cuatomic.unique(x, return_index=True, return_counts=True, method="vector",
                                                 backend=backend))
@@ -466,6 +469,9 @@ def test_vector_partition_sorted_digits(backend, dtype, shape):
     v, c = (host(g) for g in cuatomic.unique(x, return_counts=True, method="vector", backend=backend))
     np.testing.assert_array_equal(v, ev)
     np.testing.assert_array_equal(c, ec)
+    v, inv = (host(g) for g in cuatomic.unique(x, return_inverse=True, method="vector", backend=backend))
+    np.testing.assert_array_equal(v, ev)
+    np.testing.assert_array_equal(v[inv.ravel()], x)
 
 
 def _mix32(k):

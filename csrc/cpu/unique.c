@@ -53,7 +53,10 @@
 #endif
 
 #define EMPTY UINT64_MAX
-enum { TABLE = 0, RUNS = 1, LIST = 2 }; /* cua_unique_tab.compact */
+/* cua_unique_tab.compact: a hash table; sorted keys with their runs; a
+ * list of distinct keys; a list already in key order (the finish sorts
+ * nothing). */
+enum { TABLE = 0, RUNS = 1, LIST = 2, SORTED_LIST = 3 };
 
 /* ---------------------------------------------------------------- keys */
 
@@ -986,6 +989,143 @@ static void *big_alloc(size_t bytes)
     return p;
 }
 
+/* Which bucket a key goes to. With sorted output, a *digit* of its value
+ * (BY_WORD for integers, BY_VALUE for floats): never smaller for a greater
+ * key, so the buckets' lists, each sorted in cache as it is made, are
+ * sorted one after another, and the finish sorts nothing (at 10^6 distinct
+ * int32 keys its sort of the whole list took 13-27 ms of each call). The
+ * digits are linear between the least and greatest finite keys of a sample
+ * of the input (keys outside take the first or the last bucket): the
+ * integers' words shifted, the floats' values scaled (a float's word is
+ * not linear in its value: uniform values crowd the words of the largest
+ * exponents); NaN takes the last. Input whose sample crowds a few buckets
+ * anyway (clusters, a range far wider than most of its values, one value)
+ * takes BY_HASH: the top bits of mix(key), independent of the fib() that
+ * places a key in its bucket's table, and the finish's sort. */
+enum { BY_HASH = 0, BY_WORD = 1, BY_VALUE = 2 };
+typedef struct {
+    int kind, pbits;
+    uint64_t lo; /* BY_WORD: the least word, and the shift that leaves pbits bits of the range */
+    int shift;
+    double a, scale; /* BY_VALUE: the least value, and the buckets over the range of values */
+} vmap;
+
+INLINE uint16_t value_digit(double v, const vmap *m, double last)
+{
+    const double d = (v - m->a) * m->scale; /* (rounding keeps the order) */
+    return d > 0 ? (d < last ? (uint16_t)d : (uint16_t)last) : v != v ? (uint16_t)last : 0;
+}
+
+/* The buckets of elements [a, e) (their keys in buf, as to_keys made them)
+ * into bk. A typed loop per kind and width, without branches but the
+ * clamps (which compile to selects). */
+INLINE void bucket_ids(const void *x, int dtype, int64_t a, int64_t e, const void *buf, const vmap *m, uint16_t *bk,
+                       const int wide)
+{
+    const int64_t len = e - a;
+    const uint64_t last = ((uint64_t)1 << m->pbits) - 1;
+    if (m->kind == BY_HASH) {
+        for (int64_t i = 0; i < len; i++) bk[i] = (uint16_t)(mix(key_get(buf, i, wide)) >> (64 - m->pbits));
+    } else if (m->kind == BY_WORD) {
+        const uint64_t lo = m->lo;
+        const int shift = m->shift;
+        for (int64_t i = 0; i < len; i++) {
+            const uint64_t k = key_get(buf, i, wide), d = k > lo ? (k - lo) >> shift : 0;
+            bk[i] = (uint16_t)(d < last ? d : last);
+        }
+    } else if (dtype == CUA_FLOAT32) {
+        const float *v = (const float *)x + a;
+        for (int64_t i = 0; i < len; i++) bk[i] = value_digit((double)v[i], m, (double)last);
+    } else {
+        const double *v = (const double *)x + a;
+        for (int64_t i = 0; i < len; i++) bk[i] = value_digit(v[i], m, (double)last);
+    }
+}
+
+/* Phase B's buckets (vmap) from SAMPLE elements at an even stride: BY_HASH
+ * unless sorted output is wanted and the sample's keys spread over the
+ * digits (no bucket with more than CROWDED times its share of them, and
+ * at least 16). */
+#define SAMPLE 8192
+#define CROWDED 8
+static void bucket_map(const void *x, int64_t n, int dtype, int wide, int pbits, int sorted, vmap *m)
+{
+    memset(m, 0, sizeof *m);
+    m->kind = BY_HASH;
+    m->pbits = pbits;
+    if (!sorted || n < SAMPLE) return;
+    const int floats = dtype == CUA_FLOAT32 || dtype == CUA_FLOAT64;
+    const uint64_t E = key_empty(wide);
+    uint64_t *w = malloc(SAMPLE * 8), lo = UINT64_MAX, hi = 0;
+    uint32_t *seen = calloc((size_t)1 << pbits, 4);
+    int64_t kept = 0;
+    if (!w || !seen) goto done; /* (no sample: the hash) */
+    for (int64_t j = 0; j < SAMPLE; j++) {
+        const int64_t i = j * (n / SAMPLE);
+        uint64_t k;
+        to_keys(x, dtype, i, i + 1, &k, 1);
+        if (!wide) k &= 0xFFFFFFFFu; /* (the width the buckets see) */
+        const double v = dtype == CUA_FLOAT32 ? (double)((const float *)x)[i]
+                         : dtype == CUA_FLOAT64 ? ((const double *)x)[i] : 0.0;
+        if (k == E || (floats && !(v - v == 0.0))) continue; /* the side cell's key; NaN and the infinities */
+        w[kept++] = k;
+        lo = k < lo ? k : lo;
+        hi = k > hi ? k : hi;
+    }
+    if (kept < SAMPLE / 2) goto done;
+    vmap d = *m;
+    if (floats) {
+        uint64_t b[2] = {lo, hi};
+        double v[2];
+        for (int q = 0; q < 2; q++) {
+            if (dtype == CUA_FLOAT32) {
+                float f;
+                from_word(b[q], dtype, &f, 0);
+                v[q] = f;
+            } else {
+                from_word(b[q], dtype, &v[q], 0);
+            }
+        }
+        d.kind = BY_VALUE;
+        d.a = v[0];
+        d.scale = (double)((uint64_t)1 << pbits) / (v[1] - v[0]); /* (inf, 0 or NaN: crowded below) */
+        if (!(d.scale > 0 && d.scale - d.scale == 0.0)) goto done;
+    } else {
+        const uint64_t span = hi - lo;
+        int bits = 0;
+        while (bits < 64 && (span >> bits) != 0) bits++;
+        d.kind = BY_WORD;
+        d.lo = lo;
+        d.shift = bits > pbits ? bits - pbits : 0;
+    }
+    /* The sample's own digits: crowded, or spread. */
+    const double last = (double)(((uint64_t)1 << pbits) - 1);
+    uint32_t most = 0;
+    for (int64_t j = 0; j < kept; j++) {
+        uint16_t b;
+        if (floats) {
+            double v;
+            if (dtype == CUA_FLOAT32) {
+                float f;
+                from_word(w[j], dtype, &f, 0);
+                v = f;
+            } else {
+                from_word(w[j], dtype, &v, 0);
+            }
+            b = value_digit(v, &d, last);
+        } else {
+            const uint64_t q = w[j] > d.lo ? (w[j] - d.lo) >> d.shift : 0;
+            b = (uint16_t)(q < (uint64_t)last ? q : (uint64_t)last);
+        }
+        most = ++seen[b] > most ? seen[b] : most;
+    }
+    const int64_t share = kept >> pbits;
+    if (most <= (uint32_t)(CROWDED * share > 16 ? CROWDED * share : 16)) *m = d;
+done:
+    free(w);
+    free(seen);
+}
+
 /* One 64-byte line of keys to its place in bw, past the cache: the line is
  * not read first (as a store to a line not in cache reads it), nor kept. */
 INLINE void line_out(void *to, const void *from)
@@ -1053,24 +1193,58 @@ INLINE int runs_next(page_runs *r, int64_t *lo, int64_t *hi)
     return 1;
 }
 
-/* Pass 1: the keys (and indices, bi not NULL) of thread elements [lo, hi)
- * to its pages of their buckets (mix(key)'s top pbits bits: independent of
- * the fib() that places a key in its bucket's table). The empty-mark key
- * is counted in side[].
- *
- * Keys alone (bi NULL): write combined. A thread's keys for bucket b
- * gather in its line of wc (2^pbits 64-byte aligned lines) and leave a
- * whole line at a time by streaming stores (line_out): written one key at
- * a time, each key's line of bw is read in first, and with hundreds of
- * buckets the open lines do not stay in L1. The pages are the thread's
- * own, so the last, partial line of each goes out whole too. bw is
- * aligned to a cache line at least (big_alloc). */
-INLINE void bucket_scatter(const void *x, int dtype, int64_t lo, int64_t hi, const pages *pp, int me, void *bw,
-                           int64_t *bi, int64_t *inverse, uint64_t side[2], cua_launch *cfg, uint8_t *wc,
-                           const int wide)
+/* A piece's keys (buf: m of them, elements a on) into their buckets'
+ * (bk) lines in wc, each line leaving whole for its place in bw when it
+ * fills (keys alone). cur[b] is where bucket b's next key goes: its line's
+ * slot is the low bits, as pages are whole lines; as a page fills, its
+ * keys are added to fill[b] and the bucket takes the thread's next page.
+ * With `check`, keys equal to the empty mark are counted in side[] instead
+ * (a piece without one takes the loop without the test). A loop of its
+ * own, so that its few variables stay in registers. */
+INLINE void piece_combined(const void *buf, const uint16_t *bk, int64_t a, int64_t m, int64_t *cur, int64_t *fill,
+                           int64_t *next, int64_t *page, uint8_t *wc, void *bw, int pgbits, uint64_t side[2],
+                           const int check, const int wide)
 {
     const uint64_t E = key_empty(wide);
-    const int pbits = pp->pbits;
+    const int64_t per = wide ? 8 : 16, pg = (int64_t)1 << pgbits;
+    for (int64_t i = 0; i < m; i++) {
+        const uint64_t k = key_get(buf, i, wide);
+        if (check && k == E) {
+            if (side[0]++ == 0) side[1] = (uint64_t)(a + i);
+            continue;
+        }
+        const uint64_t b = bk[i];
+        const int64_t to = cur[b]++;
+        uint8_t *line = wc + (b << 6);
+        key_put(line, to & (per - 1), k, wide);
+        if (((to + 1) & (per - 1)) != 0) continue;
+        line_out((uint8_t *)bw + ((to + 1 - per) << (wide ? 3 : 2)), line);
+        if (((to + 1) & (pg - 1)) == 0) { /* the page is full: the bucket's next */
+            fill[b] += pg;
+            next[to >> pgbits] = *page;
+            cur[b] = (*page)++ << pgbits;
+        }
+    }
+}
+
+/* Pass 1: the keys (and indices, bi not NULL) of thread elements [lo, hi)
+ * to its pages of their buckets (vmap: a piece's buckets are found first,
+ * in a loop of their own, then the keys go). The empty-mark key is counted
+ * in side[].
+ *
+ * Keys alone (bi NULL): write combined (piece_combined). A thread's keys
+ * for bucket b gather in its line of wc (2^pbits 64-byte aligned lines)
+ * and leave a whole line at a time by streaming stores (line_out): written
+ * one key at a time, each key's line of bw is read in first, and with
+ * hundreds of buckets the open lines do not stay in L1. The pages are the
+ * thread's own, so the last, partial line of each goes out whole too. bw
+ * is aligned to a cache line at least (big_alloc). */
+INLINE void bucket_scatter(const void *x, int dtype, int64_t lo, int64_t hi, const pages *pp, int me, void *bw,
+                           int64_t *bi, int64_t *inverse, uint64_t side[2], cua_launch *cfg, uint8_t *wc,
+                           const vmap *map, const int wide)
+{
+    const uint64_t E = key_empty(wide);
+    const int pbits = pp->pbits, pgbits = log2_of((uint64_t)pp->pg);
     const int64_t per = wide ? 8 : 16; /* keys a line */
     const int64_t P = (int64_t)1 << pbits, pg = pp->pg;
     int64_t *head = pp->head + me * P, *fill = pp->fill + me * P, *cur = pp->cur + me * P, *next = pp->next;
@@ -1081,40 +1255,43 @@ INLINE void bucket_scatter(const void *x, int dtype, int64_t lo, int64_t hi, con
         fill[b] = 0;
     }
     uint64_t buf[PIECE];
+    uint16_t bk[PIECE];
     for (int64_t a = lo; a < hi && !cua_cpu_stop(cfg); a += PIECE) {
         const int64_t e = a + PIECE < hi ? a + PIECE : hi;
         to_keys(x, dtype, a, e, buf, wide);
-        for (int64_t i = a; i < e; i++) {
+        bucket_ids(x, dtype, a, e, buf, map, bk, wide);
+        if (!bi) {
+            int marks = 0;
+            for (int64_t i = 0; i < e - a; i++) marks |= key_get(buf, i, wide) == E;
+            if (marks) piece_combined(buf, bk, a, e - a, cur, fill, next, &page, wc, bw, pgbits, side, 1, wide);
+            else piece_combined(buf, bk, a, e - a, cur, fill, next, &page, wc, bw, pgbits, side, 0, wide);
+            continue;
+        }
+        for (int64_t i = a; i < e; i++) { /* key by key, its index beside it */
             const uint64_t k = key_get(buf, i - a, wide);
             if (k == E) {
                 if (side[0]++ == 0) side[1] = (uint64_t)i;
                 if (inverse) inverse[i] = -1; /* set once the lists are numbered */
                 continue;
             }
-            const uint64_t b = mix(k) >> (64 - pbits);
-            int64_t to;
-            if (bi) { /* key by key, its index beside it */
-                to = cur[b]++;
-                key_put(bw, to, k, wide);
-                bi[to] = i;
-                fill[b]++;
-            } else {
-                const int64_t slot = fill[b]++ & (per - 1);
-                uint8_t *line = wc + (b << 6);
-                key_put(line, slot, k, wide);
-                if (slot != per - 1) continue;
-                line_out((uint8_t *)bw + (cur[b] << (wide ? 3 : 2)), line);
-                to = (cur[b] += per) - 1;
-            }
+            const uint64_t b = bk[i - a];
+            const int64_t to = cur[b]++;
+            key_put(bw, to, k, wide);
+            bi[to] = i;
+            fill[b]++;
             if (((to + 1) & (pg - 1)) == 0) { /* the page is full: the bucket's next */
-                next[to / pg] = page;
+                next[to >> pgbits] = page;
                 cur[b] = page++ * pg;
             }
         }
     }
     if (!bi)
-        for (int64_t b = 0; b < P; b++) /* the last lines, whole: the rest of the page is the bucket's */
-            if (fill[b] & (per - 1)) line_out((uint8_t *)bw + (cur[b] << (wide ? 3 : 2)), wc + (b << 6));
+        for (int64_t b = 0; b < P; b++) { /* the keys of the page begun, and its last line, whole */
+            const int64_t used = cur[b] & (pg - 1);
+            fill[b] += used;
+            if (used & (per - 1))
+                line_out((uint8_t *)bw + ((cur[b] & ~(per - 1)) << (wide ? 3 : 2)), wc + (b << 6));
+        }
 #ifdef __SSE2__
     _mm_sfence(); /* the streamed lines visible before the team's barrier lets others read them */
 #endif
@@ -1130,6 +1307,8 @@ INLINE void bucket_scatter(const void *x, int dtype, int64_t lo, int64_t hi, con
 typedef struct {
     uint64_t *slot, *first;
     uint64_t slots;
+    uint64_t *sk, *tk; /* the sort of a bucket's list (list_sort): keys, and its scratch */
+    int64_t *sv, *tv, sorts;
 } btable;
 
 /* A thread's lists: each bucket it counted appends its distinct keys
@@ -1221,7 +1400,9 @@ static int btable_clear(btable *b, uint64_t slots, int first, int wide)
 static int btable_grow(btable *b, uint64_t slots, int wide)
 {
     const int first = b->first != NULL;
-    btable q = {NULL, NULL, 0};
+    btable q = *b;
+    q.slot = q.first = NULL;
+    q.slots = 0;
     if (btable_clear(&q, 2 * slots, first, wide)) {
         free(q.slot);
         free(q.first);
@@ -1245,6 +1426,58 @@ static int btable_grow(btable *b, uint64_t slots, int wide)
     return 0;
 }
 
+/* A bucket's list (m > 1 distinct keys at lk, their counts at lc and
+ * first indices at lf, NULL if not wanted) in key order, sorted in cache
+ * on the bits where its keys differ (a bucket's keys share their digit):
+ * narrow keys with counts alone as one word each (key above, count
+ * below), else the keys with their places in the list, which then gather
+ * the counts and first indices. b's scratch grows to the largest list. 0
+ * or CUA_ENOMEM. */
+static int list_sort(uint64_t *lk, uint64_t *lc, uint64_t *lf, int64_t m, btable *b, int wide)
+{
+    if (m > b->sorts) {
+        int64_t cap = b->sorts ? 2 * b->sorts : 4096;
+        while (cap < m) cap *= 2;
+        free(b->sk);
+        free(b->tk);
+        free(b->sv);
+        free(b->tv);
+        b->sk = malloc((size_t)cap * 8);
+        b->tk = malloc((size_t)cap * 8);
+        b->sv = malloc((size_t)cap * 8);
+        b->tv = malloc((size_t)cap * 8);
+        b->sorts = b->sk && b->tk && b->sv && b->tv ? cap : 0;
+        if (!b->sorts) return CUA_ENOMEM;
+    }
+    uint64_t diff = 0, *sk = b->sk, *tk = b->tk;
+    for (int64_t i = 0; i < m; i++) diff |= lk[i] ^ lk[0];
+    int bits = 1;
+    while (bits < 64 && (diff >> bits) != 0) bits++;
+    if (!wide && !lf) {
+        for (int64_t i = 0; i < m; i++) sk[i] = lk[i] << 32 | lc[i];
+        msd_sort(sk, NULL, m, 32, 32 + bits, tk, NULL);
+        for (int64_t i = 0; i < m; i++) {
+            lk[i] = sk[i] >> 32;
+            lc[i] = sk[i] & 0xFFFFFFFFu;
+        }
+        return 0;
+    }
+    int64_t *sv = b->sv;
+    for (int64_t i = 0; i < m; i++) {
+        sk[i] = lk[i];
+        sv[i] = i;
+    }
+    msd_sort(sk, sv, m, 0, bits, tk, b->tv);
+    memcpy(lk, sk, (size_t)m * 8);
+    for (int64_t i = 0; i < m; i++) tk[i] = lc[sv[i]];
+    memcpy(lc, tk, (size_t)m * 8);
+    if (lf) {
+        for (int64_t i = 0; i < m; i++) tk[i] = lf[sv[i]];
+        memcpy(lf, tk, (size_t)m * 8);
+    }
+    return 0;
+}
+
 /* A bucket's table is at most 1/LOAD full: a probe past a key's first
  * slot is a mispredicted branch, and at half full (0.48 more probes an
  * element) counting 2^24 keys into L1-sized tables took 130 ms on one
@@ -1258,11 +1491,13 @@ static int btable_grow(btable *b, uint64_t slots, int wide)
  * whose keys are then appended to the thread's list (slot order). With the
  * inverse, each slot's count is then replaced by the key's place in the
  * list, and the bucket is read again to give each element its key's place
- * (within the bucket's list: the caller adds the bucket's offset). 0 or
- * CUA_ENOMEM. Narrow counts are 32 bits: the caller keeps every bucket
- * under 2^32 elements (n < 2^32, else the call is wide). */
+ * (within the bucket's list: the caller adds the bucket's offset). With
+ * `ordered` (the buckets are digits: vmap), the list is sorted before the
+ * places are given. 0 or CUA_ENOMEM. Narrow counts are 32 bits: the caller
+ * keeps every bucket under 2^32 elements (n < 2^32, else the call is
+ * wide). */
 INLINE int bucket_count(const void *bw, const int64_t *bi, page_runs runs, int64_t size, btable *b, vlist *L,
-                        int first, int64_t *inverse, const int wide)
+                        int first, int64_t *inverse, int ordered, const int wide)
 {
     /* Room for every element's key at 1/LOAD load, but no more than the
      * thread's table has grown to (the buckets are alike: the last one's
@@ -1318,12 +1553,19 @@ INLINE int bucket_count(const void *bw, const int64_t *bi, page_runs runs, int64
         lk[j] = slot_key(t, s, wide);
         lc[j] = slot_count(t, s, wide);
         if (lf) lf[j] = tf[s];
-        if (inverse && has) { /* the slot now holds the key's place */
+        if (inverse && has && !ordered) { /* the slot now holds the key's place */
             if (wide) t[2 * s + 1] = j;
             else t[s] = j << 32 | (uint32_t)t[s];
         }
         j += (uint64_t)has;
     }
+    if (ordered && j > 1 && list_sort(lk, lc, lf, (int64_t)j, b, wide)) return CUA_ENOMEM;
+    if (inverse && ordered)
+        for (uint64_t p = 0; p < j; p++) { /* the key's slot holds its place in the sorted list */
+            const uint64_t s = slot_find(t, lk[p], mask, bits, wide);
+            if (wide) t[2 * s + 1] = p;
+            else t[s] = p << 32 | (uint32_t)t[s];
+        }
     if (inverse)
         for (int64_t lo, hi; runs_next(&runs, &lo, &hi);)
             for (int64_t q = lo; q < hi; q++) {
@@ -1334,11 +1576,12 @@ INLINE int bucket_count(const void *bw, const int64_t *bi, page_runs runs, int64
     return 0;
 }
 
-/* Phase B: every element's key goes to bucket mix(key)'s top `pbits` bits
- * (pass 1, into each thread's pages), and each bucket is counted by one
- * thread in a table that stays in cache (pass 2), giving a list of its
- * distinct keys; the buckets' lists concatenated are the values. The
- * inverse holds list positions (the finish ranks them). */
+/* Phase B: every element's key goes to its bucket (vmap: a digit of its
+ * value for sorted output, else a hash; pass 1, into each thread's pages),
+ * and each bucket is counted by one thread in a table that stays in cache
+ * (pass 2), giving a list of its distinct keys (sorted, for digits); the
+ * buckets' lists concatenated are the values (sorted, for digits). The
+ * inverse holds list positions (the finish ranks them, unless sorted). */
 static int vector_partition(const void *x, int64_t n, int dtype, cua_unique_tab *t, cua_launch *cfg, int team)
 {
     const int first = (t->want & CUA_UNIQUE_FIRST) != 0, inv = (t->want & CUA_UNIQUE_INVERSE) != 0;
@@ -1350,6 +1593,9 @@ static int vector_partition(const void *x, int64_t n, int dtype, cua_unique_tab 
     int pbits = 4;
     while (pbits < 12 && (n >> pbits) > BUCKET_ELEMS) pbits++;
     const int64_t P = (int64_t)1 << pbits;
+    vmap map;
+    bucket_map(x, n, dtype, wide, pbits, (t->want & CUA_UNIQUE_SORTED) != 0, &map);
+    const int ordered = map.kind != BY_HASH;
     /* Pages of 64 bytes to 4 KiB, so that the pages begun and not filled
      * (at most one per thread and bucket) take about an eighth of the keys'
      * room at most (at 64-byte pages, with many threads, more). */
@@ -1379,8 +1625,8 @@ static int vector_partition(const void *x, int64_t n, int dtype, cua_unique_tab 
             uint64_t side[2] = {0, UINT64_MAX};
             cua_cpu_share(n, nt, me, &lo, &hi); /* (the rows of threads not started stay empty) */
             uint8_t *mine = wc ? wc + ((size_t)me << (pbits + 6)) : NULL;
-            if (wide) bucket_scatter(x, dtype, lo, hi, &pp, me, bw, bi, inverse, side, cfg, mine, 1);
-            else bucket_scatter(x, dtype, lo, hi, &pp, me, bw, bi, inverse, side, cfg, mine, 0);
+            if (wide) bucket_scatter(x, dtype, lo, hi, &pp, me, bw, bi, inverse, side, cfg, mine, &map, 1);
+            else bucket_scatter(x, dtype, lo, hi, &pp, me, bw, bi, inverse, side, cfg, mine, &map, 0);
             side_count += side[0];
             side_first = side[1];
 #pragma omp barrier
@@ -1393,8 +1639,8 @@ static int vector_partition(const void *x, int64_t n, int dtype, cua_unique_tab 
                 int64_t size = 0;
                 for (int th = 0; th < team; th++) size += pp.fill[th * P + u];
                 const int64_t start = L->k;
-                const int rc = wide ? bucket_count(bw, bi, runs_of(&pp, u), size, b, L, first, inverse, 1)
-                                    : bucket_count(bw, bi, runs_of(&pp, u), size, b, L, first, inverse, 0);
+                const int rc = wide ? bucket_count(bw, bi, runs_of(&pp, u), size, b, L, first, inverse, ordered, 1)
+                                    : bucket_count(bw, bi, runs_of(&pp, u), size, b, L, first, inverse, ordered, 0);
                 where[3 * u] = me;
                 where[3 * u + 1] = start;
                 where[3 * u + 2] = L->k - start;
@@ -1431,7 +1677,7 @@ static int vector_partition(const void *x, int64_t n, int dtype, cua_unique_tab 
             if (first) firsts[k] = side_first;
         }
         t->distinct = k + (side_count ? 1 : 0);
-        t->compact = LIST;
+        t->compact = ordered ? SORTED_LIST : LIST;
         t->builds = 1;
     }
     if (!st && inv) {
@@ -1456,6 +1702,10 @@ static int vector_partition(const void *x, int64_t n, int dtype, cua_unique_tab 
     for (int i = 0; i < team && tabs; i++) {
         free(tabs[i].slot);
         free(tabs[i].first);
+        free(tabs[i].sk);
+        free(tabs[i].tk);
+        free(tabs[i].sv);
+        free(tabs[i].tv);
     }
     free(lists);
     free(tabs);
@@ -1544,7 +1794,7 @@ int cua_cpu_unique_finish(const void *x, int64_t n, int dtype, cua_unique_tab *t
      * where only counts are wanted (nothing to gather after), else its
      * list position. A key of up to 32 bits shares one word with a 32-bit
      * payload (key above): half the bytes a pass moves. */
-    const int sort = (t->want & CUA_UNIQUE_SORTED) && t->compact != RUNS && k > 1;
+    const int sort = (t->want & CUA_UNIQUE_SORTED) && t->compact != RUNS && t->compact != SORTED_LIST && k > 1;
     const int direct = !first && !inv, bits = key_bits(dtype);
     const int packed = bits <= 32 && (uint64_t)(direct ? n : k) <= UINT32_MAX;
     if (!st && sort) {
