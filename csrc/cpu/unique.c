@@ -1062,7 +1062,7 @@ static void bucket_map(const void *x, int64_t n, int dtype, int wide, int pbits,
     if (!w || !seen) goto done; /* (no sample: the hash) */
     for (int64_t j = 0; j < SAMPLE; j++) {
         const int64_t i = j * (n / SAMPLE);
-        uint64_t k;
+        uint64_t k = 0;
         to_keys(x, dtype, i, i + 1, &k, 1);
         if (!wide) k &= 0xFFFFFFFFu; /* (the width the buckets see) */
         const double v = dtype == CUA_FLOAT32 ? (double)((const float *)x)[i]
