@@ -22,14 +22,17 @@
  *                     2^14; 4-byte keys held in 32 bits), merged once; where
  *                     a thread's share has more distinct keys than that
  *                     table takes, the call switches to a radix partition:
- *                     the keys are scattered by their hash's top bits into
+ *                     the keys are scattered by a digit of their value
+ *                     (sorted output: vmap) or their hash's top bits into
  *                     buckets of about 2^14 elements (write-combined: a
  *                     cache line of a bucket's keys at a time, streamed
  *                     past the cache), and each bucket is
  *                     counted by one thread in a table (key and count in one
  *                     slot, at most a quarter full) that stays in cache (its
  *                     elements in index order: a key's first element is its
- *                     first index).
+ *                     first index); with digits, each bucket's distinct
+ *                     keys are sorted there, and the lists in bucket order
+ *                     are the sorted values.
  *
  * Keys are cuatomic_abi.h's order-keeping words, held in 64 bits by rungs
  * 1-4 and the shared table (a 4-byte key's word never is the all-ones
@@ -37,8 +40,8 @@
  * side cell); vector's own tables hold 4-byte keys in 32 bits, so there
  * uint32's and int32's largest values, too, are counted beside them. Tables
  * grow by four and are built again when one passes half full (rungs 2-4),
- * as on the GPU. The finish sorts only the distinct keys: MSD on the top 8
- * bits where they differ, then in cache. */
+ * as on the GPU. The finish sorts only the distinct keys, where no rung
+ * sorted them: MSD on the top 8 bits where they differ, then in cache. */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -1864,7 +1867,7 @@ static const cua_unique_row unique_rows[] = {
      unique_SHARED},
     {{"warp_aggregated", 4, "32 consecutive elements of a block combined first (a short scan: no match instruction), one atomic insert per distinct key", 0},
      unique_WARP_AGGREGATED},
-    {{"vector", 5, "a cache-sized table per OS thread (no atomics), merged once; past 2^13 distinct values in a share, a radix partition by hash, a bucket per thread", 0},
+    {{"vector", 5, "a cache-sized table per OS thread (no atomics), merged once; past 2^13 distinct values in a share, a radix partition (by value digits for sorted output, else by hash), a bucket per thread", 0},
      unique_VECTOR},
 };
 const cua_ladder cua_cpu_unique_ladder = CUA_LADDER(unique_rows);
