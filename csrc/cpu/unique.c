@@ -1158,7 +1158,7 @@ INLINE void line_out(void *to, const void *from)
  * floor(hi / pg)); n / pg + team * P pages in all. */
 typedef struct {
     int64_t *head, *fill; /* [thread * P + bucket]: the first page, the keys */
-    int64_t *cur;         /* [thread * P + bucket]: the next key's place (keys alone: its line's) */
+    int64_t *cur;         /* [thread * P + bucket]: the next key's place */
     int64_t *next;        /* [page]: the bucket's next page of the same thread */
     int64_t pg;
     int pbits, team;
