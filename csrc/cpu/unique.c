@@ -1384,18 +1384,33 @@ static int btable_clear(btable *b, uint64_t slots, int first, int wide)
     return 0;
 }
 
+/* An empty table of twice b's `slots` in *q (b's sort scratch shared):
+ * 0, or CUA_ENOMEM with nothing held. */
+static int btable_twice(const btable *b, uint64_t slots, int wide, btable *q)
+{
+    *q = *b;
+    q->slot = q->first = NULL;
+    q->slots = 0;
+    if (!btable_clear(q, 2 * slots, b->first != NULL, wide)) return 0;
+    free(q->slot);
+    free(q->first);
+    return CUA_ENOMEM;
+}
+
+/* b takes q's table in place of its own. */
+static void btable_take(btable *b, const btable *q)
+{
+    free(b->slot);
+    free(b->first);
+    *b = *q;
+}
+
 /* b's table, `slots` in use, moved into twice the slots: 0 or CUA_ENOMEM. */
 static int btable_grow(btable *b, uint64_t slots)
 {
     const int first = b->first != NULL;
-    btable q = *b;
-    q.slot = q.first = NULL;
-    q.slots = 0;
-    if (btable_clear(&q, 2 * slots, first, 1)) {
-        free(q.slot);
-        free(q.first);
-        return CUA_ENOMEM;
-    }
+    btable q;
+    if (btable_twice(b, slots, 1, &q)) return CUA_ENOMEM;
     const int bits = log2_of(2 * slots);
     for (uint64_t s = 0; s < slots; s++) {
         if (b->slot[2 * s] == EMPTY) continue;
@@ -1404,9 +1419,7 @@ static int btable_grow(btable *b, uint64_t slots)
         q.slot[2 * y + 1] = b->slot[2 * s + 1];
         if (first) q.first[y] = b->first[s];
     }
-    free(b->slot);
-    free(b->first);
-    *b = q;
+    btable_take(b, &q);
     return 0;
 }
 
@@ -1607,14 +1620,8 @@ INLINE uint64_t ngroup_find(const uint32_t *nt, uint32_t k, uint64_t mask, int b
 static int ntable_grow(btable *b, uint64_t slots)
 {
     const int first = b->first != NULL;
-    btable q = *b;
-    q.slot = q.first = NULL;
-    q.slots = 0;
-    if (btable_clear(&q, 2 * slots, first, 0)) {
-        free(q.slot);
-        free(q.first);
-        return CUA_ENOMEM;
-    }
+    btable q;
+    if (btable_twice(b, slots, 0, &q)) return CUA_ENOMEM;
     const uint32_t *ot = (const uint32_t *)b->slot;
     uint32_t *nt = (uint32_t *)q.slot;
     const int bits = log2_of(2 * slots);
@@ -1627,9 +1634,7 @@ static int ntable_grow(btable *b, uint64_t slots)
         nt[nkey(y) + NGROUP] = ot[nkey(s) + NGROUP];
         if (first) q.first[y] = b->first[s];
     }
-    free(b->slot);
-    free(b->first);
-    *b = q;
+    btable_take(b, &q);
     return 0;
 }
 
