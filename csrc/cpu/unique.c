@@ -1375,7 +1375,7 @@ static int btable_clear(btable *b, uint64_t slots, int first, int wide)
     if (slots > b->slots) {
         free(b->slot);
         free(b->first);
-        b->slot = aligned_alloc(64, slots * per); /* (narrow: 16-byte groups; slots >= 16) */
+        b->slot = aligned_alloc(64, slots * per); /* (narrow: 32-byte groups; slots >= 16) */
         b->first = first ? malloc(slots * 8) : NULL;
         b->slots = b->slot && (!first || b->first) ? slots : 0;
         if (!b->slots) return CUA_ENOMEM;
