@@ -27,10 +27,13 @@
  *                     buckets of about 2^14 elements (write-combined: a
  *                     cache line of a bucket's keys at a time, streamed
  *                     past the cache), and each bucket is
- *                     counted by one thread in a table (key and count in one
- *                     slot, at most a quarter full) that stays in cache (its
- *                     elements in index order: a key's first element is its
- *                     first index); with digits, each bucket's distinct
+ *                     counted by one thread in a table that stays in cache
+ *                     (a key and its count in one line: wide keys a slot
+ *                     of two words, at most a quarter full; narrow ones in
+ *                     groups of four keys beside their counts, compared a
+ *                     group at once, at most half full; its elements in
+ *                     index order: a key's first element is its first
+ *                     index); with digits, each bucket's distinct
  *                     keys are sorted there, and the lists in bucket order
  *                     are the sorted values.
  *
