@@ -1022,6 +1022,25 @@ INLINE uint16_t value_digit(double v, const vmap *m, double last)
     return d > 0 ? (d < last ? (uint16_t)d : (uint16_t)last) : v != v ? (uint16_t)last : 0;
 }
 
+INLINE uint16_t word_digit(uint64_t k, const vmap *m, uint64_t last)
+{
+    const uint64_t d = k > m->lo ? (k - m->lo) >> m->shift : 0;
+    return (uint16_t)(d < last ? d : last);
+}
+
+/* A float32's or float64's value from its word. */
+static double word_value(uint64_t w, int dtype)
+{
+    if (dtype == CUA_FLOAT64) {
+        double v;
+        from_word(w, dtype, &v, 0);
+        return v;
+    }
+    float f;
+    from_word(w, dtype, &f, 0);
+    return f;
+}
+
 /* The buckets of elements [a, e) (their keys in buf, as to_keys made them)
  * into bk. A typed loop per kind and width, without branches but the
  * clamps (which compile to selects). */
@@ -1033,12 +1052,7 @@ INLINE void bucket_ids(const void *x, int dtype, int64_t a, int64_t e, const voi
     if (m->kind == BY_HASH) {
         for (int64_t i = 0; i < len; i++) bk[i] = (uint16_t)(mix(key_get(buf, i, wide)) >> (64 - m->pbits));
     } else if (m->kind == BY_WORD) {
-        const uint64_t lo = m->lo;
-        const int shift = m->shift;
-        for (int64_t i = 0; i < len; i++) {
-            const uint64_t k = key_get(buf, i, wide), d = k > lo ? (k - lo) >> shift : 0;
-            bk[i] = (uint16_t)(d < last ? d : last);
-        }
+        for (int64_t i = 0; i < len; i++) bk[i] = word_digit(key_get(buf, i, wide), m, last);
     } else if (dtype == CUA_FLOAT32) {
         const float *v = (const float *)x + a;
         for (int64_t i = 0; i < len; i++) bk[i] = value_digit((double)v[i], m, (double)last);
@@ -1081,20 +1095,9 @@ static void bucket_map(const void *x, int64_t n, int dtype, int wide, int pbits,
     if (kept < SAMPLE / 2) goto done;
     vmap d = *m;
     if (floats) {
-        uint64_t b[2] = {lo, hi};
-        double v[2];
-        for (int q = 0; q < 2; q++) {
-            if (dtype == CUA_FLOAT32) {
-                float f;
-                from_word(b[q], dtype, &f, 0);
-                v[q] = f;
-            } else {
-                from_word(b[q], dtype, &v[q], 0);
-            }
-        }
         d.kind = BY_VALUE;
-        d.a = v[0];
-        d.scale = (double)((uint64_t)1 << pbits) / (v[1] - v[0]); /* (inf, 0 or NaN: crowded below) */
+        d.a = word_value(lo, dtype);
+        d.scale = (double)((uint64_t)1 << pbits) / (word_value(hi, dtype) - d.a); /* (inf, 0 or NaN: crowded below) */
         if (!(d.scale > 0 && d.scale - d.scale == 0.0)) goto done;
     } else {
         const uint64_t span = hi - lo;
@@ -1105,24 +1108,10 @@ static void bucket_map(const void *x, int64_t n, int dtype, int wide, int pbits,
         d.shift = bits > pbits ? bits - pbits : 0;
     }
     /* The sample's own digits: crowded, or spread. */
-    const double last = (double)(((uint64_t)1 << pbits) - 1);
+    const uint64_t last = ((uint64_t)1 << pbits) - 1;
     uint32_t most = 0;
     for (int64_t j = 0; j < kept; j++) {
-        uint16_t b;
-        if (floats) {
-            double v;
-            if (dtype == CUA_FLOAT32) {
-                float f;
-                from_word(w[j], dtype, &f, 0);
-                v = f;
-            } else {
-                from_word(w[j], dtype, &v, 0);
-            }
-            b = value_digit(v, &d, last);
-        } else {
-            const uint64_t q = w[j] > d.lo ? (w[j] - d.lo) >> d.shift : 0;
-            b = (uint16_t)(q < (uint64_t)last ? q : (uint64_t)last);
-        }
+        const uint16_t b = floats ? value_digit(word_value(w[j], dtype), &d, (double)last) : word_digit(w[j], &d, last);
         most = ++seen[b] > most ? seen[b] : most;
     }
     const int64_t share = kept >> pbits;
