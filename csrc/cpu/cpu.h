@@ -322,4 +322,20 @@ int cua_cpu_unique_finish(const void *x, int64_t n, int dtype, cua_unique_tab *t
                           cua_launch *cfg);
 void cua_cpu_unique_free(cua_unique_tab *t);
 
+/* ---- scratch.c: a bounded cache of large scratch blocks ---- */
+
+/* At least `bytes` of host scratch (cache-line aligned; from 2 MiB on,
+ * 2 MiB aligned and advised onto huge pages), its size in *got: a kept
+ * block when one holds it, else fresh memory. NULL when out of memory. */
+void *cua_cpu_scratch_take(size_t bytes, size_t *got);
+/* A block from cua_cpu_scratch_take back (bytes: its *got): kept for the
+ * next call up to the limit, else freed. NULL is ignored. */
+void cua_cpu_scratch_give(void *p, size_t bytes);
+/* Bytes kept now; the limit (CUATOMIC_HOST_CACHE_BYTES, else 1/32 of the
+ * machine's memory up to 512 MiB). */
+size_t cua_cpu_scratch_cached(void);
+size_t cua_cpu_scratch_limit(void);
+/* Every kept block freed: 0, or 1 when the cache stayed busy. */
+int cua_cpu_scratch_release(void);
+
 #endif

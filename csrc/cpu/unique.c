@@ -977,24 +977,6 @@ static int vector_private(const void *x, int64_t n, int dtype, cua_unique_tab *t
  * interleaved rounds, medians of 9). */
 #define BUCKET_ELEMS ((int64_t)1 << 14)
 
-/* Memory for the partition's scratch (its pages of keys and indices),
- * aligned to a cache line; from 2 MiB on, aligned to 2 MiB and asked to be
- * backed by huge pages, as scatter.c's accumulators. Fresh memory costs a
- * page fault at each page's first touch: 4 KiB pages made the faults of one
- * call's 64 MiB (16,000 of them, each zeroing its page) about a fifth of
- * the call. free() releases it. */
-static void *big_alloc(size_t bytes)
-{
-    const size_t huge = (size_t)2 << 20;
-    void *p = NULL;
-    if (bytes < huge) return aligned_alloc(64, bytes ? (bytes + 63) / 64 * 64 : 64); /* (a multiple of its alignment) */
-    if (posix_memalign(&p, huge, (bytes + huge - 1) / huge * huge)) return NULL;
-#ifdef MADV_HUGEPAGE
-    madvise(p, (bytes + huge - 1) / huge * huge, MADV_HUGEPAGE); /* advice: ignored where unsupported */
-#endif
-    return p;
-}
-
 /* Which bucket a key goes to. With sorted output, a *digit* of its value
  * (BY_WORD for integers, BY_VALUE for floats): never smaller for a greater
  * key, so the buckets' lists, each sorted in cache as it is made, are
@@ -1283,7 +1265,7 @@ INLINE void piece_combined(const void *buf, const uint16_t *bk, int64_t a, int64
  * one key at a time, each key's line of bw is read in first, and with
  * hundreds of buckets the open lines do not stay in L1. The pages are the
  * thread's own, so the last, partial line of each goes out whole too. bw
- * is aligned to a cache line at least (big_alloc). */
+ * is aligned to a cache line at least (cua_cpu_scratch_take). */
 INLINE void bucket_scatter(const void *x, int dtype, int64_t lo, int64_t hi, const pages *pp, int me, void *bw,
                            int64_t *bi, int64_t *inverse, uint64_t side[2], cua_launch *cfg, uint8_t *wc,
                            const vmap *map, const int wide)
@@ -1368,35 +1350,37 @@ typedef struct {
 typedef struct {
     uint64_t *keys, *counts, *first;
     int64_t k, cap;
+    size_t bytes[3]; /* each array's block (scratch.c's) */
 } vlist;
 
 /* Room in L for `more` entries: 0 or CUA_ENOMEM. The arrays move into
- * twice the room from big_alloc (huge pages from 2 MiB on: a thread's lists
- * at 10^6 distinct are megabytes, first touched as they grow), not realloc's
- * 4 KiB pages. With the branch-free listing below, the listing's time per
- * thread went from 12-22 ms to 10-15 (2^24 int32 keys, 10^6 distinct, 2
- * cores, three alternating rounds of an instrumented build; whole calls
- * within this machine's noise). */
+ * twice the room (or `more` past the entries, where that is more) from
+ * scratch.c's cache (huge pages from 2 MiB on: a thread's lists at 10^6
+ * distinct are megabytes; fresh, they were first touched as they grew).
+ * With the branch-free listing below, the listing's time per thread went
+ * from 12-22 ms to 10-15 (2^24 int32 keys, 10^6 distinct, 2 cores, three
+ * alternating rounds of an instrumented build; whole calls within this
+ * machine's noise). */
 static int vlist_reserve(vlist *L, int64_t more, int first)
 {
     if (L->k + more <= L->cap) return 0;
     int64_t cap = L->cap ? 2 * L->cap : 4096;
     while (cap < L->k + more) cap *= 2;
-    uint64_t *was[3] = {L->keys, L->counts, L->first}, *grown[3] = {NULL, NULL, NULL};
+    uint64_t **arr[3] = {&L->keys, &L->counts, &L->first}, *grown[3] = {NULL, NULL, NULL};
+    size_t got[3] = {0, 0, 0};
     for (int a = 0; a < (first ? 3 : 2); a++) {
-        grown[a] = big_alloc((size_t)cap * 8);
+        grown[a] = cua_cpu_scratch_take((size_t)cap * 8, &got[a]);
         if (!grown[a]) {
-            for (int b = 0; b < a; b++) free(grown[b]);
+            for (int b = 0; b < a; b++) cua_cpu_scratch_give(grown[b], got[b]);
             return CUA_ENOMEM;
         }
-        if (L->k) memcpy(grown[a], was[a], (size_t)L->k * 8);
+        if (L->k) memcpy(grown[a], *arr[a], (size_t)L->k * 8);
     }
-    free(L->keys);
-    free(L->counts);
-    free(L->first);
-    L->keys = grown[0];
-    L->counts = grown[1];
-    L->first = grown[2];
+    for (int a = 0; a < 3; a++) {
+        cua_cpu_scratch_give(*arr[a], L->bytes[a]);
+        *arr[a] = grown[a];
+        L->bytes[a] = got[a];
+    }
     L->cap = cap;
     return 0;
 }
@@ -1775,8 +1759,9 @@ static int vector_partition(const void *x, int64_t n, int dtype, cua_unique_tab 
     const int64_t npages = n / pg + (int64_t)team * P;
     pages pp = {calloc((size_t)(team * P), 8), calloc((size_t)(team * P), 8), calloc((size_t)(team * P), 8),
                 malloc((size_t)npages * 8), pg, pbits, team};
-    void *bw = big_alloc((size_t)(npages * pg * ks));
-    int64_t *bi = need_idx ? big_alloc((size_t)(npages * pg * 8)) : NULL;
+    size_t bw_bytes = 0, bi_bytes = 0;
+    void *bw = cua_cpu_scratch_take((size_t)(npages * pg * ks), &bw_bytes);
+    int64_t *bi = need_idx ? cua_cpu_scratch_take((size_t)(npages * pg * 8), &bi_bytes) : NULL;
     int64_t *where = calloc((size_t)P * 3, 8); /* bucket b's list: thread where[3b]'s, from where[3b + 1], where[3b + 2] long */
     int64_t *offset = calloc((size_t)P + 1, 8); /* bucket b's list in the concatenation */
     vlist *lists = calloc((size_t)team, sizeof *lists);
@@ -1810,12 +1795,17 @@ static int vector_partition(const void *x, int64_t n, int dtype, cua_unique_tab 
                 int64_t size = 0;
                 for (int th = 0; th < team; th++) size += pp.fill[th * P + u];
                 const int64_t start = L->k;
-                const int rc = wide ? bucket_count(bw, bi, runs_of(&pp, u), size, b, L, first, inverse, ordered)
+                int rc = wide ? bucket_count(bw, bi, runs_of(&pp, u), size, b, L, first, inverse, ordered)
                                     : bucket_count_narrow(bw, bi, runs_of(&pp, u), size, b, L, first, inverse,
                                                           ordered);
                 where[3 * u] = me;
                 where[3 * u + 1] = start;
                 where[3 * u + 2] = L->k - start;
+                if (!start && size && !rc) { /* the thread's first bucket: room for its share of buckets like it */
+                    const double share = (double)L->k * (double)(n / nt) / (double)size * 1.25;
+                    if (share > (double)L->cap && share < (double)n &&
+                        vlist_reserve(L, (int64_t)share - L->k, first)) rc = CUA_ENOMEM;
+                }
                 if (rc) {
 #pragma omp atomic write
                     st = rc;
@@ -1867,9 +1857,9 @@ static int vector_partition(const void *x, int64_t n, int dtype, cua_unique_tab 
                 if (inverse[i] < 0) inverse[i] = k;
     }
     for (int i = 0; i < team && lists; i++) {
-        free(lists[i].keys);
-        free(lists[i].counts);
-        free(lists[i].first);
+        cua_cpu_scratch_give(lists[i].keys, lists[i].bytes[0]);
+        cua_cpu_scratch_give(lists[i].counts, lists[i].bytes[1]);
+        cua_cpu_scratch_give(lists[i].first, lists[i].bytes[2]);
     }
     for (int i = 0; i < team && tabs; i++) {
         free(tabs[i].slot);
@@ -1886,8 +1876,8 @@ static int vector_partition(const void *x, int64_t n, int dtype, cua_unique_tab 
     free(pp.cur);
     free(pp.next);
     free(wc);
-    free(bw);
-    free(bi);
+    cua_cpu_scratch_give(bw, bw_bytes);
+    cua_cpu_scratch_give(bi, bi_bytes);
     free(where);
     free(offset);
     return st;
