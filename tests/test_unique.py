@@ -474,6 +474,40 @@ def test_vector_partition_sorted_digits(backend, dtype, shape):
     np.testing.assert_array_equal(v[inv.ravel()], x)
 
 
+@pytest.mark.parametrize("dtype", ["int64", "uint64"])
+@pytest.mark.parametrize("span", [2**32 - 2, 2**32 - 1, 2**33])
+@pytest.mark.parametrize("at", ["least", "greatest", "middle"])
+def test_vector_partition_narrowed_8_byte_keys(dtype, span, at):
+    """The CPU partition holds 8-byte integers in 32 bits (their words above
+    the least) where all lie within 2^32 - 1 of it: spans of 2^32 - 2 (the
+    widest it narrows, the greatest key one below the 32-bit empty mark),
+    2^32 - 1 and 2^33 (wide keys), placed at the type's least and greatest
+    values (int64/uint64 max: the wide tables' empty key) and in the middle;
+    the extremes planted past the sample's stride. Values, first indices,
+    counts, the inverse and unsorted values as NumPy's."""
+    info = np.iinfo(dtype)
+    lo = {"least": int(info.min), "greatest": int(info.max) - span, "middle": int(info.min) // 2 + 12345}[at]
+    rng = np.random.default_rng(span % 1000 + len(at))
+    n = 300_001
+    off = rng.integers(0, span, n, endpoint=True, dtype=np.uint64)
+    x = (np.array(lo % 2**64, dtype=np.uint64) + off).view(dtype)
+    x[-3:] = np.array([lo, lo + span, lo + span - 1], dtype=object).astype(dtype)
+    ev, ei, einv, ec = np.unique(x, return_index=True, return_inverse=True, return_counts=True)
+    v, i, inv, c = cuatomic.unique(x, return_index=True, return_inverse=True, return_counts=True,
+                                   method="vector", backend="cpu")
+    np.testing.assert_array_equal(v, ev)
+    np.testing.assert_array_equal(i, ei)
+    np.testing.assert_array_equal(c, ec)
+    np.testing.assert_array_equal(inv.ravel(), einv.ravel())
+    v, c = cuatomic.unique(x, return_counts=True, method="vector", backend="cpu")
+    np.testing.assert_array_equal(v, ev)
+    np.testing.assert_array_equal(c, ec)
+    v, c = cuatomic.unique(x, return_counts=True, sorted=False, method="vector", backend="cpu")
+    order = np.argsort(v)
+    np.testing.assert_array_equal(v[order], ev)
+    np.testing.assert_array_equal(c[order], ec)
+
+
 def _mix32(k):
     """murmur3's 32-bit finalizer on uint32 words (the GPU sample's hash)."""
     k = k.astype(np.uint64)

@@ -996,6 +996,8 @@ typedef struct {
     uint64_t lo; /* BY_WORD: the least word, and the shift that leaves pbits bits of the range */
     int shift;
     double a, scale; /* BY_VALUE: the least value, and the buckets over the range of values */
+    uint64_t base;   /* narrowed 8-byte integers (narrow_base): what the 32-bit keys are words above */
+    int narrowed;
 } vmap;
 
 INLINE uint16_t value_digit(double v, const vmap *m, double last)
@@ -1080,6 +1082,18 @@ static WIDE_CLONES int keys_digits32(const void *x, int dtype, int64_t a, int64_
             bk[i] = (uint16_t)(nan ? (int32_t)last : g);
             marks |= (uint32_t)(k == CUA_UNIQUE_EMPTY32);
         }
+    } else if (m->narrowed) { /* 8-byte integers as their words above m->base */
+        const uint64_t *v = (const uint64_t *)x + a, base = m->base - (dtype == CUA_INT64 ? 0x8000000000000000ull : 0);
+        const uint32_t lo = (uint32_t)m->lo;
+        const int shift = m->shift, hash = m->kind == BY_HASH, down = 64 - m->pbits;
+        for (int64_t i = 0; i < len; i++) {
+            const uint32_t k = (uint32_t)(v[i] - base), d = k > lo ? (k - lo) >> shift : 0;
+            buf[i] = k;
+            bk[i] = (uint16_t)(d < last ? d : last);
+        }
+        if (hash)
+            for (int64_t i = 0; i < len; i++) bk[i] = (uint16_t)(mix(buf[i]) >> down);
+        /* (no key is the empty mark: narrow_base leaves room for it) */
     } else {
         const uint32_t *v = (const uint32_t *)x + a, flip = dtype == CUA_INT32 ? 0x80000000u : 0;
         const uint32_t lo = (uint32_t)m->lo;
@@ -1100,11 +1114,14 @@ static WIDE_CLONES int keys_digits32(const void *x, int dtype, int64_t a, int64_
  * at least 16). */
 #define SAMPLE 8192
 #define CROWDED 8
-static void bucket_map(const void *x, int64_t n, int dtype, int wide, int pbits, int sorted, vmap *m)
+static void bucket_map(const void *x, int64_t n, int dtype, int wide, int pbits, int sorted, const uint64_t *base,
+                       vmap *m)
 {
     memset(m, 0, sizeof *m);
     m->kind = BY_HASH;
     m->pbits = pbits;
+    m->narrowed = base != NULL;
+    m->base = base ? *base : 0;
     if (!sorted || n < SAMPLE) return;
     const int floats = dtype == CUA_FLOAT32 || dtype == CUA_FLOAT64;
     const uint64_t E = key_empty(wide);
@@ -1116,7 +1133,7 @@ static void bucket_map(const void *x, int64_t n, int dtype, int wide, int pbits,
         const int64_t i = j * (n / SAMPLE);
         uint64_t k = 0;
         to_keys(x, dtype, i, i + 1, &k, 1);
-        if (!wide) k &= 0xFFFFFFFFu; /* (the width the buckets see) */
+        k = m->narrowed ? k - m->base : wide ? k : k & 0xFFFFFFFFu; /* (the keys the buckets see) */
         const double v = dtype == CUA_FLOAT32 ? (double)((const float *)x)[i]
                          : dtype == CUA_FLOAT64 ? ((const double *)x)[i] : 0.0;
         if (k == E || (floats && !(v - v == 0.0))) continue; /* the side cell's key; NaN and the infinities */
@@ -1283,8 +1300,8 @@ INLINE void bucket_scatter(const void *x, int dtype, int64_t lo, int64_t hi, con
     }
     uint64_t buf[PIECE];
     uint16_t bk[PIECE];
-    const int fused = !wide && map->kind != BY_HASH &&
-                      (dtype == CUA_INT32 || dtype == CUA_UINT32 || (dtype == CUA_FLOAT32 && map->kind == BY_VALUE));
+    const int fused = !wide && (map->narrowed || (map->kind != BY_HASH && (dtype == CUA_INT32 || dtype == CUA_UINT32 ||
+                                                                         (dtype == CUA_FLOAT32 && map->kind == BY_VALUE))));
     for (int64_t a = lo; a < hi && !cua_cpu_stop(cfg); a += PIECE) {
         const int64_t e = a + PIECE < hi ? a + PIECE : hi;
         int marks = 0;
@@ -1674,7 +1691,7 @@ static int ntable_grow(btable *b, uint64_t slots)
 /* bucket_count for narrow keys (32-bit words), in the grouped tables
  * above; the same arguments and results. */
 static int bucket_count_narrow(const void *bw, const int64_t *bi, page_runs runs, int64_t size, btable *b,
-                               vlist *L, int first, int64_t *inverse, int ordered)
+                               vlist *L, int first, int64_t *inverse, int ordered, uint64_t base)
 {
     uint64_t slots = 16;
     while (slots < NLOAD * (uint64_t)size && (slots < b->slots || slots < BLOCK_SLOTS)) slots *= 2;
@@ -1727,8 +1744,56 @@ static int bucket_count_narrow(const void *bw, const int64_t *bi, page_runs runs
         for (int64_t lo, hi; runs_next(&runs, &lo, &hi);)
             for (int64_t q = lo; q < hi; q++)
                 inverse[bi[q]] = nt[nkey(ngroup_find(nt, keys[q], mask, bits, &found)) + NGROUP];
+    if (base)
+        for (uint64_t p = 0; p < j; p++) lk[p] += base; /* narrowed 8-byte keys: their words */
     L->k += (int64_t)j;
     return 0;
+}
+
+/* The least and greatest words of 8-byte integers v[0, m) (flip: int64's
+ * sign bit), as signed compares of the words moved down by 2^63, which
+ * vectorize. */
+static WIDE_CLONES void word_range(const uint64_t *v, int64_t m, uint64_t flip, uint64_t *lo, uint64_t *hi)
+{
+    const uint64_t down = flip ^ 0x8000000000000000ull;
+    int64_t a = INT64_MAX, b = INT64_MIN;
+    for (int64_t i = 0; i < m; i++) {
+        const int64_t w = (int64_t)(v[i] ^ down);
+        a = w < a ? w : a;
+        b = w > b ? w : b;
+    }
+    *lo = (uint64_t)a ^ 0x8000000000000000ull;
+    *hi = (uint64_t)b ^ 0x8000000000000000ull;
+}
+
+/* 1, with the least word in *base, where 8-byte integers (int64, uint64)
+ * all lie within 2^32 - 1 of the least: the partition then holds them in
+ * 32 bits (the word less *base; no key is the 32-bit empty mark), as
+ * 4-byte ones, in half the scratch and the narrow tables -- labels, ids
+ * and counts stored as int64 usually do. A strided sample first: where
+ * its span is already too wide the input is not read. */
+static int narrow_base(const void *x, int64_t n, int dtype, int team, uint64_t *base)
+{
+    if ((dtype != CUA_INT64 && dtype != CUA_UINT64) || (uint64_t)n > UINT32_MAX || n < 1) return 0;
+    const uint64_t *v = (const uint64_t *)x, flip = dtype == CUA_INT64 ? 0x8000000000000000ull : 0;
+    const int64_t step = n / 1024 > 1 ? n / 1024 : 1;
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (int64_t i = 0; i < n; i += step) {
+        const uint64_t w = v[i] ^ flip;
+        lo = w < lo ? w : lo;
+        hi = w > hi ? w : hi;
+    }
+    if (hi - lo >= 0xFFFFFFFFull) return 0; /* (the sample's span is the input's at least) */
+#pragma omp parallel for schedule(static) num_threads(team) reduction(min : lo) reduction(max : hi)
+    for (int64_t a = 0; a < n; a += (int64_t)1 << 16) {
+        uint64_t l, h;
+        word_range(v + a, (n - a < ((int64_t)1 << 16) ? n - a : (int64_t)1 << 16), flip, &l, &h);
+        lo = l < lo ? l : lo;
+        hi = h > hi ? h : hi;
+    }
+    if (hi - lo >= 0xFFFFFFFFull) return 0;
+    *base = lo;
+    return 1;
 }
 
 /* Phase B: every element's key goes to its bucket (vmap: a digit of its
@@ -1741,15 +1806,19 @@ static int vector_partition(const void *x, int64_t n, int dtype, cua_unique_tab 
 {
     const int first = (t->want & CUA_UNIQUE_FIRST) != 0, inv = (t->want & CUA_UNIQUE_INVERSE) != 0;
     /* Keys of 4-byte words in 32 bits, unless a bucket could count past
-     * 2^32 (the narrow slots' counts are 32 bits). */
-    const int wide = cua_dtype_size(dtype) == 8 || (uint64_t)n > UINT32_MAX, need_idx = first || inv;
+     * 2^32 (the narrow slots' counts are 32 bits); 8-byte integers too,
+     * as their words above the least, where all lie within 2^32 - 1 of it
+     * (narrow_base). */
+    uint64_t base = 0;
+    const int narrowed = narrow_base(x, n, dtype, team, &base);
+    const int wide = (cua_dtype_size(dtype) == 8 && !narrowed) || (uint64_t)n > UINT32_MAX, need_idx = first || inv;
     const int64_t ks = wide ? 8 : 4;
     int64_t *inverse = inv ? t->inverse : NULL;
     int pbits = 4;
     while (pbits < 12 && (n >> pbits) > BUCKET_ELEMS) pbits++;
     const int64_t P = (int64_t)1 << pbits;
     vmap map;
-    bucket_map(x, n, dtype, wide, pbits, (t->want & CUA_UNIQUE_SORTED) != 0, &map);
+    bucket_map(x, n, dtype, wide, pbits, (t->want & CUA_UNIQUE_SORTED) != 0, narrowed ? &base : NULL, &map);
     const int ordered = map.kind != BY_HASH;
     /* Pages of 64 bytes to 4 KiB, so that the pages begun and not filled
      * (at most one per thread and bucket) take about an eighth of the keys'
@@ -1797,7 +1866,7 @@ static int vector_partition(const void *x, int64_t n, int dtype, cua_unique_tab 
                 const int64_t start = L->k;
                 int rc = wide ? bucket_count(bw, bi, runs_of(&pp, u), size, b, L, first, inverse, ordered)
                                     : bucket_count_narrow(bw, bi, runs_of(&pp, u), size, b, L, first, inverse,
-                                                          ordered);
+                                                          ordered, base);
                 where[3 * u] = me;
                 where[3 * u + 1] = start;
                 where[3 * u + 2] = L->k - start;
