@@ -254,6 +254,23 @@ PyObject *cua_free_memory(PyObject *self, PyObject *arg)
     Py_RETURN_NONE;
 }
 
+/* host_cache(release) -> (cached, limit): bytes of the CPU rungs' scratch
+ * that cuatomic keeps for the next call (cpu/scratch.c) and their limit;
+ * with `release` true the kept blocks go back to the system first (a
+ * block a call is handing back at that moment may stay). */
+PyObject *cua_host_cache(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    const int release = PyObject_IsTrue(arg);
+    if (release < 0) return NULL;
+    if (release) {
+        Py_BEGIN_ALLOW_THREADS
+        cua_cpu_scratch_release();
+        Py_END_ALLOW_THREADS
+    }
+    return Py_BuildValue("(nn)", (Py_ssize_t)cua_cpu_scratch_cached(), (Py_ssize_t)cua_cpu_scratch_limit());
+}
+
 /* ------------------------------------------------------------ PinnedBuffer */
 
 /* Page-locked host memory exposed through the buffer protocol, so a NumPy

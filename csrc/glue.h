@@ -121,6 +121,7 @@ PyObject *cua_take(PyObject *self, PyObject *args);
 PyObject *cua_sample_to_host(PyObject *self, PyObject *args);
 PyObject *cua_memory_info(PyObject *self, PyObject *arg);
 PyObject *cua_free_memory(PyObject *self, PyObject *arg);
+PyObject *cua_host_cache(PyObject *self, PyObject *arg);
 PyObject *cua_dlpack_import(PyObject *self, PyObject *capsule);
 PyObject *cua_dlpack_export(PyObject *self, PyObject *args);
 int cua_interop_ready(PyObject *module);

@@ -239,6 +239,9 @@ static PyMethodDef methods[] = {
      "page-locked staging buffers"},
     {"free_memory", cua_free_memory, METH_O,
      "free_memory(device): give back what cuatomic's pool on the GPU caches, and the staging buffers"},
+    {"host_cache", cua_host_cache, METH_O,
+     "host_cache(release) -> (cached, limit): bytes of CPU scratch kept for the next call, and their limit; "
+     "release: give them back first"},
     {"gather", cua_gather, METH_VARARGS, "gather(src, dst, n, itemsize, shape, byte_strides, stream)"},
     {"argkeys", cua_argkeys, METH_VARARGS,
      "argkeys(backend, x, outer, m, inner, dtype, max, mode, best, out, stream): argmin's keys as 8-byte words for "

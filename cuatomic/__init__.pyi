@@ -160,6 +160,8 @@ class _MemoryInfo(TypedDict):
     cached: int
     cache_limit: int
     pinned_host: int
+    host_cached: int
+    host_cache_limit: int
 
 def memory_info(device: int | None = None) -> _MemoryInfo: ...
 def free_memory(device: int | None = None) -> None: ...

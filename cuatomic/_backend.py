@@ -78,6 +78,8 @@ def _usable_backend(name, source):
         if not probe["usable"]:
             raise RuntimeError(f"{source}the cuda backend is not usable: {probe['reason']}")
         _check_cache_bytes()
+    else:
+        _check_host_cache_bytes()
     return name
 
 
@@ -92,6 +94,20 @@ def _check_cache_bytes():
     if value and not (value.isascii() and value.isdigit() and len(value) < 19):
         raise ValueError(f"{CACHE_ENV}={value!r}: expected a number of bytes, digits only (1073741824 for "
                          f"1 GiB; 0 caches nothing); or unset it for the default, 1/16 of the GPU up to 2 GiB")
+
+
+HOST_CACHE_ENV = "CUATOMIC_HOST_CACHE_BYTES"
+
+
+def _check_host_cache_bytes():
+    """ValueError naming CUATOMIC_HOST_CACHE_BYTES unless it is unset, empty
+    or a number of bytes: the C side reads it at the cpu backend's first
+    large scratch block and would take the default in silence
+    (cuatomic/_memory.py)."""
+    value = os.environ.get(HOST_CACHE_ENV)
+    if value and not (value.isascii() and value.isdigit() and len(value) < 19):
+        raise ValueError(f"{HOST_CACHE_ENV}={value!r}: expected a number of bytes, digits only (268435456 for "
+                         f"256 MiB; 0 keeps nothing); or unset it for the default, 1/32 of the memory up to 512 MiB")
 
 
 def backend_id(name):

@@ -1,4 +1,4 @@
-"""What cuatomic holds of GPU memory, and giving it back.
+"""What cuatomic holds of GPU (and host scratch) memory, and giving it back.
 
 cuatomic allocates device memory (results, staged host input, scratch) from
 a stream-ordered pool of its own, one per GPU; the device's default pool,
@@ -8,10 +8,18 @@ settings its owner gave it. The pool caches freed memory up to a limit
 first used; else 1/16 of the GPU's memory up to 2 GiB). Whenever cuatomic
 frees memory and the pool then caches more than the limit, the GPU is
 synchronized, as ``cudaFree`` does, and the excess goes back to the driver.
+
+The cpu backend keeps its large scratch blocks (1 MiB and more: a
+partition's pages, a thread's lists) for the next call instead of handing
+them back to the system, which would zero every page again at the next
+first touch: up to ``CUATOMIC_HOST_CACHE_BYTES`` (a number of bytes, read
+at the first such block; 0 keeps nothing), else 1/32 of the machine's
+memory up to 512 MiB.
 """
 import numbers
 
 from . import _C, _backend
+from ._backend import _check_host_cache_bytes
 
 
 def _gpus(device, what):
@@ -49,7 +57,10 @@ def memory_info(device=None):
         ``cache_limit``: that limit (of `device`, or the sum);
         ``pinned_host``: page-locked host bytes of the staging buffers that
         stream large NumPy inputs to the GPU. All 0 without a usable GPU,
-        or before cuatomic's first allocation.
+        or before cuatomic's first allocation. ``host_cached``: bytes of
+        host memory the cpu backend keeps as scratch for its next call
+        (with or without a GPU, whatever `device` is), at most
+        ``host_cache_limit``.
 
     Raises
     ------
@@ -66,9 +77,12 @@ def memory_info(device=None):
     --------
     >>> import cuatomic
     >>> sorted(cuatomic.memory_info())
-    ['cache_limit', 'cached', 'in_use', 'pinned_host']
+    ['cache_limit', 'cached', 'host_cache_limit', 'host_cached', 'in_use', 'pinned_host']
     """
-    info = {"in_use": 0, "cached": 0, "cache_limit": 0, "pinned_host": 0}
+    _check_host_cache_bytes()
+    host_cached, host_limit = _C.host_cache(False)
+    info = {"in_use": 0, "cached": 0, "cache_limit": 0, "pinned_host": 0,
+            "host_cached": host_cached, "host_cache_limit": host_limit}
     for g in _gpus(device, "memory_info"):
         in_use, cached, limit, pinned = _C.memory_info(g)
         info["in_use"] += in_use
@@ -87,12 +101,15 @@ def free_memory(device=None):
     cache goes back, and so do the page-locked staging buffers of the host
     pipeline unless a call is streaming through them. Each GPU is
     synchronized first (every free queued on any stream is then done); the
-    wait cannot be interrupted.
+    wait cannot be interrupted. Without `device`, the host scratch the cpu
+    backend keeps (``memory_info()["host_cached"]``) goes back to the
+    system too, with or without a GPU.
 
     Parameters
     ----------
     device : int, optional
-        One GPU's ordinal. Default: every GPU the process sees.
+        One GPU's ordinal (its pool alone). Default: every GPU the process
+        sees, and the host scratch.
 
     Raises
     ------
@@ -109,5 +126,8 @@ def free_memory(device=None):
     >>> info["cached"] <= info["cache_limit"]
     True
     """
-    for g in _gpus(device, "free_memory"):
+    gpus = _gpus(device, "free_memory")
+    for g in gpus:
         _C.free_memory(g)
+    if device is None:
+        _C.host_cache(True)

@@ -18,7 +18,8 @@ from conftest import CUDA, requires_cuda
 
 big = pytest.mark.skipif(os.environ.get("CUATOMIC_MEMORY_TESTS") != "1",
                          reason="takes most of the GPU's memory: set CUATOMIC_MEMORY_TESTS=1 on a GPU of its own")
-KEYS = {"in_use", "cached", "cache_limit", "pinned_host"}
+GPU_KEYS = {"in_use", "cached", "cache_limit", "pinned_host"}
+KEYS = GPU_KEYS | {"host_cached", "host_cache_limit"}
 
 
 def test_memory_info_has_its_keys_and_free_memory_answers():
@@ -27,7 +28,52 @@ def test_memory_info_has_its_keys_and_free_memory_answers():
     assert all(isinstance(v, int) and v >= 0 for v in info.values())
     assert cuatomic.free_memory() is None
     if not CUDA:
-        assert info == dict.fromkeys(KEYS, 0)
+        assert {k: info[k] for k in GPU_KEYS} == dict.fromkeys(GPU_KEYS, 0)
+
+
+def _host_cache_child(env, code):
+    """`code` run in a fresh interpreter (the cache's limit is read once a
+    process) with `env` added; its stdout."""
+    out = subprocess.run([sys.executable, "-c", "import numpy as np, cuatomic\n" + code], capture_output=True,
+                         text=True, timeout=300, env={**os.environ, **env},
+                         cwd=os.path.dirname(os.path.dirname(os.path.abspath(cuatomic.__file__))))
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def test_the_host_scratch_is_kept_bounded_and_given_back():
+    """A cpu unique large enough to partition (2^20 int32 keys, 200,000
+    distinct) keeps its scratch for the next call, within the limit; the
+    next call's answer is still NumPy's; free_memory() gives it all back;
+    a limit of 0 keeps nothing, and a limit below the scratch keeps at most
+    the limit."""
+    code = ("x = (np.random.default_rng(1).integers(0, 200_000, 1 << 20) * 2654435761 % (1 << 31)).astype(np.int32)\n"
+            "want = np.unique(x, return_counts=True)\n"
+            "for _ in range(2):\n"
+            "    got = cuatomic.unique(x, return_counts=True, method='vector', backend='cpu')\n"
+            "    assert all(np.array_equal(g, w) for g, w in zip(got, want))\n"
+            "    i = cuatomic.memory_info()\n"
+            "    print(i['host_cached'], i['host_cache_limit'])\n"
+            "cuatomic.free_memory()\n"
+            "print(cuatomic.memory_info()['host_cached'])\n")
+    lines = _host_cache_child({}, code).split()
+    kept, limit, kept2, limit2, after = (int(v) for v in lines)
+    assert 4 << 20 <= kept <= limit and kept2 <= limit2 == limit  # the 4 MiB of keys' pages at least
+    assert after == 0
+    lines = _host_cache_child({"CUATOMIC_HOST_CACHE_BYTES": "0"}, code).split()
+    assert [int(v) for v in lines] == [0, 0, 0, 0, 0]
+    lines = _host_cache_child({"CUATOMIC_HOST_CACHE_BYTES": str(3 << 20)}, code).split()
+    kept, limit = int(lines[0]), int(lines[1])
+    assert limit == 3 << 20 and kept <= limit
+
+
+@pytest.mark.parametrize("value", ["1GiB", "-1", "1e9", " 5", "1" * 19])
+def test_a_bad_host_cache_size_is_named(monkeypatch, value):
+    monkeypatch.setenv("CUATOMIC_HOST_CACHE_BYTES", value)
+    with pytest.raises(ValueError, match="CUATOMIC_HOST_CACHE_BYTES="):
+        cuatomic.memory_info()
+    with pytest.raises(ValueError, match="CUATOMIC_HOST_CACHE_BYTES="):
+        cuatomic.unique(np.arange(10), backend="cpu")
 
 
 @pytest.mark.parametrize("fn", [cuatomic.memory_info, cuatomic.free_memory])
