@@ -165,6 +165,18 @@ static inline uint64_t mix(uint64_t k)
     return k;
 }
 
+/* murmur3's 32-bit finalizer: the hash buckets of 32-bit keys in the
+ * partition (keys_digits32), in 32-bit lanes that vectorize. */
+static inline uint32_t mix32(uint32_t k)
+{
+    k ^= k >> 16;
+    k *= 0x85ebca6bu;
+    k ^= k >> 13;
+    k *= 0xc2b2ae35u;
+    k ^= k >> 16;
+    return k;
+}
+
 /* The private tables' and buckets' hash: one multiply (Fibonacci hashing),
  * the top bits taken -- cheaper than mix() in the loops that must run at
  * memory speed; those tables are small and never shared. */
@@ -988,8 +1000,9 @@ static int vector_private(const void *x, int64_t n, int dtype, cua_unique_tab *t
  * not linear in its value: uniform values crowd the words of the largest
  * exponents); NaN takes the last. Input whose sample crowds a few buckets
  * anyway (clusters, a range far wider than most of its values, one value)
- * takes BY_HASH: the top bits of mix(key), independent of the fib() that
- * places a key in its bucket's table, and the finish's sort. */
+ * takes BY_HASH: the top bits of mix(key) (mix32 for the 32-bit keys of
+ * keys_digits32), independent of the fib() that places a key in its
+ * bucket's table, and the finish's sort. */
 enum { BY_HASH = 0, BY_WORD = 1, BY_VALUE = 2 };
 typedef struct {
     int kind, pbits;
@@ -1055,11 +1068,12 @@ INLINE void bucket_ids(const void *x, int dtype, int64_t a, int64_t e, const voi
 #endif
 
 /* to_keys and bucket_ids in one loop for the partition's usual narrow
- * inputs (int32, uint32, float32 by digits): 32-bit lanes throughout, so
- * that it vectorizes (bucket_ids' 64-bit words and compares do not, with
- * SSE2 alone: its digits were ~8% of a 10^6-distinct int32 call's cycles
- * by perf). The float32 word is word_f32's, without its branches. 1 where
- * a key is the empty mark. */
+ * inputs (int32, uint32, float32, and 8-byte integers narrowed by
+ * narrow_base): 32-bit lanes throughout, so that it vectorizes
+ * (bucket_ids' 64-bit words and compares do not, with SSE2 alone: its
+ * digits were ~8% of a 10^6-distinct int32 call's cycles by perf). The
+ * float32 word is word_f32's, without its branches; hash buckets take
+ * mix32. 1 where a key is the empty mark. */
 static WIDE_CLONES int keys_digits32(const void *x, int dtype, int64_t a, int64_t e, uint32_t *buf, uint16_t *bk,
                                      const vmap *m)
 {
@@ -1085,14 +1099,12 @@ static WIDE_CLONES int keys_digits32(const void *x, int dtype, int64_t a, int64_
     } else if (m->narrowed) { /* 8-byte integers as their words above m->base */
         const uint64_t *v = (const uint64_t *)x + a, base = m->base - (dtype == CUA_INT64 ? 0x8000000000000000ull : 0);
         const uint32_t lo = (uint32_t)m->lo;
-        const int shift = m->shift, hash = m->kind == BY_HASH, down = 64 - m->pbits;
+        const int shift = m->shift;
         for (int64_t i = 0; i < len; i++) {
             const uint32_t k = (uint32_t)(v[i] - base), d = k > lo ? (k - lo) >> shift : 0;
             buf[i] = k;
             bk[i] = (uint16_t)(d < last ? d : last);
         }
-        if (hash)
-            for (int64_t i = 0; i < len; i++) bk[i] = (uint16_t)(mix(buf[i]) >> down);
         /* (no key is the empty mark: narrow_base leaves room for it) */
     } else {
         const uint32_t *v = (const uint32_t *)x + a, flip = dtype == CUA_INT32 ? 0x80000000u : 0;
@@ -1105,6 +1117,8 @@ static WIDE_CLONES int keys_digits32(const void *x, int dtype, int64_t a, int64_
             marks |= (uint32_t)(k == CUA_UNIQUE_EMPTY32);
         }
     }
+    if (m->kind == BY_HASH) /* (the digits above were the word's, linear: the hash's replace them) */
+        for (int64_t i = 0; i < len; i++) bk[i] = (uint16_t)(mix32(buf[i]) >> (32 - m->pbits));
     return marks != 0;
 }
 
@@ -1300,8 +1314,7 @@ INLINE void bucket_scatter(const void *x, int dtype, int64_t lo, int64_t hi, con
     }
     uint64_t buf[PIECE];
     uint16_t bk[PIECE];
-    const int fused = !wide && (map->narrowed || (map->kind != BY_HASH && (dtype == CUA_INT32 || dtype == CUA_UINT32 ||
-                                                                         (dtype == CUA_FLOAT32 && map->kind == BY_VALUE))));
+    const int fused = !wide && (map->narrowed || dtype == CUA_INT32 || dtype == CUA_UINT32 || dtype == CUA_FLOAT32);
     for (int64_t a = lo; a < hi && !cua_cpu_stop(cfg); a += PIECE) {
         const int64_t e = a + PIECE < hi ? a + PIECE : hi;
         int marks = 0;
