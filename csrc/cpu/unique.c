@@ -1205,18 +1205,18 @@ INLINE void line_out(void *to, const void *from)
  * keys of bucket b into a chain of its own pages, taking the next from its
  * own range of them when one fills, so that no pass has to size the
  * buckets first (counting them took a read of the input, 22 of ~155 ms at
- * 10^6 distinct int32, 2 cores). Each bucket has a page from the start
- * and takes another each time one fills: a thread with elements [lo, hi)
- * takes at most P + floor((hi - lo) / pg) pages, so its pages from
- * floor(lo / pg) + me * P on end before floor(hi / pg) + (me + 1) * P, where
- * the next thread's begin (floor(lo / pg) + floor((hi - lo) / pg) <=
- * floor(hi / pg)); n / pg + team * P pages in all. */
+ * 10^6 distinct int32, 2 cores). Pages are taken from one counter shared
+ * by the team (an atomic add a page). Each of a thread's buckets has a page
+ * from the start and takes another each time one fills: a thread that
+ * writes m keys takes at most P + floor(m / pg) pages, so the team takes
+ * at most n / pg + team * P in all. */
 typedef struct {
-    int64_t *head, *fill; /* [thread * P + bucket]: the first page, the keys */
-    int64_t *cur;         /* [thread * P + bucket]: the next key's place */
-    int64_t *next;        /* [page]: the bucket's next page of the same thread */
+    int64_t *head, *fill;     /* [thread * P + bucket]: the first page, the keys */
+    int64_t *cur;             /* [thread * P + bucket]: the next key's place */
+    int64_t *next;            /* [page]: the bucket's next page of the same thread */
     int64_t pg;
     int pbits, team;
+    _Atomic int64_t *claimed; /* pages taken */
 } pages;
 
 /* A bucket's elements in the scratch, a run of one page at a time, in index
@@ -1260,7 +1260,7 @@ INLINE int runs_next(page_runs *r, int64_t *lo, int64_t *hi)
  * (a piece without one takes the loop without the test). A loop of its
  * own, so that its few variables stay in registers. */
 INLINE void piece_combined(const void *buf, const uint16_t *bk, int64_t a, int64_t m, int64_t *cur, int64_t *fill,
-                           int64_t *next, int64_t *page, uint8_t *wc, void *bw, int pgbits, uint64_t side[2],
+                           int64_t *next, _Atomic int64_t *claimed, uint8_t *wc, void *bw, int pgbits, uint64_t side[2],
                            const int check, const int wide)
 {
     const uint64_t E = key_empty(wide);
@@ -1279,16 +1279,22 @@ INLINE void piece_combined(const void *buf, const uint16_t *bk, int64_t a, int64
         line_out((uint8_t *)bw + ((to + 1 - per) << (wide ? 3 : 2)), line);
         if (((to + 1) & (pg - 1)) == 0) { /* the page is full: the bucket's next */
             fill[b] += pg;
-            next[to >> pgbits] = *page;
-            cur[b] = (*page)++ << pgbits;
+            const int64_t page = atomic_fetch_add_explicit(claimed, 1, memory_order_relaxed);
+            next[to >> pgbits] = page;
+            cur[b] = page << pgbits;
         }
     }
 }
 
-/* Pass 1: the keys (and indices, bi not NULL) of thread elements [lo, hi)
- * to its pages of their buckets (vmap: a piece's buckets are found first,
- * in a loop of their own, then the keys go). The empty-mark key is counted
- * in side[].
+/* Pass 1: keys (and indices, bi not NULL) to the thread's pages of their
+ * buckets (vmap: a piece's buckets are found first, in a loop of their
+ * own, then the keys go). The empty-mark key is counted in side[]. With
+ * indices, the thread's elements [lo, hi), in order (the count reads a
+ * bucket's pages thread by thread, in index order: a key's first element
+ * is its first index); keys alone, chunks of CHUNK elements taken in turn
+ * from *cursor until n, so that a thread held up (a busy core, a slower
+ * start) leaves more of the work to the others instead of keeping them at
+ * the barrier.
  *
  * Keys alone (bi NULL): write combined (piece_combined). A thread's keys
  * for bucket b gather in its line of wc (2^pbits 64-byte aligned lines)
@@ -1297,16 +1303,28 @@ INLINE void piece_combined(const void *buf, const uint16_t *bk, int64_t a, int64
  * hundreds of buckets the open lines do not stay in L1. The pages are the
  * thread's own, so the last, partial line of each goes out whole too. bw
  * is aligned to a cache line at least (cua_cpu_scratch_take). */
-INLINE void bucket_scatter(const void *x, int dtype, int64_t lo, int64_t hi, const pages *pp, int me, void *bw,
-                           int64_t *bi, int64_t *inverse, uint64_t side[2], cua_launch *cfg, uint8_t *wc,
-                           const vmap *map, const int wide)
+#define CHUNK ((int64_t)1 << 16)
+
+/* bucket_scatter's next range of elements [*c0, *c1): with indices the
+ * thread's share, once (turn 0); else the next chunk from *cursor. 0 when
+ * none is left. */
+INLINE int next_range(int64_t n, _Atomic int64_t *cursor, int indexed, int64_t turn, int64_t *c0, int64_t *c1)
+{
+    if (indexed) return turn == 0 && *c0 < *c1;
+    *c0 = atomic_fetch_add_explicit(cursor, CHUNK, memory_order_relaxed);
+    *c1 = *c0 + CHUNK < n ? *c0 + CHUNK : n;
+    return *c0 < n;
+}
+INLINE void bucket_scatter(const void *x, int dtype, int64_t n, int64_t lo, int64_t hi, _Atomic int64_t *cursor,
+                           const pages *pp, int me, void *bw, int64_t *bi, int64_t *inverse, uint64_t side[2],
+                           cua_launch *cfg, uint8_t *wc, const vmap *map, const int wide)
 {
     const uint64_t E = key_empty(wide);
     const int pbits = pp->pbits, pgbits = log2_of((uint64_t)pp->pg);
     const int64_t per = wide ? 8 : 16; /* keys a line */
     const int64_t P = (int64_t)1 << pbits, pg = pp->pg;
     int64_t *head = pp->head + me * P, *fill = pp->fill + me * P, *cur = pp->cur + me * P, *next = pp->next;
-    int64_t page = lo / pg + me * P;
+    int64_t page = atomic_fetch_add_explicit(pp->claimed, P, memory_order_relaxed);
     for (int64_t b = 0; b < P; b++) {
         head[b] = page;
         cur[b] = page++ * pg;
@@ -1315,39 +1333,44 @@ INLINE void bucket_scatter(const void *x, int dtype, int64_t lo, int64_t hi, con
     uint64_t buf[PIECE];
     uint16_t bk[PIECE];
     const int fused = !wide && (map->narrowed || dtype == CUA_INT32 || dtype == CUA_UINT32 || dtype == CUA_FLOAT32);
-    for (int64_t a = lo; a < hi && !cua_cpu_stop(cfg); a += PIECE) {
-        const int64_t e = a + PIECE < hi ? a + PIECE : hi;
-        int marks = 0;
-        if (fused) {
-            marks = keys_digits32(x, dtype, a, e, (uint32_t *)buf, bk, map);
-        } else {
-            to_keys(x, dtype, a, e, buf, wide);
-            bucket_ids(x, dtype, a, e, buf, map, bk, wide);
-            if (!bi)
-                for (int64_t i = 0; i < e - a; i++) marks |= key_get(buf, i, wide) == E;
-        }
-        if (!bi) {
-            if (marks) piece_combined(buf, bk, a, e - a, cur, fill, next, &page, wc, bw, pgbits, side, 1, wide);
-            else piece_combined(buf, bk, a, e - a, cur, fill, next, &page, wc, bw, pgbits, side, 0, wide);
-            continue;
-        }
-        for (int64_t i = a; i < e; i++) { /* key by key, its index beside it */
-            const uint64_t k = key_get(buf, i - a, wide);
-            if (k == E) {
-                if (side[0]++ == 0) side[1] = (uint64_t)i;
-                if (inverse) inverse[i] = -1; /* set once the lists are numbered */
+    for (int64_t c0 = lo, c1 = hi, turn = 0; next_range(n, cursor, bi != NULL, turn++, &c0, &c1);) {
+        for (int64_t a = c0; a < c1 && !cua_cpu_stop(cfg); a += PIECE) {
+            const int64_t e = a + PIECE < c1 ? a + PIECE : c1;
+            int marks = 0;
+            if (fused) {
+                marks = keys_digits32(x, dtype, a, e, (uint32_t *)buf, bk, map);
+            } else {
+                to_keys(x, dtype, a, e, buf, wide);
+                bucket_ids(x, dtype, a, e, buf, map, bk, wide);
+                if (!bi)
+                    for (int64_t i = 0; i < e - a; i++) marks |= key_get(buf, i, wide) == E;
+            }
+            if (!bi) {
+                _Atomic int64_t *taken = pp->claimed;
+                if (marks) piece_combined(buf, bk, a, e - a, cur, fill, next, taken, wc, bw, pgbits, side, 1, wide);
+                else piece_combined(buf, bk, a, e - a, cur, fill, next, taken, wc, bw, pgbits, side, 0, wide);
                 continue;
             }
-            const uint64_t b = bk[i - a];
-            const int64_t to = cur[b]++;
-            key_put(bw, to, k, wide);
-            bi[to] = i;
-            fill[b]++;
-            if (((to + 1) & (pg - 1)) == 0) { /* the page is full: the bucket's next */
-                next[to >> pgbits] = page;
-                cur[b] = page++ * pg;
+            for (int64_t i = a; i < e; i++) { /* key by key, its index beside it */
+                const uint64_t k = key_get(buf, i - a, wide);
+                if (k == E) {
+                    if (side[0]++ == 0) side[1] = (uint64_t)i;
+                    if (inverse) inverse[i] = -1; /* set once the lists are numbered */
+                    continue;
+                }
+                const uint64_t b = bk[i - a];
+                const int64_t to = cur[b]++;
+                key_put(bw, to, k, wide);
+                bi[to] = i;
+                fill[b]++;
+                if (((to + 1) & (pg - 1)) == 0) { /* the page is full: the bucket's next */
+                    page = atomic_fetch_add_explicit(pp->claimed, 1, memory_order_relaxed);
+                    next[to >> pgbits] = page;
+                    cur[b] = page * pg;
+                }
             }
         }
+        if (cua_cpu_stop(cfg)) break;
     }
     if (!bi)
         for (int64_t b = 0; b < P; b++) { /* the keys of the page begun, and its last line, whole */
@@ -1839,8 +1862,9 @@ static int vector_partition(const void *x, int64_t n, int dtype, cua_unique_tab 
     int64_t pg = 64 / ks;
     while (pg * ks < 4096 && 2 * pg * 8 * team * P <= n) pg *= 2;
     const int64_t npages = n / pg + (int64_t)team * P;
+    _Atomic int64_t claimed = 0, cursor = 0;
     pages pp = {calloc((size_t)(team * P), 8), calloc((size_t)(team * P), 8), calloc((size_t)(team * P), 8),
-                malloc((size_t)npages * 8), pg, pbits, team};
+                malloc((size_t)npages * 8), pg, pbits, team, &claimed};
     size_t bw_bytes = 0, bi_bytes = 0;
     void *bw = cua_cpu_scratch_take((size_t)(npages * pg * ks), &bw_bytes);
     int64_t *bi = need_idx ? cua_cpu_scratch_take((size_t)(npages * pg * 8), &bi_bytes) : NULL;
@@ -1863,8 +1887,8 @@ static int vector_partition(const void *x, int64_t n, int dtype, cua_unique_tab 
             uint64_t side[2] = {0, UINT64_MAX};
             cua_cpu_share(n, nt, me, &lo, &hi); /* (the rows of threads not started stay empty) */
             uint8_t *mine = wc ? wc + ((size_t)me << (pbits + 6)) : NULL;
-            if (wide) bucket_scatter(x, dtype, lo, hi, &pp, me, bw, bi, inverse, side, cfg, mine, &map, 1);
-            else bucket_scatter(x, dtype, lo, hi, &pp, me, bw, bi, inverse, side, cfg, mine, &map, 0);
+            if (wide) bucket_scatter(x, dtype, n, lo, hi, &cursor, &pp, me, bw, bi, inverse, side, cfg, mine, &map, 1);
+            else bucket_scatter(x, dtype, n, lo, hi, &cursor, &pp, me, bw, bi, inverse, side, cfg, mine, &map, 0);
             side_count += side[0];
             side_first = side[1];
 #pragma omp barrier
