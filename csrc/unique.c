@@ -113,6 +113,7 @@ PyObject *cua_op_unique(PyObject *self, PyObject *args, PyObject *kw)
         if (!outs[OUT_INVERSE]) goto fail;
         t.inverse = where[OUT_INVERSE];
     }
+    if (backend == BACKEND_CPU) cua_cpu_scratch_limit(); /* CUATOMIC_HOST_CACHE_BYTES read here, with the GIL */
     Py_BEGIN_ALLOW_THREADS
     st = cua_stage(&in);
     if (!st) st = r->run(in.ptr, n, dtype, &t, &cfg);

@@ -13,8 +13,9 @@ The cpu backend keeps its large scratch blocks (1 MiB and more: a
 partition's pages, a thread's lists) for the next call instead of handing
 them back to the system, which would zero every page again at the next
 first touch: up to ``CUATOMIC_HOST_CACHE_BYTES`` (a number of bytes, read
-at the first such block; 0 keeps nothing), else 1/32 of the machine's
-memory up to 512 MiB.
+once, at the first cpu call that may keep scratch or the first
+``memory_info()``; 0 keeps nothing), else 1/32 of the machine's memory up
+to 512 MiB.
 """
 import numbers
 

@@ -7,7 +7,9 @@
  * this large back to the kernel at free(). Blocks from 1 MiB on are kept
  * here instead, up to a limit: CUATOMIC_HOST_CACHE_BYTES when it is a
  * number of bytes (digits only; 0 keeps nothing), else 1/32 of the
- * machine's memory up to 512 MiB. cuatomic.memory_info() reports what is
+ * machine's memory up to 512 MiB, read once a process, by the first call
+ * that may keep scratch or asks what is kept (its glue holds the GIL, so
+ * the read does not race os.environ's writes). cuatomic.memory_info() reports what is
  * kept and cuatomic.free_memory() gives it back.
  *
  * A few blocks at most, under a lock that calls only ever try: a call

@@ -1083,11 +1083,12 @@ static WIDE_CLONES int keys_digits32(const void *x, int dtype, int64_t a, int64_
     if (dtype == CUA_FLOAT32) {
         const float *v = (const float *)x + a;
         const double fa = m->a, scale = m->scale, dl = (double)last;
-        const uint32_t *u = (const uint32_t *)x + a;
         for (int64_t i = 0; i < len; i++) { /* (selects, not branches: it vectorizes) */
             const float f = v[i];
             const int nan = f != f;
-            uint32_t b = f == 0.0f ? 0 : u[i];
+            uint32_t b;
+            memcpy(&b, &f, 4);
+            b = f == 0.0f ? 0 : b;
             b = nan ? 0x7FC00000u : b;
             const uint32_t k = b ^ ((uint32_t)((int32_t)b >> 31) | 0x80000000u); /* negative: ~b; else the sign set */
             const double d = ((double)f - fa) * scale, c = d < dl ? d : dl; /* (NaN: dl, then 0) */
@@ -1895,6 +1896,7 @@ static int vector_partition(const void *x, int64_t n, int dtype, cua_unique_tab 
             /* Each bucket by one thread: a table that stays in cache. */
             btable *b = &tabs[me];
             vlist *L = &lists[me];
+            int sized = 0;
 #pragma omp for schedule(dynamic, 1)
             for (int64_t u = 0; u < P; u++) {
                 if (cua_cpu_stop(cfg)) continue;
@@ -1907,10 +1909,14 @@ static int vector_partition(const void *x, int64_t n, int dtype, cua_unique_tab 
                 where[3 * u] = me;
                 where[3 * u + 1] = start;
                 where[3 * u + 2] = L->k - start;
-                if (!start && size && !rc) { /* the thread's first bucket: room for its share of buckets like it */
-                    const double share = (double)L->k * (double)(n / nt) / (double)size * 1.25;
+                if (!sized && size && !rc && u > 0 && u < P - 1) {
+                    /* The thread's first inner bucket (the first and last digits
+                     * take the sample's outliers): room for its share of buckets
+                     * like it, at once, not by doubling. */
+                    const double share = (double)where[3 * u + 2] * (double)(n / nt) / (double)size * 1.25;
                     if (share > (double)L->cap && share < (double)n &&
                         vlist_reserve(L, (int64_t)share - L->k, first)) rc = CUA_ENOMEM;
+                    sized = 1;
                 }
                 if (rc) {
 #pragma omp atomic write
