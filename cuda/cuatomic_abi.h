@@ -431,7 +431,8 @@ typedef struct {
     int64_t *inverse;  /* CUA_UNIQUE_INVERSE: n int64 (the glue's; device memory on CUDA) */
     int64_t builds;    /* tables built: 1, or more where the table filled and grew */
     int64_t filled;    /* a hash table's claimed slots (CUDA: set with `distinct`, so the finish needs no read back) */
-    void *keep;        /* CUDA: device memory a build keeps for the finish (the sorted keys), freed with the table */
+    void *keep;        /* what a build keeps for the finish, freed with the table: device memory on CUDA (the
+                        * sorted keys); the CPU partition's lists in place */
 } cua_unique_tab;
 typedef int (*cua_unique_fn)(const void *x, int64_t n, int dtype, cua_unique_tab *t, cua_launch *cfg);
 /* The outputs the finish writes, t->distinct of each (NULL: not wanted),
