@@ -1218,11 +1218,10 @@ INLINE void line_out(void *to, const void *from)
 
 /* The partition's scratch is pages of `pg` keys (a power of two, whole
  * 64-byte lines), each owned by one thread and bucket: a thread writes its
- * keys of bucket b into a chain of its own pages, taking the next from its
- * own range of them when one fills, so that no pass has to size the
- * buckets first (counting them took a read of the input, 22 of ~155 ms at
- * 10^6 distinct int32, 2 cores). Pages are taken from one counter shared
- * by the team (an atomic add a page). Each of a thread's buckets has a page
+ * keys of bucket b into a chain of its own pages, taking another from a
+ * counter the team shares (an atomic add a page) when one fills, so that
+ * no pass has to size the buckets first (counting them took a read of the
+ * input, 22 of ~155 ms at 10^6 distinct int32, 2 cores). Each of a thread's buckets has a page
  * from the start and takes another each time one fills: a thread that
  * writes m keys takes at most P + floor(m / pg) pages, so the team takes
  * at most n / pg + team * P in all. */
@@ -1302,6 +1301,19 @@ INLINE void piece_combined(const void *buf, const uint16_t *bk, int64_t a, int64
     }
 }
 
+#define CHUNK ((int64_t)1 << 16)
+
+/* bucket_scatter's next range of elements [*c0, *c1): with indices the
+ * thread's share, once (turn 0); else the next chunk from *cursor. 0 when
+ * none is left. */
+INLINE int next_range(int64_t n, _Atomic int64_t *cursor, int indexed, int64_t turn, int64_t *c0, int64_t *c1)
+{
+    if (indexed) return turn == 0 && *c0 < *c1;
+    *c0 = atomic_fetch_add_explicit(cursor, CHUNK, memory_order_relaxed);
+    *c1 = *c0 + CHUNK < n ? *c0 + CHUNK : n;
+    return *c0 < n;
+}
+
 /* Pass 1: keys (and indices, bi not NULL) to the thread's pages of their
  * buckets (vmap: a piece's buckets are found first, in a loop of their
  * own, then the keys go). The empty-mark key is counted in side[]. With
@@ -1319,18 +1331,6 @@ INLINE void piece_combined(const void *buf, const uint16_t *bk, int64_t a, int64
  * hundreds of buckets the open lines do not stay in L1. The pages are the
  * thread's own, so the last, partial line of each goes out whole too. bw
  * is aligned to a cache line at least (cua_cpu_scratch_take). */
-#define CHUNK ((int64_t)1 << 16)
-
-/* bucket_scatter's next range of elements [*c0, *c1): with indices the
- * thread's share, once (turn 0); else the next chunk from *cursor. 0 when
- * none is left. */
-INLINE int next_range(int64_t n, _Atomic int64_t *cursor, int indexed, int64_t turn, int64_t *c0, int64_t *c1)
-{
-    if (indexed) return turn == 0 && *c0 < *c1;
-    *c0 = atomic_fetch_add_explicit(cursor, CHUNK, memory_order_relaxed);
-    *c1 = *c0 + CHUNK < n ? *c0 + CHUNK : n;
-    return *c0 < n;
-}
 INLINE void bucket_scatter(const void *x, int dtype, int64_t n, int64_t lo, int64_t hi, _Atomic int64_t *cursor,
                            const pages *pp, int me, void *bw, int64_t *bi, int64_t *inverse, uint64_t side[2],
                            cua_launch *cfg, uint8_t *wc, const vmap *map, const int wide)
