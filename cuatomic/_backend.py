@@ -101,8 +101,8 @@ HOST_CACHE_ENV = "CUATOMIC_HOST_CACHE_BYTES"
 
 def _check_host_cache_bytes():
     """ValueError naming CUATOMIC_HOST_CACHE_BYTES unless it is unset, empty
-    or a number of bytes: the C side reads it at the cpu backend's first
-    large scratch block and would take the default in silence
+    or a number of bytes: the C side reads it once (the first cpu unique
+    call or memory_info) and would take the default in silence
     (cuatomic/_memory.py)."""
     value = os.environ.get(HOST_CACHE_ENV)
     if value and not (value.isascii() and value.isdigit() and len(value) < 19):
