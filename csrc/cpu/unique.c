@@ -67,13 +67,14 @@ enum { TABLE = 0, RUNS = 1, LIST = 2, SORTED_LIST = 3, PARTS = 4 };
 
 /* ---------------------------------------------------------------- keys */
 
-static inline uint64_t word_f32(float v)
+/* (Selects, not branches: the loops that call it vectorize.) */
+static inline uint32_t word_f32(float v)
 {
     uint32_t b;
-    if (v == 0.0f) b = 0;
-    else if (v != v) b = 0x7FC00000u;
-    else memcpy(&b, &v, 4);
-    return (b & 0x80000000u) ? (uint32_t)~b : (b | 0x80000000u);
+    memcpy(&b, &v, 4);
+    b = v == 0.0f ? 0 : b;
+    b = v != v ? 0x7FC00000u : b;
+    return b ^ ((uint32_t)((int32_t)b >> 31) | 0x80000000u); /* negative: ~b; else the sign set */
 }
 
 static inline uint64_t word_f64(double v)
@@ -1086,9 +1087,8 @@ INLINE void bucket_ids(const void *x, int dtype, int64_t a, int64_t e, const voi
  * inputs (int32, uint32, float32, and 8-byte integers narrowed by
  * narrow_base): 32-bit lanes throughout, so that it vectorizes
  * (bucket_ids' 64-bit words and compares do not, with SSE2 alone: its
- * digits were ~8% of a 10^6-distinct int32 call's cycles by perf). The
- * float32 word is word_f32's, without its branches; hash buckets take
- * mix32. 1 where a key is the empty mark. */
+ * digits were ~8% of a 10^6-distinct int32 call's cycles by perf). Hash
+ * buckets take mix32. 1 where a key is the empty mark. */
 static WIDE_CLONES int keys_digits32(const void *x, int dtype, int64_t a, int64_t e, uint32_t *buf, uint16_t *bk,
                                      const vmap *m)
 {
@@ -1101,11 +1101,7 @@ static WIDE_CLONES int keys_digits32(const void *x, int dtype, int64_t a, int64_
         for (int64_t i = 0; i < len; i++) { /* (selects, not branches: it vectorizes) */
             const float f = v[i];
             const int nan = f != f;
-            uint32_t b;
-            memcpy(&b, &f, 4);
-            b = f == 0.0f ? 0 : b;
-            b = nan ? 0x7FC00000u : b;
-            const uint32_t k = b ^ ((uint32_t)((int32_t)b >> 31) | 0x80000000u); /* negative: ~b; else the sign set */
+            const uint32_t k = word_f32(f);
             const double d = ((double)f - fa) * scale, c = d < dl ? d : dl; /* (NaN: dl, then 0) */
             const int32_t g = (int32_t)(d > 0 ? c : 0.0);
             buf[i] = k;
@@ -1422,14 +1418,20 @@ typedef struct vlist_s {
     size_t bytes[3]; /* each array's block (scratch.c's) */
 } vlist;
 
+/* The team's lists (NULL: none) back to scratch.c's cache, and their array. */
+static void lists_free(vlist *lists, int team)
+{
+    for (int i = 0; i < team && lists; i++) {
+        cua_cpu_scratch_give(lists[i].keys, lists[i].bytes[0]);
+        cua_cpu_scratch_give(lists[i].counts, lists[i].bytes[1]);
+        cua_cpu_scratch_give(lists[i].first, lists[i].bytes[2]);
+    }
+    free(lists);
+}
+
 static void parts_free(parts *pt)
 {
-    for (int i = 0; i < pt->team && pt->lists; i++) {
-        cua_cpu_scratch_give(pt->lists[i].keys, pt->lists[i].bytes[0]);
-        cua_cpu_scratch_give(pt->lists[i].counts, pt->lists[i].bytes[1]);
-        cua_cpu_scratch_give(pt->lists[i].first, pt->lists[i].bytes[2]);
-    }
-    free(pt->lists);
+    lists_free(pt->lists, pt->team);
     free(pt->where);
     free(pt->offset);
     free(pt);
@@ -2011,11 +2013,7 @@ static int vector_partition(const void *x, int64_t n, int dtype, cua_unique_tab 
             for (int64_t i = 0; i < n; i++)
                 if (inverse[i] < 0) inverse[i] = k;
     }
-    for (int i = 0; i < team && lists; i++) {
-        cua_cpu_scratch_give(lists[i].keys, lists[i].bytes[0]);
-        cua_cpu_scratch_give(lists[i].counts, lists[i].bytes[1]);
-        cua_cpu_scratch_give(lists[i].first, lists[i].bytes[2]);
-    }
+    lists_free(lists, team);
     for (int i = 0; i < team && tabs; i++) {
         free(tabs[i].slot);
         free(tabs[i].first);
@@ -2024,7 +2022,6 @@ static int vector_partition(const void *x, int64_t n, int dtype, cua_unique_tab 
         free(tabs[i].sv);
         free(tabs[i].tv);
     }
-    free(lists);
     free(tabs);
     free(pp.head);
     free(pp.fill);
