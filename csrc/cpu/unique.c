@@ -58,6 +58,16 @@
 #include <emmintrin.h>
 #endif
 
+/* Loops compiled twice on x86-64 with GCC, the x86-64-v3 clone (AVX2,
+ * BMI2) chosen at load time where the CPU has it, as vector.c's are: the
+ * vector loops' lanes, and in the tables' scalar loops shifts by a
+ * variable of one instruction (shrx) and broadcasts of one. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#define WIDE_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define WIDE_CLONES
+#endif
+
 #define EMPTY UINT64_MAX
 /* cua_unique_tab.compact: a hash table; sorted keys with their runs; a
  * list of distinct keys; a list already in key order (the finish sorts
@@ -88,7 +98,7 @@ static inline uint64_t word_f64(double v)
 
 /* The words of x[lo, hi) into w: uint64_t words, or (wide 0: elements of
  * up to 4 bytes) uint32_t ones. A typed loop per dtype and width. */
-static void to_keys(const void *x, int dtype, int64_t lo, int64_t hi, void *w, int wide)
+static WIDE_CLONES void to_keys(const void *x, int dtype, int64_t lo, int64_t hi, void *w, int wide)
 {
     const int64_t m = hi - lo;
     uint64_t *w64 = w;
@@ -585,7 +595,7 @@ static void team_runs(int64_t *count, int team, int64_t bins, int64_t *start)
 
 #define RADIX_BITS 8
 #define RADIX (1 << RADIX_BITS)
-static void radix_sort(uint64_t *k, int64_t *v, int64_t n, int lo, int hi, uint64_t *tk, int64_t *tv)
+static WIDE_CLONES void radix_sort(uint64_t *k, int64_t *v, int64_t n, int lo, int hi, uint64_t *tk, int64_t *tv)
 {
     int64_t count[64 / RADIX_BITS][RADIX];
     const int passes = (hi - lo + RADIX_BITS - 1) / RADIX_BITS;
@@ -936,6 +946,19 @@ INLINE int private_count(const void *x, int dtype, int64_t lo, int64_t hi, vtabl
     return spilled;
 }
 
+/* private_count for 4-byte keys and for 8-byte ones: each its own clones. */
+static WIDE_CLONES int private_count_narrow(const void *x, int dtype, int64_t lo, int64_t hi, vtable *v, uint64_t most,
+                                            uint64_t side[2], const int *full, cua_launch *cfg)
+{
+    return private_count(x, dtype, lo, hi, v, most, side, full, cfg, 0);
+}
+
+static WIDE_CLONES int private_count_wide(const void *x, int dtype, int64_t lo, int64_t hi, vtable *v, uint64_t most,
+                                          uint64_t side[2], const int *full, cua_launch *cfg)
+{
+    return private_count(x, dtype, lo, hi, v, most, side, full, cfg, 1);
+}
+
 static void vtable_merge(const vtable *v, const table *t, int wide)
 {
     const uint64_t E = key_empty(wide);
@@ -964,8 +987,8 @@ static int vector_private(const void *x, int64_t n, int dtype, cua_unique_tab *t
             int64_t lo, hi;
             uint64_t side[2] = {0, UINT64_MAX};
             cua_cpu_share(n, nt, me, &lo, &hi);
-            const int spilled = wide ? private_count(x, dtype, lo, hi, &p[me], THREAD_SLOTS, side, &full, cfg, 1)
-                                     : private_count(x, dtype, lo, hi, &p[me], THREAD_SLOTS, side, &full, cfg, 0);
+            const int spilled = wide ? private_count_wide(x, dtype, lo, hi, &p[me], THREAD_SLOTS, side, &full, cfg)
+                                     : private_count_narrow(x, dtype, lo, hi, &p[me], THREAD_SLOTS, side, &full, cfg);
             if (spilled) __atomic_store_n(&full, 1, __ATOMIC_RELAXED);
             side_count += side[0];
             side_first = side[1];
@@ -1080,13 +1103,6 @@ INLINE void bucket_ids(const void *x, int dtype, int64_t a, int64_t e, const voi
     }
 }
 
-/* Loops compiled twice on x86-64 with GCC, the x86-64-v3 clone (AVX2)
- * chosen at load time where the CPU has it, as vector.c's are. */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-#define WIDE_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
-#else
-#define WIDE_CLONES
-#endif
 
 /* to_keys and bucket_ids in one loop for the partition's usual narrow
  * inputs (int32, uint32, float32, and 8-byte integers narrowed by
@@ -1407,6 +1423,21 @@ INLINE void bucket_scatter(const void *x, int dtype, int64_t n, int64_t lo, int6
 #endif
 }
 
+/* bucket_scatter for 4-byte keys and for 8-byte ones: each its own clones. */
+static WIDE_CLONES void scatter_narrow(const void *x, int dtype, int64_t n, int64_t lo, int64_t hi,
+                                       _Atomic int64_t *cursor, const pages *pp, int me, void *bw, int64_t *bi,
+                                       int64_t *inverse, uint64_t side[2], cua_launch *cfg, uint8_t *wc, const vmap *map)
+{
+    bucket_scatter(x, dtype, n, lo, hi, cursor, pp, me, bw, bi, inverse, side, cfg, wc, map, 0);
+}
+
+static WIDE_CLONES void scatter_wide(const void *x, int dtype, int64_t n, int64_t lo, int64_t hi,
+                                     _Atomic int64_t *cursor, const pages *pp, int me, void *bw, int64_t *bi,
+                                     int64_t *inverse, uint64_t side[2], cua_launch *cfg, uint8_t *wc, const vmap *map)
+{
+    bucket_scatter(x, dtype, n, lo, hi, cursor, pp, me, bw, bi, inverse, side, cfg, wc, map, 1);
+}
+
 /* A thread's table for its buckets, one after another. A key and its
  * count share a cache line, so that counting an element touches one: wide
  * keys, two uint64_t a slot (key, count); narrow keys, groups of four
@@ -1620,7 +1651,7 @@ static int list_sort(uint64_t *lk, uint64_t *lc, uint64_t *lf, int64_t m, btable
  * element its key's place (within the bucket's list: the caller adds the
  * bucket's offset). With `ordered` (the buckets are digits: vmap), the
  * list is sorted before the places are given. 0 or CUA_ENOMEM. */
-static int bucket_count(const void *bw, const int64_t *bi, page_runs runs, int64_t size, btable *b, vlist *L,
+static WIDE_CLONES int bucket_count(const void *bw, const int64_t *bi, page_runs runs, int64_t size, btable *b, vlist *L,
                         int first, int64_t *inverse, int ordered)
 {
     /* Room for every element's key at 1/LOAD load, but no more than the
@@ -1768,7 +1799,7 @@ static int ntable_grow(btable *b, uint64_t slots)
 
 /* bucket_count for narrow keys (32-bit words), in the grouped tables
  * above; the same arguments and results. */
-static int bucket_count_narrow(const void *bw, const int64_t *bi, page_runs runs, int64_t size, btable *b,
+static WIDE_CLONES int bucket_count_narrow(const void *bw, const int64_t *bi, page_runs runs, int64_t size, btable *b,
                                vlist *L, int first, int64_t *inverse, int ordered, uint64_t base)
 {
     uint64_t slots = 16;
@@ -1929,8 +1960,8 @@ static int vector_partition(const void *x, int64_t n, int dtype, cua_unique_tab 
             uint64_t side[2] = {0, UINT64_MAX};
             cua_cpu_share(n, nt, me, &lo, &hi); /* (the rows of threads not started stay empty) */
             uint8_t *mine = wc ? wc + ((size_t)me << (pbits + 6)) : NULL;
-            if (wide) bucket_scatter(x, dtype, n, lo, hi, &cursor, &pp, me, bw, bi, inverse, side, cfg, mine, &map, 1);
-            else bucket_scatter(x, dtype, n, lo, hi, &cursor, &pp, me, bw, bi, inverse, side, cfg, mine, &map, 0);
+            if (wide) scatter_wide(x, dtype, n, lo, hi, &cursor, &pp, me, bw, bi, inverse, side, cfg, mine, &map);
+            else scatter_narrow(x, dtype, n, lo, hi, &cursor, &pp, me, bw, bi, inverse, side, cfg, mine, &map);
             side_count += side[0];
             side_first = side[1];
 #pragma omp barrier
