@@ -213,3 +213,25 @@ def test_auto_measure_leaves_a_wrong_rung_untimed(monkeypatch, dtype):
     row = auto.measure({"op": "sum", "dtype": dtype, "n": 4096}, "cpu", repeat=2, progress=lambda s: None)
     assert row["ms"]["vector"] is None and row["not_timed"] == {"vector": "wrong answer"}
     assert row["ms"]["block_tree"] is not None
+
+
+def test_interleaved_times_take_turns():
+    from cuatomic.bench import measure
+    log = []
+    times = measure.interleaved_times({"a": lambda: log.append("a"), "b": lambda: log.append("b")}, 5,
+                                      warmup=2, warm_s=0)
+    assert sorted(times) == ["a", "b"] and all(len(t) == 5 and min(t) >= 0 for t in times.values())
+    assert log[:4] == ["a", "a", "b", "b"]  # each warmed up first
+    assert log[4:] == ["a", "b"] * 5  # then one call of each a round
+
+
+def test_unique_bench_quick_rows(capsys, monkeypatch):
+    from cuatomic.bench import unique as ub
+    monkeypatch.setattr(ub, "DTYPES", ("int32",))
+    monkeypatch.setattr(ub, "DISTINCT", (1000,))
+    rows = ub.run("cpu", quick=True)["rows"]
+    by = {r["system"]: r for r in rows}
+    assert {"cuatomic auto", "cuatomic vector", "numpy unique"} <= set(by)
+    assert all(r["distinct"] == 1000 and r["median_ms"] > 0 for r in rows)
+    assert by["cuatomic auto"]["timed"] == by["numpy unique"]["timed"] == "in turns"
+    assert all(r["timed"] in ("in turns", "alone") for r in rows)

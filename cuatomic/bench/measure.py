@@ -117,3 +117,26 @@ def call_times(fn, repeat, warmup=3, warm_s=0.2):
         sync()
         times.append(1e3 * (time.perf_counter() - t0))
     return times
+
+
+def interleaved_times(fns, repeat, warmup=3, warm_s=0.2):
+    """call_times for several systems at once, taken in turns: round r
+    times one whole call of each system, in order, so that a machine whose
+    speed drifts while the table runs (a shared 2-core VM: 1.5x within
+    minutes) slows every system alike and their ratio is that of the same
+    moments. `fns`: name -> fn; returns name -> `repeat` milliseconds."""
+    sync = _C.synchronize if _backend.usable()[0] == "cuda" else (lambda: None)
+    for fn in fns.values():
+        start, calls = time.perf_counter(), 0
+        while calls < warmup or time.perf_counter() - start < warm_s:
+            fn()
+            sync()
+            calls += 1
+    times = {name: [] for name in fns}
+    for _ in range(repeat):
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            fn()
+            sync()
+            times[name].append(1e3 * (time.perf_counter() - t0))
+    return times
