@@ -11,11 +11,11 @@ then ``DeviceRunLengthEncode::Encode``); on the cpu backend NumPy (and its
 hash-based ``sorted=False`` where the installed NumPy has it). Every row is
 validated against NumPy's values and counts before it is timed (unsorted
 rows after sorting them). Times are the median of 20 whole calls (3 for a
-row whose first call takes over 0.2 s), device synchronized. On the cpu
-backend a case's rows under 0.2 s take their calls in turns, one call of
-each a round (the row's ``timed``: "in turns"), as this 2-core machine's
-speed drifts while a table runs; the slower rows and the GPU's are timed
-alone.
+row whose first call takes over 0.2 s), device synchronized. A case's rows
+under 0.2 s take their calls in turns, one call of each a round (the row's
+``timed``: "in turns"), so that a machine whose speed drifts while a table
+runs (the 2-core cpu machine's, by 1.5x within minutes) moves them alike;
+the slower rows are timed alone.
 """
 import inspect
 import statistics
@@ -119,17 +119,15 @@ def run(backend="cuda", quick=False, out=None):
                     times[system] = call_times(call, 3)
                 else:
                     quick_ones[system] = call
-            # The cpu's systems in turns (measure.interleaved_times): this
-            # 2-core machine's speed drifts within a table; the GPU's alone.
-            if backend == "cpu":
-                times.update(interleaved_times(quick_ones, 20))
-            else:
-                times.update({system: call_times(call, 20) for system, call in quick_ones.items()})
+            # In turns (measure.interleaved_times): the 2-core machine's speed
+            # drifts within a table, and a GPU's clocks may (stop 48's H200
+            # table: auto 0.945 ms and vector, the same kernels, 0.834).
+            times.update(interleaved_times(quick_ones, 20))
             for system, (call, is_sorted) in systems.items():
                 med = statistics.median(times[system])
                 rows.append({"case": label, "system": system, "median_ms": med, "n": n, "dtype": np.dtype(dtype).name,
                              "distinct": int(len(want[0])), "sorted": is_sorted,
-                             "timed": "in turns" if backend == "cpu" and system in quick_ones else "alone",
+                             "timed": "in turns" if system in quick_ones else "alone",
                              "gkeys_per_s": n / med / 1e6})
                 print(f"{label:40s} {system:40s} {med:9.3f} ms {rows[-1]['gkeys_per_s']:8.2f} Gkeys/s", flush=True)
     return write_table(rows, env, out)
