@@ -24,10 +24,10 @@
  *                     table takes, the call switches to a radix partition:
  *                     the keys are scattered by a digit of their value
  *                     (sorted output: vmap) or their hash's top bits into
- *                     buckets of about 2^14 elements (write-combined: a
- *                     cache line of a bucket's keys at a time, streamed
- *                     past the cache), and each bucket is
- *                     counted by one thread in a table that stays in cache
+ *                     buckets of about 2^15 elements (2^14 for keys held
+ *                     in 64 bits; write-combined: a cache line of a
+ *                     bucket's keys at a time, streamed past the
+ *                     cache), and each bucket is counted by one thread in a table that stays in cache
  *                     (a key and its count in one line: wide keys a slot
  *                     of two words, at most a quarter full; narrow ones in
  *                     groups of four keys beside their counts, compared a
@@ -1020,17 +1020,17 @@ static int vector_private(const void *x, int64_t n, int dtype, cua_unique_tab *t
     return st;
 }
 
-/* Phase B, the radix partition. About this many elements a bucket: wide
- * keys (8 bytes) BUCKET_ELEMS, narrow ones (4) twice that. At 10^6 distinct
- * int32 values in 2^24 elements, 512 buckets of narrow keys hold ~2,000
- * keys a table (4,096 slots in groups, 32 KiB: L1; a bucket past 2,048
- * takes 8,192), and a thread's 512 write-combining lines (32 KiB) stay in
- * L1 beside it: 1,024 lines (64 KiB) did not, and the scatter's stores to
+/* Phase B, the radix partition. About this many elements a bucket for
+ * keys held in 64 bits, twice that for keys in 32. At 10^6 distinct int32
+ * values in 2^24 elements, 512 buckets of 32-bit keys hold ~2,000 keys a
+ * table (4,096 slots in groups, 32 KiB: L1; a bucket past 2,048 takes
+ * 8,192), and a thread's 512 write-combining lines (32 KiB) stay in L1
+ * beside it: 1,024 lines (64 KiB) did not, and the scatter's stores to
  * them missed. In interleaved calls (2 cores, 30 pairs, medians) 512
  * buckets took 0.90-0.98 of the time of 1,024 (int32, float32), and 256
- * (64 KiB tables) 1.01-1.13 of 512's. For wide keys (16-byte slots) a
- * bucket's table is 64 KiB at 2^14 elements already (stop 36: 2^15, 178 ms
- * against 161). */
+ * (64 KiB tables) 1.01-1.13 of 512's. For 64-bit keys (16-byte slots) a
+ * bucket's table is 64 KiB at 2^14 elements already (stop 36: 2^15, 178
+ * ms against 161). */
 #define BUCKET_ELEMS ((int64_t)1 << 14)
 
 /* Which bucket a key goes to. With sorted output, a *digit* of its value
@@ -1728,8 +1728,11 @@ static WIDE_CLONES int bucket_count(const void *bw, const int64_t *bi, page_runs
  * the first group with an empty slot. At most half full (NLOAD), a key's
  * home group holds it or an empty slot nearly always: one branch a key,
  * rarely mispredicted, in a table of 2^12 slots (32 KiB: L1) at 10^6
- * distinct int32 in 2^24 elements, where the wide layout (8 bytes a slot,
- * a quarter full, scalar probes) took 2^12 to 2^13. In interleaved calls
+ * distinct int32 in 2^24 elements and 1,024 buckets (stop 47; with 512,
+ * 2^12 to 2^13, sized no smaller after a bucket grew it: 2^12 for each
+ * bucket from the last one's count measured no faster), where the wide
+ * layout (8 bytes a slot, a quarter full, scalar probes) took 2^12 to
+ * 2^13. In interleaved calls
  * (2 cores, 20 pairs, medians), int32 at 10^6 distinct: 0.82-0.84 of the
  * time of that layout; float32 0.97-1.03 (its keys, evenly spaced values, rarely
  * met a second slot there either). Counts are 32 bits: the caller keeps
