@@ -160,6 +160,36 @@ static void from_word(uint64_t w, int dtype, void *out, int64_t j)
     }
 }
 
+/* from_word for m words w, to out[j, j + m): a typed loop each, which
+ * vectorizes (the partition's finish writes 10^6 values this way). */
+static WIDE_CLONES void from_words(const uint64_t *w, int64_t m, int dtype, void *out, int64_t j)
+{
+#define LOOP(T, expr)                                                       \
+    do {                                                                    \
+        T *o = (T *)out + j;                                                \
+        for (int64_t i = 0; i < m; i++) o[i] = (T)(expr);                   \
+    } while (0)
+    switch (dtype) {
+    case CUA_BOOL:
+    case CUA_UINT8: LOOP(uint8_t, w[i]); break;
+    case CUA_INT8: LOOP(uint8_t, w[i] ^ 0x80u); break;
+    case CUA_UINT16: LOOP(uint16_t, w[i]); break;
+    case CUA_INT16: LOOP(uint16_t, w[i] ^ 0x8000u); break;
+    case CUA_UINT32: LOOP(uint32_t, w[i]); break;
+    case CUA_INT32: LOOP(uint32_t, w[i] ^ 0x80000000u); break;
+    case CUA_UINT64: LOOP(uint64_t, w[i]); break;
+    case CUA_INT64: LOOP(uint64_t, w[i] ^ 0x8000000000000000ull); break;
+    case CUA_FLOAT32: /* the float's bits (uint32_t lanes: the words' order undone without a branch) */
+        LOOP(uint32_t, (uint32_t)w[i] ^ ((uint32_t)w[i] & 0x80000000u ? 0x80000000u : 0xFFFFFFFFu));
+        break;
+    case CUA_FLOAT64:
+        LOOP(uint64_t, w[i] ^ (w[i] & 0x8000000000000000ull ? 0x8000000000000000ull : ~(uint64_t)0));
+        break;
+    default: break;
+    }
+#undef LOOP
+}
+
 /* The bits of a word that can differ between keys of dtype. */
 static int key_bits(int dtype)
 {
@@ -2109,11 +2139,9 @@ int cua_cpu_unique_finish(const void *x, int64_t n, int dtype, cua_unique_tab *t
         for (int64_t u = 0; u < pt->buckets; u++) {
             const vlist *L = &pt->lists[pt->where[3 * u]];
             const int64_t from = pt->where[3 * u + 1], m = pt->where[3 * u + 2], to = pt->offset[u];
-            for (int64_t i = 0; i < m; i++) {
-                if (out->values) from_word(L->keys[from + i], dtype, out->values, to + i);
-                if (out->counts) out->counts[to + i] = (int64_t)L->counts[from + i];
-                if (out->index) out->index[to + i] = (int64_t)L->first[from + i];
-            }
+            if (out->values) from_words(L->keys + from, m, dtype, out->values, to);
+            if (out->counts) memcpy(out->counts + to, L->counts + from, (size_t)m * 8); /* (counts < 2^63) */
+            if (out->index) memcpy(out->index + to, L->first + from, (size_t)m * 8);
         }
         if (pt->side_count) { /* its key is the largest word of the width */
             if (out->values) from_word(key_empty(pt->wide), dtype, out->values, k - 1);
