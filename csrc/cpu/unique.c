@@ -923,12 +923,28 @@ static int vtable_grow(vtable *v, int wide)
     return 0;
 }
 
-/* Phase A for one thread's elements [lo, hi): counted in v, which grows
- * up to `most` slots. 1 when a new key found v at its limit with `most`
+#define CHUNK ((int64_t)1 << 16)
+
+/* A thread's next range of elements [*c0, *c1) (phase A's count,
+ * bucket_scatter's): with indices the thread's share, once (turn 0); else
+ * the next chunk from *cursor, so that a thread held up (a busy core, a
+ * slower start) leaves more of the work to the others instead of keeping
+ * them waiting at the end. A thread's chunks run in index order. 0 when
+ * none is left. */
+INLINE int next_range(int64_t n, _Atomic int64_t *cursor, int indexed, int64_t turn, int64_t *c0, int64_t *c1)
+{
+    if (indexed) return turn == 0 && *c0 < *c1;
+    *c0 = atomic_fetch_add_explicit(cursor, CHUNK, memory_order_relaxed);
+    *c1 = *c0 + CHUNK < n ? *c0 + CHUNK : n;
+    return *c0 < n;
+}
+
+/* Phase A for a thread's chunks of the n elements (next_range, from
+ * *cursor): counted in v, which grows up to `most` slots. 1 when a new key found v at its limit with `most`
  * slots (or no memory to grow): the call goes to phase B. The key equal to
  * the empty mark is counted in side[0], its first index in side[1]. */
-INLINE int private_count(const void *x, int dtype, int64_t lo, int64_t hi, vtable *v, uint64_t most, uint64_t side[2],
-                         const int *full, cua_launch *cfg, const int wide)
+INLINE int private_count(const void *x, int dtype, int64_t n, _Atomic int64_t *cursor, vtable *v, uint64_t most,
+                         uint64_t side[2], const int *full, cua_launch *cfg, const int wide)
 {
     const uint64_t E = key_empty(wide);
     uint64_t buf[PIECE];
@@ -937,14 +953,18 @@ INLINE int private_count(const void *x, int dtype, int64_t lo, int64_t hi, vtabl
     void *keys = v->keys;
     uint64_t *counts = v->counts, *first = v->first, mask = v->slots - 1, filled = v->filled, limit = v->slots / 2;
     int bits = log2_of(v->slots), spilled = 0;
-    for (int64_t a = lo; a < hi && !spilled && !__atomic_load_n(full, __ATOMIC_RELAXED) && !cua_cpu_stop(cfg);
-         a += PIECE) {
-        const int64_t e = a + PIECE < hi ? a + PIECE : hi;
+    for (int64_t a = 0, c0 = 0, c1 = 0;; a += PIECE) {
+        if (a >= c1) { /* the chunk done: the next */
+            if (!next_range(n, cursor, 0, 0, &c0, &c1)) break;
+            a = c0;
+        }
+        if (spilled || __atomic_load_n(full, __ATOMIC_RELAXED) || cua_cpu_stop(cfg)) break;
+        const int64_t e = a + PIECE < c1 ? a + PIECE : c1;
         to_keys(x, dtype, a, e, buf, wide);
         for (int64_t i = a; i < e; i++) {
             const uint64_t k = key_get(buf, i - a, wide);
             if (k == E) {
-                if (side[0]++ == 0) side[1] = (uint64_t)i; /* the share runs in index order */
+                if (side[0]++ == 0) side[1] = (uint64_t)i; /* (the thread's chunks run in index order) */
                 continue;
             }
             uint64_t s = fib(k, bits), c;
@@ -977,16 +997,16 @@ INLINE int private_count(const void *x, int dtype, int64_t lo, int64_t hi, vtabl
 }
 
 /* private_count for 4-byte keys and for 8-byte ones: each its own clones. */
-static WIDE_CLONES int private_count_narrow(const void *x, int dtype, int64_t lo, int64_t hi, vtable *v, uint64_t most,
-                                            uint64_t side[2], const int *full, cua_launch *cfg)
+static WIDE_CLONES int private_count_narrow(const void *x, int dtype, int64_t n, _Atomic int64_t *cursor, vtable *v,
+                                            uint64_t most, uint64_t side[2], const int *full, cua_launch *cfg)
 {
-    return private_count(x, dtype, lo, hi, v, most, side, full, cfg, 0);
+    return private_count(x, dtype, n, cursor, v, most, side, full, cfg, 0);
 }
 
-static WIDE_CLONES int private_count_wide(const void *x, int dtype, int64_t lo, int64_t hi, vtable *v, uint64_t most,
-                                          uint64_t side[2], const int *full, cua_launch *cfg)
+static WIDE_CLONES int private_count_wide(const void *x, int dtype, int64_t n, _Atomic int64_t *cursor, vtable *v,
+                                          uint64_t most, uint64_t side[2], const int *full, cua_launch *cfg)
 {
-    return private_count(x, dtype, lo, hi, v, most, side, full, cfg, 1);
+    return private_count(x, dtype, n, cursor, v, most, side, full, cfg, 1);
 }
 
 static void vtable_merge(const vtable *v, const table *t, int wide)
@@ -1008,17 +1028,17 @@ static int vector_private(const void *x, int64_t n, int dtype, cua_unique_tab *t
     vtable *p = calloc((size_t)team, sizeof *p);
     if (!p) return CUA_ENOMEM;
     int st = 0, full = 0;
+    _Atomic int64_t cursor = 0;
     for (int i = 0; i < team && !st; i++) st = vtable_alloc(&p[i], BLOCK_SLOTS, wide, first);
     uint64_t side_count = 0, side_first = UINT64_MAX;
     if (!st) {
 #pragma omp parallel num_threads(team) reduction(+ : side_count) reduction(min : side_first)
         {
-            const int me = thread_num(), nt = thread_count(); /* nt: those OpenMP started (may be < team) */
-            int64_t lo, hi;
+            const int me = thread_num(); /* (threads OpenMP did not start take no chunks) */
             uint64_t side[2] = {0, UINT64_MAX};
-            cua_cpu_share(n, nt, me, &lo, &hi);
-            const int spilled = wide ? private_count_wide(x, dtype, lo, hi, &p[me], THREAD_SLOTS, side, &full, cfg)
-                                     : private_count_narrow(x, dtype, lo, hi, &p[me], THREAD_SLOTS, side, &full, cfg);
+            const int spilled = wide ? private_count_wide(x, dtype, n, &cursor, &p[me], THREAD_SLOTS, side, &full, cfg)
+                                     : private_count_narrow(x, dtype, n, &cursor, &p[me], THREAD_SLOTS, side, &full,
+                                                            cfg);
             if (spilled) __atomic_store_n(&full, 1, __ATOMIC_RELAXED);
             side_count += side[0];
             side_first = side[1];
@@ -1348,18 +1368,6 @@ INLINE void piece_combined(const void *buf, const uint16_t *bk, int64_t a, int64
     }
 }
 
-#define CHUNK ((int64_t)1 << 16)
-
-/* bucket_scatter's next range of elements [*c0, *c1): with indices the
- * thread's share, once (turn 0); else the next chunk from *cursor. 0 when
- * none is left. */
-INLINE int next_range(int64_t n, _Atomic int64_t *cursor, int indexed, int64_t turn, int64_t *c0, int64_t *c1)
-{
-    if (indexed) return turn == 0 && *c0 < *c1;
-    *c0 = atomic_fetch_add_explicit(cursor, CHUNK, memory_order_relaxed);
-    *c1 = *c0 + CHUNK < n ? *c0 + CHUNK : n;
-    return *c0 < n;
-}
 
 /* Pass 1: keys (and indices, bi not NULL) to the thread's pages of their
  * buckets (vmap: a piece's buckets are found first, in a loop of their
