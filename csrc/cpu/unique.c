@@ -2143,7 +2143,8 @@ int cua_cpu_unique_finish(const void *x, int64_t n, int dtype, cua_unique_tab *t
     cfg->used_team = ran;
     if (t->compact == PARTS) { /* the partition's lists, bucket by bucket, then the side cell */
         const parts *pt = t->keep;
-#pragma omp parallel for schedule(static) num_threads(k >= CUA_CPU_GRAIN ? team : 1)
+        /* (Buckets in turn, 8 at a time: a held-up core does fewer.) */
+#pragma omp parallel for schedule(dynamic, 8) num_threads(k >= CUA_CPU_GRAIN ? team : 1)
         for (int64_t u = 0; u < pt->buckets; u++) {
             const vlist *L = &pt->lists[pt->where[3 * u]];
             const int64_t from = pt->where[3 * u + 1], m = pt->where[3 * u + 2], to = pt->offset[u];
