@@ -649,3 +649,29 @@ def test_dask_unique_counts_of_any_shape():
     np.testing.assert_array_equal(got.counts.compute(), want[1])
     empty = cd.unique_counts(da.zeros((4, 0), chunks=2, dtype=np.int32), backend="cpu")
     assert empty.values.compute().size == 0 and empty.counts.compute().size == 0
+
+
+def test_cpu_vector_private_tables_take_chunks_in_turn():
+    """Phase A's threads (few distinct values: a table each) take chunks of
+    2^16 elements in turn from a shared counter, so a thread's elements are
+    not one run: a value first met late (in one thread's later chunk), the
+    empty mark's key (int32's and uint32's largest) first met in a late
+    chunk too, and every chunk's values the same 300 otherwise -- first
+    indices, counts and the inverse as NumPy's, with 3 threads, several
+    times over (the chunks go to whichever thread asks first)."""
+    code = ("import numpy as np, cuatomic\n"
+            "rng = np.random.default_rng(11)\n"
+            "n = 9 * (1 << 16) + 5\n"
+            "for dt in (np.int32, np.uint32, np.float32):\n"
+            "    x = (rng.integers(0, 300, n) * 7919).astype(dt)\n"
+            "    x[[6 * (1 << 16) + 9, 8 * (1 << 16) + 1, n - 1]] = 10**6 + 1\n"
+            "    if x.dtype.kind in 'iu':\n"
+            "        x[[5 * (1 << 16) + 3, 7 * (1 << 16)]] = np.iinfo(dt).max\n"
+            "    want = np.unique(x, True, True, True)\n"
+            "    for _ in range(5):\n"
+            "        got = cuatomic.unique(x, True, True, True, method='vector', backend='cpu')\n"
+            "        assert all(np.array_equal(g, e) for g, e in zip(got, want)), dt\n"
+            "print('ok')\n")
+    env = dict(os.environ, OMP_NUM_THREADS="3", CUATOMIC_BACKEND="cpu")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
