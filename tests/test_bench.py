@@ -225,7 +225,7 @@ def test_interleaved_times_take_turns():
     assert log[4:] == ["a", "b"] * 5  # then one call of each a round
 
 
-def test_unique_bench_quick_rows(capsys, monkeypatch):
+def test_unique_bench_quick_rows(monkeypatch):
     from cuatomic.bench import unique as ub
     monkeypatch.setattr(ub, "DTYPES", ("int32",))
     monkeypatch.setattr(ub, "DISTINCT", (1000,))
@@ -235,3 +235,42 @@ def test_unique_bench_quick_rows(capsys, monkeypatch):
     assert all(r["distinct"] == 1000 and r["median_ms"] > 0 for r in rows)
     assert by["cuatomic auto"]["timed"] == by["numpy unique"]["timed"] == "in turns"
     assert all(r["timed"] in ("in turns", "alone") for r in rows)
+
+
+def test_unique_bench_validates_then_times_slow_rungs_alone(monkeypatch):
+    """A lower rung whose calls take over 0.2 s is timed alone (3 calls); a
+    compared row (NumPy's) stays in turns however slow; a row whose result
+    is wrong stops the table before anything is timed."""
+    import time
+    from cuatomic.bench import unique as ub
+    monkeypatch.setattr(ub, "DTYPES", ("int32",))
+    monkeypatch.setattr(ub, "DISTINCT", (1000,))
+    calls = []
+
+    def slow_systems(x, backend):
+        def slow(name):
+            def call():
+                calls.append(name)
+                time.sleep(0.21)
+                return np.unique(x, return_counts=True)
+            return call
+        return {"cuatomic sort": (slow("sort"), True), "numpy unique": (slow("numpy"), True),
+                "cuatomic auto": (lambda: cuatomic.unique(x, return_counts=True, backend="cpu"), True)}
+    monkeypatch.setattr(ub, "_systems", slow_systems)
+    rows = {r["system"]: r for r in ub.run("cpu", quick=True)["rows"]}
+    assert rows["cuatomic sort"]["timed"] == "alone" and rows["cuatomic sort"]["median_ms"] > 200
+    assert rows["numpy unique"]["timed"] == rows["cuatomic auto"]["timed"] == "in turns"
+    # each: checked, then a second call; alone, 3 warm-up calls and 3 timed; in turns, 3 and 20
+    assert calls.count("sort") == 2 + 3 + 3 and calls.count("numpy") == 2 + 3 + 20
+
+    def wrong_systems(x, backend):
+        def wrong():
+            calls.append("wrong")
+            v, c = np.unique(x, return_counts=True)
+            return v, c + (np.arange(c.size) == 0)
+        return {"cuatomic sort": (wrong, True)}
+    monkeypatch.setattr(ub, "_systems", wrong_systems)
+    del calls[:]
+    with pytest.raises(AssertionError, match="cuatomic sort"):
+        ub.run("cpu", quick=True)
+    assert calls == ["wrong"]

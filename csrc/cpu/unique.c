@@ -19,15 +19,17 @@
  *                     of the 32.
  *  5. vector          the fast rung: a private table per OS thread sized
  *                     for its cache (no atomics; 2^12 slots growing to
- *                     2^14; 4-byte keys held in 32 bits), merged once; where
- *                     a thread's share has more distinct keys than that
- *                     table takes, the call switches to a radix partition:
- *                     the keys are scattered by a digit of their value
+ *                     2^14; 4-byte keys held in 32 bits; chunks of the
+ *                     input taken in turn), merged once; where a thread's
+ *                     chunks have more distinct keys than that table
+ *                     takes, the call switches to a radix partition: the
+ *                     keys are scattered by a digit of their value
  *                     (sorted output: vmap) or their hash's top bits into
  *                     buckets of about 2^15 elements (2^14 for keys held
  *                     in 64 bits; write-combined: a cache line of a
- *                     bucket's keys at a time, streamed past the
- *                     cache), and each bucket is counted by one thread in a table that stays in cache
+ *                     bucket's keys at a time, streamed past the cache),
+ *                     and each bucket is counted by one thread in a table
+ *                     that stays in cache
  *                     (a key and its count in one line: wide keys a slot
  *                     of two words, at most a quarter full; narrow ones in
  *                     groups of four keys beside their counts, compared a
@@ -926,11 +928,13 @@ static int vtable_grow(vtable *v, int wide)
 #define CHUNK ((int64_t)1 << 16)
 
 /* A thread's next range of elements [*c0, *c1) (phase A's count,
- * bucket_scatter's): with indices the thread's share, once (turn 0); else
- * the next chunk from *cursor, so that a thread held up (a busy core, a
- * slower start) leaves more of the work to the others instead of keeping
- * them waiting at the end. A thread's chunks run in index order. 0 when
- * none is left. */
+ * bucket_scatter's): the next chunk from *cursor, so that a thread held up
+ * (a busy core, a slower start) leaves more of the work to the others
+ * instead of keeping them waiting at the end; a thread's chunks run in
+ * index order, and first indices merge as the least of the threads'.
+ * `indexed` (the scatter with indices, whose count reads a bucket's pages
+ * thread by thread in index order): the thread's share [*c0, *c1) given,
+ * once (turn 0). 0 when none is left. */
 INLINE int next_range(int64_t n, _Atomic int64_t *cursor, int indexed, int64_t turn, int64_t *c0, int64_t *c1)
 {
     if (indexed) return turn == 0 && *c0 < *c1;
@@ -1073,14 +1077,15 @@ static int vector_private(const void *x, int64_t n, int dtype, cua_unique_tab *t
 /* Phase B, the radix partition. About this many elements a bucket for
  * keys held in 64 bits, twice that for keys in 32. At 10^6 distinct int32
  * values in 2^24 elements, 512 buckets of 32-bit keys hold ~2,000 keys a
- * table (4,096 slots in groups, 32 KiB: L1; a bucket past 2,048 takes
- * 8,192), and a thread's 512 write-combining lines (32 KiB) stay in L1
- * beside it: 1,024 lines (64 KiB) did not, and the scatter's stores to
- * them missed. In interleaved calls (2 cores, 30 pairs, medians) 512
- * buckets took 0.90-0.98 of the time of 1,024 (int32, float32), and 256
- * (64 KiB tables) 1.01-1.13 of 512's. For 64-bit keys (16-byte slots) a
- * bucket's table is 64 KiB at 2^14 elements already (stop 36: 2^15, 178
- * ms against 161). */
+ * table in the count (4,096 slots in groups, 32 KiB: L1; a bucket past
+ * 2,048 takes 8,192), and in the scatter a thread's 512 write-combining
+ * lines (32 KiB) stay in L1: 1,024 lines (64 KiB) did not, and the
+ * scatter's stores to them missed. In interleaved calls (2 cores, 30
+ * pairs, medians) 512 buckets took 0.90-0.98 of the time of 1,024 (int32,
+ * float32), and 256 (64 KiB tables) 1.01-1.13 of 512's. Keys in 64 bits
+ * (16-byte slots: a table of 64 KiB at 2^14 elements already) keep 2^14,
+ * not measured again: stop 36's 2^15 took 178 ms against 161, for int32
+ * in the wide slots of the time. */
 #define BUCKET_ELEMS ((int64_t)1 << 14)
 
 /* Which bucket a key goes to. With sorted output, a *digit* of its value
@@ -1152,7 +1157,6 @@ INLINE void bucket_ids(const void *x, int dtype, int64_t a, int64_t e, const voi
         for (int64_t i = 0; i < len; i++) bk[i] = value_digit(v[i], m, (double)last);
     }
 }
-
 
 /* to_keys and bucket_ids in one loop for the partition's usual narrow
  * inputs (int32, uint32, float32, and 8-byte integers narrowed by
@@ -1367,7 +1371,6 @@ INLINE void piece_combined(const void *buf, const uint16_t *bk, int64_t a, int64
         }
     }
 }
-
 
 /* Pass 1: keys (and indices, bi not NULL) to the thread's pages of their
  * buckets (vmap: a piece's buckets are found first, in a loop of their
