@@ -63,7 +63,9 @@
 /* Loops compiled twice on x86-64 with GCC, the x86-64-v3 clone (AVX2,
  * BMI2) chosen at load time where the CPU has it, as vector.c's are: the
  * vector loops' lanes, and in the tables' scalar loops shifts by a
- * variable of one instruction (shrx) and broadcasts of one. */
+ * variable of one instruction (shrx) and broadcasts of one. Only these
+ * functions are cloned: a helper they call that is not inlined runs its
+ * default build. */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
 #define WIDE_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
@@ -1467,7 +1469,8 @@ INLINE void bucket_scatter(const void *x, int dtype, int64_t n, int64_t lo, int6
 /* bucket_scatter for 4-byte keys and for 8-byte ones: each its own clones. */
 static WIDE_CLONES void scatter_narrow(const void *x, int dtype, int64_t n, int64_t lo, int64_t hi,
                                        _Atomic int64_t *cursor, const pages *pp, int me, void *bw, int64_t *bi,
-                                       int64_t *inverse, uint64_t side[2], cua_launch *cfg, uint8_t *wc, const vmap *map)
+                                       int64_t *inverse, uint64_t side[2], cua_launch *cfg, uint8_t *wc,
+                                       const vmap *map)
 {
     bucket_scatter(x, dtype, n, lo, hi, cursor, pp, me, bw, bi, inverse, side, cfg, wc, map, 0);
 }
@@ -1692,8 +1695,8 @@ static int list_sort(uint64_t *lk, uint64_t *lc, uint64_t *lf, int64_t m, btable
  * element its key's place (within the bucket's list: the caller adds the
  * bucket's offset). With `ordered` (the buckets are digits: vmap), the
  * list is sorted before the places are given. 0 or CUA_ENOMEM. */
-static WIDE_CLONES int bucket_count(const void *bw, const int64_t *bi, page_runs runs, int64_t size, btable *b, vlist *L,
-                        int first, int64_t *inverse, int ordered)
+static WIDE_CLONES int bucket_count(const void *bw, const int64_t *bi, page_runs runs, int64_t size, btable *b,
+                                    vlist *L, int first, int64_t *inverse, int ordered)
 {
     /* Room for every element's key at 1/LOAD load, but no more than the
      * thread's table has grown to (the buckets are alike: the last one's
@@ -1843,8 +1846,9 @@ static int ntable_grow(btable *b, uint64_t slots)
 
 /* bucket_count for narrow keys (32-bit words), in the grouped tables
  * above; the same arguments and results. */
-static WIDE_CLONES int bucket_count_narrow(const void *bw, const int64_t *bi, page_runs runs, int64_t size, btable *b,
-                               vlist *L, int first, int64_t *inverse, int ordered, uint64_t base)
+static WIDE_CLONES int bucket_count_narrow(const void *bw, const int64_t *bi, page_runs runs, int64_t size,
+                                           btable *b, vlist *L, int first, int64_t *inverse, int ordered,
+                                           uint64_t base)
 {
     uint64_t slots = 16;
     while (slots < NLOAD * (uint64_t)size && (slots < b->slots || slots < BLOCK_SLOTS)) slots *= 2;
