@@ -24,7 +24,8 @@
  *                     chunks have more distinct keys than that table
  *                     takes, the call switches to a radix partition: the
  *                     keys are scattered by a digit of their value
- *                     (sorted output: vmap) or their hash's top bits into
+ *                     (vmap) or, where a sample crowds the digits, their
+ *                     hash's top bits into
  *                     buckets of about 2^15 elements (2^14 for keys held
  *                     in 64 bits; write-combined: a cache line of a
  *                     bucket's keys at a time, streamed past the cache),
@@ -1090,11 +1091,13 @@ static int vector_private(const void *x, int64_t n, int dtype, cua_unique_tab *t
  * in the wide slots of the time. */
 #define BUCKET_ELEMS ((int64_t)1 << 14)
 
-/* Which bucket a key goes to. With sorted output, a *digit* of its value
- * (BY_WORD for integers, BY_VALUE for floats): never smaller for a greater
- * key, so the buckets' lists, each sorted in cache as it is made, are
- * sorted one after another, and the finish sorts nothing (at 10^6 distinct
- * int32 keys its sort of the whole list took 13-27 ms of each call). The
+/* Which bucket a key goes to. A *digit* of its value (BY_WORD for
+ * integers, BY_VALUE for floats): never smaller for a greater key, so with
+ * sorted output the buckets' lists, each sorted in cache as it is made, are
+ * sorted one after another, and the finish sorts nothing (at 10^6
+ * distinct int32 keys its sort of the whole list took 13-27 ms of each
+ * call); unsorted output takes the digits too, its lists left unsorted
+ * (cheaper than the hash). The
  * digits are linear between the least and greatest finite keys of a sample
  * of the input (keys outside take the first or the last bucket): the
  * integers' words shifted, the floats' values scaled (a float's word is
@@ -1211,21 +1214,19 @@ static WIDE_CLONES int keys_digits32(const void *x, int dtype, int64_t a, int64_
     return marks != 0;
 }
 
-/* Phase B's buckets (vmap) from SAMPLE elements at an even stride: BY_HASH
- * unless sorted output is wanted and the sample's keys spread over the
- * digits (no bucket with more than CROWDED times its share of them, and
- * at least 16). */
+/* Phase B's buckets (vmap) from SAMPLE elements at an even stride: digits
+ * where the sample's keys spread over them (no bucket with more than
+ * CROWDED times its share of them, and at least 16), else BY_HASH. */
 #define SAMPLE 8192
 #define CROWDED 8
-static void bucket_map(const void *x, int64_t n, int dtype, int wide, int pbits, int sorted, const uint64_t *base,
-                       vmap *m)
+static void bucket_map(const void *x, int64_t n, int dtype, int wide, int pbits, const uint64_t *base, vmap *m)
 {
     memset(m, 0, sizeof *m);
     m->kind = BY_HASH;
     m->pbits = pbits;
     m->narrowed = base != NULL;
     m->base = base ? *base : 0;
-    if (!sorted || n < SAMPLE) return;
+    if (n < SAMPLE) return;
     const int floats = dtype == CUA_FLOAT32 || dtype == CUA_FLOAT64;
     const uint64_t E = key_empty(wide);
     uint64_t *w = malloc(SAMPLE * 8), lo = UINT64_MAX, hi = 0;
@@ -1975,8 +1976,12 @@ static int vector_partition(const void *x, int64_t n, int dtype, cua_unique_tab 
     while (pbits < 12 && (n >> pbits) > (wide ? BUCKET_ELEMS : 2 * BUCKET_ELEMS)) pbits++;
     const int64_t P = (int64_t)1 << pbits;
     vmap map;
-    bucket_map(x, n, dtype, wide, pbits, (t->want & CUA_UNIQUE_SORTED) != 0, narrowed ? &base : NULL, &map);
-    const int ordered = map.kind != BY_HASH;
+    /* Digits wherever the sample spreads over them, sorted output or not
+     * (cheaper than the hash, whose multiply is a pass of its own: unsorted
+     * calls at 10^6 distinct took longer than sorted ones); each bucket's
+     * list is sorted only where sorted output is wanted. */
+    bucket_map(x, n, dtype, wide, pbits, narrowed ? &base : NULL, &map);
+    const int ordered = map.kind != BY_HASH && (t->want & CUA_UNIQUE_SORTED) != 0;
     /* Pages of 64 bytes to 4 KiB, so that the pages begun and not filled
      * (at most one per thread and bucket) take about an eighth of the keys'
      * room at most (at 64-byte pages, with many threads, more). */
