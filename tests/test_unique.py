@@ -600,6 +600,14 @@ def test_bool_bytes_and_byte_order(backend, method, where):
         np.testing.assert_array_equal(v, np.unique(big))
 
 
+def _cpu_run_prints_ok(code, **env):
+    """Run code in a fresh interpreter on the cpu backend with `env` (OpenMP's
+    thread settings, read once at start-up); it must print 'ok'."""
+    env = dict(os.environ, CUATOMIC_BACKEND="cpu", **env)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
+
+
 def test_cpu_vector_with_fewer_threads_than_asked():
     """OpenMP may start fewer threads than a region asks for (a thread
     limit, OMP_DYNAMIC): the shares are cut among those that run, so no
@@ -611,9 +619,7 @@ def test_cpu_vector_with_fewer_threads_than_asked():
             "    w = np.unique(x, True, True, True)\n"
             "    assert all(np.array_equal(g, e) for g, e in zip((v, i, inv, c), w)), m\n"
             "print('ok')\n")
-    env = dict(os.environ, OMP_NUM_THREADS="2", OMP_THREAD_LIMIT="1", CUATOMIC_BACKEND="cpu")
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
+    _cpu_run_prints_ok(code, OMP_NUM_THREADS="2", OMP_THREAD_LIMIT="1")
 
 
 def test_cpu_vector_partition_pages_of_many_threads():
@@ -634,9 +640,7 @@ def test_cpu_vector_partition_pages_of_many_threads():
             "    want = np.unique(x, True, False, True)\n"
             "    assert all(np.array_equal(g, e) for g, e in zip(got, want)), dt\n"
             "print('ok')\n")
-    env = dict(os.environ, OMP_NUM_THREADS="7", CUATOMIC_BACKEND="cpu")
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
+    _cpu_run_prints_ok(code, OMP_NUM_THREADS="7")
 
 
 def test_dask_unique_counts_of_any_shape():
@@ -672,6 +676,4 @@ def test_cpu_vector_private_tables_take_chunks_in_turn():
             "        got = cuatomic.unique(x, True, True, True, method='vector', backend='cpu')\n"
             "        assert all(np.array_equal(g, e) for g, e in zip(got, want)), dt\n"
             "print('ok')\n")
-    env = dict(os.environ, OMP_NUM_THREADS="3", CUATOMIC_BACKEND="cpu")
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
+    _cpu_run_prints_ok(code, OMP_NUM_THREADS="3")

@@ -104,27 +104,16 @@ def call_times(fn, repeat, warmup=3, warm_s=0.2):
     The seconds: three calls of tens of microseconds leave an H200 at the
     clocks of an idle GPU -- the 5.7 MB histogram measured 31.3 us alone in
     a process, 22.8 us after the larger histograms had run.)"""
-    sync = _C.synchronize if _backend.usable()[0] == "cuda" else (lambda: None)
-    start, calls = time.perf_counter(), 0
-    while calls < warmup or time.perf_counter() - start < warm_s:
-        fn()
-        sync()
-        calls += 1
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        sync()
-        times.append(1e3 * (time.perf_counter() - t0))
-    return times
+    return interleaved_times({None: fn}, repeat, warmup, warm_s)[None]
 
 
 def interleaved_times(fns, repeat, warmup=3, warm_s=0.2):
-    """call_times for several systems at once, taken in turns: round r
-    times one whole call of each system, in order, so that a machine whose
-    speed drifts while the table runs (a shared 2-core VM: 1.5x within
-    minutes) slows every system alike and their ratio is that of the same
-    moments. `fns`: name -> fn; returns name -> `repeat` milliseconds."""
+    """call_times for several systems at once (call_times is this with one),
+    taken in turns: round r times one whole call of each system, in order,
+    so that a machine whose speed drifts while the table runs (a shared
+    2-core VM: 1.5x within minutes) slows every system alike and their
+    ratio is that of the same moments. `fns`: name -> fn; returns name ->
+    `repeat` milliseconds."""
     sync = _C.synchronize if _backend.usable()[0] == "cuda" else (lambda: None)
     for fn in fns.values():
         start, calls = time.perf_counter(), 0

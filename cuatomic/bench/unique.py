@@ -109,7 +109,7 @@ def _check(system, got, want, is_sorted):
 
 
 def run(backend="cuda", quick=False, out=None):
-    rows, env = [], environment(backend)
+    rows, env, compared = [], environment(backend), _compared(backend)
     n = (1 << 26) if backend == "cuda" else (1 << 24)
     if quick:
         n = 1 << 20
@@ -129,7 +129,7 @@ def run(backend="cuda", quick=False, out=None):
                 call()
                 if backend == "cuda":
                     _C.synchronize()
-                if system in _compared(backend) or time.perf_counter() - t0 <= 0.2:
+                if system in compared or time.perf_counter() - t0 <= 0.2:
                     in_turns[system] = call
                 else:
                     times[system] = call_times(call, 3)
