@@ -1077,11 +1077,10 @@ static int vector_private(const void *x, int64_t n, int dtype, cua_unique_tab *t
  * keys held in 64 bits, twice that for keys in 32. At 10^6 distinct int32
  * values in 2^24 elements, 512 buckets of 32-bit keys hold ~2,000 keys a
  * table in the count (4,096 slots in groups, 32 KiB: L1; a bucket past
- * 2,048 takes 8,192), and in the scatter a thread's 512 write-combining
- * lines (32 KiB) stay in L1: 1,024 lines (64 KiB) did not, and the
- * scatter's stores to them missed. In interleaved calls (2 cores, 30
- * pairs, medians) 512 buckets took 0.90-0.98 of the time of 1,024 (int32,
- * float32), and 256 (64 KiB tables) 1.01-1.13 of 512's. Keys in 64 bits
+ * 2,048 takes 8,192). In interleaved calls (2 cores, 30 pairs, medians;
+ * write-combining blocks of one line then) 512 buckets took 0.90-0.98 of
+ * the time of 1,024 (int32, float32), and 256 (64 KiB tables) 1.01-1.13 of
+ * 512's. Keys in 64 bits
  * (16-byte slots: a table of 64 KiB at 2^14 elements already) keep 2^14,
  * not measured again: stop 36's 2^15 took 178 ms against 161, for int32
  * in the wide slots of the time. */
@@ -1171,7 +1170,23 @@ static WIDE_CLONES int keys_digits32(const void *x, int dtype, int64_t a, int64_
     const int64_t len = e - a;
     const uint32_t last = ((uint32_t)1 << m->pbits) - 1;
     uint32_t marks = 0;
-    if (dtype == CUA_FLOAT32) {
+    const float fa32 = (float)m->a, scale32 = (float)m->scale;
+    if (dtype == CUA_FLOAT32 && fa32 - fa32 == 0.0f && scale32 > 0x1p-60f && scale32 < 0x1p60f) {
+        /* In float: eight lanes a vector, not four (any digit that never
+         * falls as the value grows will do, and float's rounding keeps the
+         * order too) */
+        const float *v = (const float *)x + a, fl = (float)last;
+        for (int64_t i = 0; i < len; i++) {
+            const float f = v[i];
+            const int nan = f != f;
+            const uint32_t k = word_f32(f);
+            const float d = (f - fa32) * scale32, c = d < fl ? d : fl; /* (NaN: fl, then 0) */
+            const int32_t g = (int32_t)(d > 0 ? c : 0.0f);
+            buf[i] = k;
+            bk[i] = (uint16_t)(nan ? (int32_t)last : g);
+            marks |= (uint32_t)(k == CUA_UNIQUE_EMPTY32);
+        }
+    } else if (dtype == CUA_FLOAT32) {
         const float *v = (const float *)x + a;
         const double fa = m->a, scale = m->scale, dl = (double)last;
         for (int64_t i = 0; i < len; i++) { /* (selects, not branches: it vectorizes) */
@@ -1336,20 +1351,32 @@ INLINE int runs_next(page_runs *r, int64_t *lo, int64_t *hi)
     return 1;
 }
 
+/* A thread's write-combining block for each bucket: 4 lines (256 bytes).
+ * A block leaves when it fills, after 64 keys of 4 bytes, and the branch
+ * that asks whether it has is mispredicted about once each time: with one
+ * line a block, once every 16 keys. 512 buckets' blocks (128 KiB) do not
+ * stay in L1, but a store is not waited on. The scatter loop alone (2^23
+ * int32 keys, 512 buckets, one core) took 0.87-0.89 of its time with
+ * blocks of 2 or 4 lines; whole calls (2 cores, 20 pairs) with 2 lines
+ * 1.00 of the time of 4, with 8 lines 1.11. */
+#define WC_SHIFT 8
+
 /* A piece's keys (buf: m of them, elements a on) into their buckets'
- * (bk) lines in wc, each line leaving whole for its place in bw when it
- * fills (keys alone). cur[b] is where bucket b's next key goes: its line's
- * slot is the low bits, as pages are whole lines; as a page fills, its
- * keys are added to fill[b] and the bucket takes the thread's next page.
+ * (bk) blocks in wc, each block leaving whole for its place in bw when it
+ * fills (keys alone). at[b] is how many keys bucket b's page holds (16
+ * bits: the loop's read-modify-write touches 2 bytes a bucket, not 8), and
+ * cur[b] where the page begins; the key's slot in its block is at[b]'s low
+ * bits, as pages are whole blocks. As a page fills, its keys are added to
+ * fill[b] and the bucket takes the thread's next page.
  * With `check`, keys equal to the empty mark are counted in side[] instead
  * (a piece without one takes the loop without the test). A loop of its
  * own, so that its few variables stay in registers. */
-INLINE void piece_combined(const void *buf, const uint16_t *bk, int64_t a, int64_t m, int64_t *cur, int64_t *fill,
-                           int64_t *next, _Atomic int64_t *claimed, uint8_t *wc, void *bw, int pgbits, uint64_t side[2],
-                           const int check, const int wide)
+INLINE void piece_combined(const void *buf, const uint16_t *bk, int64_t a, int64_t m, uint16_t *at, int64_t *cur,
+                           int64_t *fill, int64_t *next, _Atomic int64_t *claimed, uint8_t *wc, void *bw, int pgbits,
+                           uint64_t side[2], const int check, const int wide)
 {
     const uint64_t E = key_empty(wide);
-    const int64_t per = wide ? 8 : 16, pg = (int64_t)1 << pgbits;
+    const unsigned per = (1u << WC_SHIFT) / (wide ? 8 : 4), pg = 1u << pgbits; /* per: keys a block */
     for (int64_t i = 0; i < m; i++) {
         const uint64_t k = key_get(buf, i, wide);
         if (check && k == E) {
@@ -1357,16 +1384,19 @@ INLINE void piece_combined(const void *buf, const uint16_t *bk, int64_t a, int64
             continue;
         }
         const uint64_t b = bk[i];
-        const int64_t to = cur[b]++;
-        uint8_t *line = wc + (b << 6);
-        key_put(line, to & (per - 1), k, wide);
-        if (((to + 1) & (per - 1)) != 0) continue;
-        line_out((uint8_t *)bw + ((to + 1 - per) << (wide ? 3 : 2)), line);
-        if (((to + 1) & (pg - 1)) == 0) { /* the page is full: the bucket's next */
+        const unsigned c = at[b] + 1u; /* the page's keys with this one */
+        uint8_t *block = wc + (b << WC_SHIFT), *to;
+        key_put(block, (c - 1) & (per - 1), k, wide);
+        at[b] = (uint16_t)c;
+        if ((c & (per - 1)) != 0) continue;
+        to = (uint8_t *)bw + ((cur[b] + c - per) << (wide ? 3 : 2));
+        for (int l = 0; l < 1 << WC_SHIFT; l += 64) line_out(to + l, block + l);
+        if (c == pg) { /* the page is full: the bucket's next */
             fill[b] += pg;
             const int64_t page = atomic_fetch_add_explicit(claimed, 1, memory_order_relaxed);
-            next[to >> pgbits] = page;
+            next[cur[b] >> pgbits] = page;
             cur[b] = page << pgbits;
+            at[b] = 0;
         }
     }
 }
@@ -1382,19 +1412,20 @@ INLINE void piece_combined(const void *buf, const uint16_t *bk, int64_t a, int64
  * the barrier.
  *
  * Keys alone (bi NULL): write combined (piece_combined). A thread's keys
- * for bucket b gather in its line of wc (2^pbits 64-byte aligned lines)
- * and leave a whole line at a time by streaming stores (line_out): written
- * one key at a time, each key's line of bw is read in first, and with
- * hundreds of buckets the open lines do not stay in L1. The pages are the
- * thread's own, so the last, partial line of each goes out whole too. bw
- * is aligned to a cache line at least (cua_cpu_scratch_take). */
+ * for bucket b gather in its block of wc (2^pbits blocks of WC_SHIFT
+ * bits, 64-byte aligned) and leave a whole block at a time by streaming
+ * stores (line_out): written one key at a time, each key's line of bw is
+ * read in first, and with hundreds of buckets the open lines do not stay
+ * in L1. The pages are the thread's own, so the last, partial block of
+ * each goes out in whole lines too. bw is aligned to a cache line at
+ * least (cua_cpu_scratch_take). */
 INLINE void bucket_scatter(const void *x, int dtype, int64_t n, int64_t lo, int64_t hi, _Atomic int64_t *cursor,
                            const pages *pp, int me, void *bw, int64_t *bi, int64_t *inverse, uint64_t side[2],
                            cua_launch *cfg, uint8_t *wc, const vmap *map, const int wide)
 {
     const uint64_t E = key_empty(wide);
     const int pbits = pp->pbits, pgbits = log2_of((uint64_t)pp->pg);
-    const int64_t per = wide ? 8 : 16; /* keys a line */
+    const int64_t ks = wide ? 8 : 4, per = ((int64_t)1 << WC_SHIFT) / ks; /* key bytes; keys a block */
     const int64_t P = (int64_t)1 << pbits, pg = pp->pg;
     int64_t *head = pp->head + me * P, *fill = pp->fill + me * P, *cur = pp->cur + me * P, *next = pp->next;
     int64_t page = atomic_fetch_add_explicit(pp->claimed, P, memory_order_relaxed);
@@ -1404,7 +1435,8 @@ INLINE void bucket_scatter(const void *x, int dtype, int64_t n, int64_t lo, int6
         fill[b] = 0;
     }
     uint64_t buf[PIECE];
-    uint16_t bk[PIECE];
+    uint16_t bk[PIECE], at[1 << 12]; /* at: piece_combined's (a page holds fewer than 2^16 keys) */
+    memset(at, 0, (size_t)P * sizeof *at);
     const int64_t size = cua_dtype_size(dtype);
     const int fused = !wide && (map->narrowed || dtype == CUA_INT32 || dtype == CUA_UINT32 || dtype == CUA_FLOAT32);
     for (int64_t c0 = lo, c1 = hi, turn = 0; next_range(n, cursor, bi != NULL, turn++, &c0, &c1);) {
@@ -1426,8 +1458,8 @@ INLINE void bucket_scatter(const void *x, int dtype, int64_t n, int64_t lo, int6
             }
             if (!bi) {
                 _Atomic int64_t *taken = pp->claimed;
-                if (marks) piece_combined(buf, bk, a, e - a, cur, fill, next, taken, wc, bw, pgbits, side, 1, wide);
-                else piece_combined(buf, bk, a, e - a, cur, fill, next, taken, wc, bw, pgbits, side, 0, wide);
+                if (marks) piece_combined(buf, bk, a, e - a, at, cur, fill, next, taken, wc, bw, pgbits, side, 1, wide);
+                else piece_combined(buf, bk, a, e - a, at, cur, fill, next, taken, wc, bw, pgbits, side, 0, wide);
                 continue;
             }
             for (int64_t i = a; i < e; i++) { /* key by key, its index beside it */
@@ -1452,11 +1484,11 @@ INLINE void bucket_scatter(const void *x, int dtype, int64_t n, int64_t lo, int6
         if (cua_cpu_stop(cfg)) break;
     }
     if (!bi)
-        for (int64_t b = 0; b < P; b++) { /* the keys of the page begun, and its last line, whole */
-            const int64_t used = cur[b] & (pg - 1);
+        for (int64_t b = 0; b < P; b++) { /* the keys of the page begun, and the lines of its last block */
+            const int64_t used = at[b], part = (used & (per - 1)) * ks;
+            uint8_t *to = (uint8_t *)bw + (cur[b] + (used & ~(per - 1))) * ks;
             fill[b] += used;
-            if (used & (per - 1))
-                line_out((uint8_t *)bw + ((cur[b] & ~(per - 1)) << (wide ? 3 : 2)), wc + (b << 6));
+            for (int64_t l = 0; l < part; l += 64) line_out(to + l, wc + (b << WC_SHIFT) + l);
         }
 #ifdef __SSE2__
     _mm_sfence(); /* the streamed lines visible before the team's barrier lets others read them */
@@ -1978,10 +2010,11 @@ static int vector_partition(const void *x, int64_t n, int dtype, cua_unique_tab 
      * list is sorted only where sorted output is wanted. */
     bucket_map(x, n, dtype, wide, pbits, narrowed ? &base : NULL, &map);
     const int ordered = map.kind != BY_HASH && (t->want & CUA_UNIQUE_SORTED) != 0;
-    /* Pages of 64 bytes to 4 KiB, so that the pages begun and not filled
-     * (at most one per thread and bucket) take about an eighth of the keys'
-     * room at most (at 64-byte pages, with many threads, more). */
-    int64_t pg = 64 / ks;
+    /* Pages of 64 bytes (keys alone: a write-combining block) to 4 KiB, so
+     * that the pages begun and not filled (at most one per thread and
+     * bucket) take about an eighth of the keys' room at most (at the
+     * smallest pages, with many threads, more). */
+    int64_t pg = (need_idx ? 64 : (int64_t)1 << WC_SHIFT) / ks; /* (keys alone: whole write-combining blocks) */
     while (pg * ks < 4096 && 2 * pg * 8 * team * P <= n) pg *= 2;
     const int64_t npages = n / pg + (int64_t)team * P;
     _Atomic int64_t claimed = 0, cursor = 0;
@@ -1994,8 +2027,8 @@ static int vector_partition(const void *x, int64_t n, int dtype, cua_unique_tab 
     int64_t *offset = calloc((size_t)P + 1, 8); /* bucket b's list in the concatenation */
     vlist *lists = calloc((size_t)team, sizeof *lists);
     btable *tabs = calloc((size_t)team, sizeof *tabs);
-    /* each thread's write-combining lines (keys alone) */
-    uint8_t *wc = need_idx ? NULL : aligned_alloc(64, (size_t)team << (pbits + 6));
+    /* each thread's write-combining blocks (keys alone) */
+    uint8_t *wc = need_idx ? NULL : aligned_alloc(64, (size_t)team << (pbits + WC_SHIFT));
     int st = (!pp.head || !pp.fill || !pp.cur || !pp.next || !bw || (need_idx && !bi) || !where || !offset || !lists ||
               !tabs || (!need_idx && !wc))
                  ? CUA_ENOMEM
@@ -2008,7 +2041,7 @@ static int vector_partition(const void *x, int64_t n, int dtype, cua_unique_tab 
             int64_t lo, hi;
             uint64_t side[2] = {0, UINT64_MAX};
             cua_cpu_share(n, nt, me, &lo, &hi); /* (the rows of threads not started stay empty) */
-            uint8_t *mine = wc ? wc + ((size_t)me << (pbits + 6)) : NULL;
+            uint8_t *mine = wc ? wc + ((size_t)me << (pbits + WC_SHIFT)) : NULL;
             if (wide) scatter_wide(x, dtype, n, lo, hi, &cursor, &pp, me, bw, bi, inverse, side, cfg, mine, &map);
             else scatter_narrow(x, dtype, n, lo, hi, &cursor, &pp, me, bw, bi, inverse, side, cfg, mine, &map);
             side_count += side[0];
