@@ -1818,9 +1818,10 @@ INLINE uint64_t nkey(uint64_t s)
     return s + (s & ~(uint64_t)(NGROUP - 1));
 }
 
-/* Key k's slot in narrow table nt of mask + 1 slots: where it is (*found
- * 1), or the empty slot where it goes (*found 0). */
-INLINE uint64_t ngroup_find(const uint32_t *nt, uint32_t k, uint64_t mask, int bits, int *found)
+/* The group of key k in narrow table nt (mask + 1 slots): the first
+ * group, from k's home group on, that holds k (*found 1) or an empty slot
+ * (*found 0); *lane, that slot's place in the group. */
+INLINE uint64_t ngroup_of(const uint32_t *nt, uint32_t k, uint64_t mask, int bits, int *found, int *lane)
 {
     for (uint64_t g = bucket_slot(k, bits) & ~(uint64_t)(NGROUP - 1);; g = (g + NGROUP) & mask) {
 #ifdef __SSE2__
@@ -1828,26 +1829,38 @@ INLINE uint64_t ngroup_find(const uint32_t *nt, uint32_t k, uint64_t mask, int b
         const int hit = _mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(v, _mm_set1_epi32((int)k))));
         if (hit) {
             *found = 1;
-            return g + (uint64_t)__builtin_ctz((unsigned)hit);
+            *lane = __builtin_ctz((unsigned)hit);
+            return g;
         }
         const int hole = _mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(v, _mm_set1_epi32(-1))));
         if (hole) {
             *found = 0;
-            return g + (uint64_t)__builtin_ctz((unsigned)hole);
+            *lane = __builtin_ctz((unsigned)hole);
+            return g;
         }
 #else
-        for (uint64_t q = g; q < g + NGROUP; q++)
-            if (nt[nkey(q)] == k) {
+        for (int q = 0; q < NGROUP; q++)
+            if (nt[2 * g + q] == k) {
                 *found = 1;
-                return q;
+                *lane = q;
+                return g;
             }
-        for (uint64_t q = g; q < g + NGROUP; q++)
-            if (nt[nkey(q)] == CUA_UNIQUE_EMPTY32) {
+        for (int q = 0; q < NGROUP; q++)
+            if (nt[2 * g + q] == CUA_UNIQUE_EMPTY32) {
                 *found = 0;
-                return q;
+                *lane = q;
+                return g;
             }
 #endif
     }
+}
+
+/* Key k's slot in narrow table nt of mask + 1 slots: where it is (*found
+ * 1), or the empty slot where it goes (*found 0). */
+INLINE uint64_t ngroup_find(const uint32_t *nt, uint32_t k, uint64_t mask, int bits, int *found)
+{
+    int lane;
+    return ngroup_of(nt, k, mask, bits, found, &lane) + (uint64_t)lane;
 }
 
 /* b's narrow table, `slots` in use, moved into twice the slots: 0 or
@@ -1890,11 +1903,13 @@ static WIDE_CLONES int bucket_count_narrow(const void *bw, const int64_t *bi, pa
     for (int64_t lo, hi; runs_next(&r, &lo, &hi);) {
         for (int64_t q = lo; q < hi; q++) {
             const uint32_t k = keys[q];
-            uint64_t s = ngroup_find(nt, k, mask, bits, &found);
-            if (found) { /* the common case: one group, one add (in the same line) */
-                nt[nkey(s) + NGROUP]++;
+            int lane;
+            const uint64_t g = ngroup_of(nt, k, mask, bits, &found, &lane);
+            if (found) { /* the common case: one group, one add (in the same line), its address from the group's */
+                nt[2 * g + NGROUP + (uint64_t)lane]++;
                 continue;
             }
+            uint64_t s = g + (uint64_t)lane;
             if (d == limit) {
                 if (ntable_grow(b, slots)) return CUA_ENOMEM;
                 slots *= 2;
