@@ -626,7 +626,9 @@ def test_cpu_vector_partition_pages_of_many_threads():
     """The CPU partition writes each thread's keys of a bucket into a chain
     of its own pages: with 7 threads on this input every thread fills
     several pages of each bucket, in both of its write paths (keys alone,
-    combined a line at a time; keys with their indices)."""
+    combined a block of 256 bytes at a time, each thread's last block of a
+    bucket going out in the lines its keys reach; keys with their
+    indices)."""
     code = ("import numpy as np, cuatomic\n"
             "rng = np.random.default_rng(7)\n"
             "for dt in (np.int32, np.uint64, np.float32):\n"
