@@ -1163,7 +1163,9 @@ INLINE void bucket_ids(const void *x, int dtype, int64_t a, int64_t e, const voi
  * narrow_base): 32-bit lanes throughout, so that it vectorizes
  * (bucket_ids' 64-bit words and compares do not, with SSE2 alone: its
  * digits were ~8% of a 10^6-distinct int32 call's cycles by perf). Hash
- * buckets take mix32. 1 where a key is the empty mark. */
+ * buckets take mix32. 1 where a key is the empty mark. Its float32 digits
+ * (in float) may differ from bucket_ids' (in double): a call takes one of
+ * the two for all its elements, never both. */
 static WIDE_CLONES int keys_digits32(const void *x, int dtype, int64_t a, int64_t e, uint32_t *buf, uint16_t *bk,
                                      const vmap *m)
 {
@@ -1302,7 +1304,7 @@ INLINE void line_out(void *to, const void *from)
 }
 
 /* The partition's scratch is pages of `pg` keys (a power of two, whole
- * 64-byte lines), each owned by one thread and bucket: a thread writes its
+ * 64-byte lines; keys alone, whole 256-byte blocks), each owned by one thread and bucket: a thread writes its
  * keys of bucket b into a chain of its own pages, taking another from a
  * counter the team shares (an atomic add a page) when one fills, so that
  * no pass has to size the buckets first (counting them took a read of the
@@ -1312,7 +1314,7 @@ INLINE void line_out(void *to, const void *from)
  * at most n / pg + team * P in all. */
 typedef struct {
     int64_t *head, *fill;     /* [thread * P + bucket]: the first page, the keys */
-    int64_t *cur;             /* [thread * P + bucket]: the next key's place */
+    int64_t *cur;             /* [thread * P + bucket]: the next key's place (keys alone: the open page's start) */
     int64_t *next;            /* [page]: the bucket's next page of the same thread */
     int64_t pg;
     int pbits, team;
@@ -1412,8 +1414,8 @@ INLINE void piece_combined(const void *buf, const uint16_t *bk, int64_t a, int64
  * the barrier.
  *
  * Keys alone (bi NULL): write combined (piece_combined). A thread's keys
- * for bucket b gather in its block of wc (2^pbits blocks of WC_SHIFT
- * bits, 64-byte aligned) and leave a whole block at a time by streaming
+ * for bucket b gather in its block of wc (2^pbits blocks of 2^WC_SHIFT
+ * bytes, 64-byte aligned) and leave a whole block at a time by streaming
  * stores (line_out): written one key at a time, each key's line of bw is
  * read in first, and with hundreds of buckets the open lines do not stay
  * in L1. The pages are the thread's own, so the last, partial block of
@@ -1435,7 +1437,7 @@ INLINE void bucket_scatter(const void *x, int dtype, int64_t n, int64_t lo, int6
         fill[b] = 0;
     }
     uint64_t buf[PIECE];
-    uint16_t bk[PIECE], at[1 << 12]; /* at: piece_combined's (a page holds fewer than 2^16 keys) */
+    uint16_t bk[PIECE], at[1 << 12]; /* at: piece_combined's (a page holds 4 KiB at most: 1,024 keys) */
     memset(at, 0, (size_t)P * sizeof *at);
     const int64_t size = cua_dtype_size(dtype);
     const int fused = !wide && (map->narrowed || dtype == CUA_INT32 || dtype == CUA_UINT32 || dtype == CUA_FLOAT32);
