@@ -1304,7 +1304,8 @@ INLINE void line_out(void *to, const void *from)
 }
 
 /* The partition's scratch is pages of `pg` keys (a power of two, whole
- * 64-byte lines; keys alone, whole 256-byte blocks), each owned by one thread and bucket: a thread writes its
+ * 64-byte lines; keys alone, whole 256-byte blocks), each owned by one
+ * thread and bucket: a thread writes its
  * keys of bucket b into a chain of its own pages, taking another from a
  * counter the team shares (an atomic add a page) when one fills, so that
  * no pass has to size the buckets first (counting them took a read of the
