@@ -1173,34 +1173,29 @@ static WIDE_CLONES int keys_digits32(const void *x, int dtype, int64_t a, int64_
     const uint32_t last = ((uint32_t)1 << m->pbits) - 1;
     uint32_t marks = 0;
     const float fa32 = (float)m->a, scale32 = (float)m->scale;
+    /* float32's keys and digits, the digits' arithmetic in type R: selects,
+     * not branches, so that it vectorizes. */
+#define F32_DIGITS(R, A, S)                                                                                           \
+    do {                                                                                                              \
+        const float *v = (const float *)x + a;                                                                        \
+        const R ra = (A), rs = (S), rl = (R)last;                                                                     \
+        for (int64_t i = 0; i < len; i++) {                                                                           \
+            const float f = v[i];                                                                                     \
+            const uint32_t k = word_f32(f);                                                                           \
+            const R d = ((R)f - ra) * rs, c = d < rl ? d : rl; /* (NaN: rl, then 0) */                                \
+            const int32_t g = (int32_t)(d > 0 ? c : (R)0);                                                            \
+            buf[i] = k;                                                                                               \
+            bk[i] = (uint16_t)(f != f ? (int32_t)last : g);                                                           \
+            marks |= (uint32_t)(k == CUA_UNIQUE_EMPTY32);                                                             \
+        }                                                                                                             \
+    } while (0)
     if (dtype == CUA_FLOAT32 && fa32 - fa32 == 0.0f && scale32 > 0x1p-60f && scale32 < 0x1p60f) {
         /* In float: eight lanes a vector, not four. Any digit that never
          * falls as the value grows will do, and float's rounding keeps the
          * order as double's does (0.972 of the time at 10^6 distinct). */
-        const float *v = (const float *)x + a, fl = (float)last;
-        for (int64_t i = 0; i < len; i++) {
-            const float f = v[i];
-            const int nan = f != f;
-            const uint32_t k = word_f32(f);
-            const float d = (f - fa32) * scale32, c = d < fl ? d : fl; /* (NaN: fl, then 0) */
-            const int32_t g = (int32_t)(d > 0 ? c : 0.0f);
-            buf[i] = k;
-            bk[i] = (uint16_t)(nan ? (int32_t)last : g);
-            marks |= (uint32_t)(k == CUA_UNIQUE_EMPTY32);
-        }
-    } else if (dtype == CUA_FLOAT32) {
-        const float *v = (const float *)x + a;
-        const double fa = m->a, scale = m->scale, dl = (double)last;
-        for (int64_t i = 0; i < len; i++) { /* (selects, not branches: it vectorizes) */
-            const float f = v[i];
-            const int nan = f != f;
-            const uint32_t k = word_f32(f);
-            const double d = ((double)f - fa) * scale, c = d < dl ? d : dl; /* (NaN: dl, then 0) */
-            const int32_t g = (int32_t)(d > 0 ? c : 0.0);
-            buf[i] = k;
-            bk[i] = (uint16_t)(nan ? (int32_t)last : g);
-            marks |= (uint32_t)(k == CUA_UNIQUE_EMPTY32);
-        }
+        F32_DIGITS(float, fa32, scale32);
+    } else if (dtype == CUA_FLOAT32) { /* (the map's least value or scale does not fit float) */
+        F32_DIGITS(double, m->a, m->scale);
     } else if (m->narrowed) { /* 8-byte integers as their words above m->base */
         const uint64_t *v = (const uint64_t *)x + a, base = m->base - (dtype == CUA_INT64 ? 0x8000000000000000ull : 0);
         const uint32_t lo = (uint32_t)m->lo;
