@@ -92,8 +92,22 @@ def environment(be):
                    cuda_runtime_version=probe["runtime_version"])
         env.update(peers.versions())
     else:
-        env.update(device=platform.processor() or platform.machine(), cpu_threads=_C.cpu_threads())
+        env.update(device=cpu_name(), cpu_threads=_C.cpu_threads())
     return env
+
+
+def cpu_name():
+    """The processor's model name (Linux: /proc/cpuinfo's first "model
+    name"), else what `platform` knows of it: the cpu tables of two
+    machines differ by more than their NumPy."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name") and ":" in line:
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
 
 
 def call_times(fn, repeat, warmup=3, warm_s=0.2):
