@@ -1194,8 +1194,8 @@ static WIDE_CLONES int keys_digits32(const void *x, int dtype, int64_t a, int64_
          * falls as the value grows will do, and float's rounding keeps the
          * order as double's does (0.972 of the time at 10^6 distinct). */
         F32_DIGITS(float, fa32, scale32);
-    } else if (dtype == CUA_FLOAT32) { /* (the map's least value or scale does not fit float) */
-        F32_DIGITS(double, m->a, m->scale);
+    } else if (dtype == CUA_FLOAT32) { /* (a least value or scale that float cannot carry) */
+        F32_DIGITS(double, m->a, m->scale); /* (also hash maps, whose digits are replaced below) */
     } else if (m->narrowed) { /* 8-byte integers as their words above m->base */
         const uint64_t *v = (const uint64_t *)x + a, base = m->base - (dtype == CUA_INT64 ? 0x8000000000000000ull : 0);
         const uint32_t lo = (uint32_t)m->lo;
@@ -1219,6 +1219,7 @@ static WIDE_CLONES int keys_digits32(const void *x, int dtype, int64_t a, int64_
     }
     if (m->kind == BY_HASH) /* (the digits above were the word's, linear: the hash's replace them) */
         for (int64_t i = 0; i < len; i++) bk[i] = (uint16_t)(mix32(buf[i]) >> (32 - m->pbits));
+#undef F32_DIGITS
     return marks != 0;
 }
 

@@ -98,13 +98,15 @@ def environment(be):
 
 def cpu_name():
     """The processor's model name (Linux: /proc/cpuinfo's first "model
-    name"), else what `platform` knows of it: the cpu tables of two
-    machines differ by more than their NumPy."""
+    name"), else what `platform` knows of it, so that cpu tables from
+    different machines can be told apart."""
     try:
-        with open("/proc/cpuinfo") as f:
+        with open("/proc/cpuinfo", errors="replace") as f:
             for line in f:
                 if line.startswith("model name") and ":" in line:
-                    return line.split(":", 1)[1].strip()
+                    name = line.split(":", 1)[1].strip()
+                    if name:
+                        return name
     except OSError:
         pass
     return platform.processor() or platform.machine()
