@@ -98,7 +98,7 @@ def environment(be):
 
 def cpu_name():
     """The processor's model name (Linux: /proc/cpuinfo's first "model
-    name"), else what `platform` knows of it, so that cpu tables from
+    name" with a value), else what `platform` knows of it, so that cpu tables from
     different machines can be told apart."""
     try:
         with open("/proc/cpuinfo", errors="replace") as f:
