@@ -98,8 +98,8 @@ def environment(be):
 
 def cpu_name():
     """The processor's model name (Linux: /proc/cpuinfo's first "model
-    name" with a value), else what `platform` knows of it, so that cpu tables from
-    different machines can be told apart."""
+    name" with a value), else what `platform` knows of it, so that cpu
+    tables from different machines can be told apart."""
     try:
         with open("/proc/cpuinfo", errors="replace") as f:
             for line in f:
